@@ -1,0 +1,379 @@
+//! `Prefix<A>`: an address and a length, always in canonical form (no host
+//! bits set), parsed from text or built from `std::net` types.
+
+use crate::addr::Addr;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// Why text or parts could not become a prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrefixError {
+    /// The text has no `/LEN` part.
+    #[error("missing '/LEN' in prefix {0:?}")]
+    MissingLength(String),
+    /// The address part is not an address of the expected family.
+    #[error("invalid IPv{family} address {text:?}")]
+    InvalidAddress { text: String, family: u8 },
+    /// The text is neither an IPv4 nor an IPv6 address.
+    #[error("invalid IP address {0:?}")]
+    InvalidIp(String),
+    /// The length part is not a number.
+    #[error("invalid prefix length {0:?}")]
+    InvalidLength(String),
+    /// The length is beyond the family's width.
+    #[error("prefix length /{len} is longer than /{max}")]
+    LengthTooLong { len: u32, max: u8 },
+    /// Bits beyond the length are set (e.g. `10.0.0.1/8`).
+    #[error("host bits set in {text} (did you mean {canonical}?)")]
+    HostBitsSet { text: String, canonical: String },
+}
+
+/// Whether host bits beyond the prefix length are an error or cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostBits {
+    /// `10.0.0.1/8` is an error (the default: it is usually a typo).
+    #[default]
+    Reject,
+    /// `10.0.0.1/8` becomes `10.0.0.0/8`.
+    Mask,
+}
+
+/// A prefix `addr/len` of one address family, with no host bits set.
+///
+/// Ordering is by address, then by length (shorter first): the order of a
+/// pre-order walk of a binary trie, which is the order the interval compiler
+/// needs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Prefix<A: Addr> {
+    addr: A,
+    len: u8,
+}
+
+impl<A: Addr> Prefix<A> {
+    /// The prefix `addr/len`; an error if `len` is too long or host bits are set.
+    pub fn new(addr: A, len: u8) -> Result<Self, PrefixError> {
+        Self::with_host_bits(addr, len, HostBits::Reject)
+    }
+
+    /// The prefix `addr/len` with host bits cleared; an error only if `len` is too long.
+    pub fn new_masked(addr: A, len: u8) -> Result<Self, PrefixError> {
+        Self::with_host_bits(addr, len, HostBits::Mask)
+    }
+
+    /// The prefix `addr/len`, treating host bits as `policy` says.
+    pub fn with_host_bits(addr: A, len: u8, policy: HostBits) -> Result<Self, PrefixError> {
+        if len > A::BITS {
+            return Err(PrefixError::LengthTooLong {
+                len: len as u32,
+                max: A::BITS,
+            });
+        }
+        let masked = addr.and(A::mask(len));
+        if masked != addr && policy == HostBits::Reject {
+            return Err(PrefixError::HostBitsSet {
+                text: format!("{}/{}", addr.to_std(), len),
+                canonical: format!("{}/{}", masked.to_std(), len),
+            });
+        }
+        Ok(Prefix { addr: masked, len })
+    }
+
+    /// The host route `addr/BITS`.
+    pub fn host(addr: A) -> Self {
+        Prefix { addr, len: A::BITS }
+    }
+
+    /// The default route `/0`.
+    pub fn default_route() -> Self {
+        Prefix {
+            addr: A::ZERO,
+            len: 0,
+        }
+    }
+
+    /// Parse `ADDR/LEN`, treating host bits as `policy` says.
+    pub fn parse(text: &str, policy: HostBits) -> Result<Self, PrefixError> {
+        let (a, l) = text
+            .split_once('/')
+            .ok_or_else(|| PrefixError::MissingLength(text.to_string()))?;
+        let addr = a
+            .parse::<A::Std>()
+            .map_err(|_| PrefixError::InvalidAddress {
+                text: a.to_string(),
+                family: A::FAMILY,
+            })?;
+        let len = parse_len(l)?;
+        Self::with_host_bits(A::from_std(addr), len, policy)
+    }
+
+    /// The first address of the prefix (the network address).
+    #[inline]
+    pub fn addr(&self) -> A {
+        self.addr
+    }
+
+    /// The prefix length.
+    #[inline]
+    pub fn len(&self) -> u8 {
+        self.len
+    }
+
+    /// The last address covered by the prefix (inclusive, never overflows).
+    #[inline]
+    pub fn last(&self) -> A {
+        self.addr.last_of(self.len)
+    }
+
+    /// Whether `a` lies inside this prefix.
+    #[inline]
+    pub fn contains(&self, a: A) -> bool {
+        a.and(A::mask(self.len)) == self.addr
+    }
+
+    /// Whether `other` lies inside this prefix (a prefix covers itself).
+    #[inline]
+    pub fn covers(&self, other: &Prefix<A>) -> bool {
+        self.len <= other.len && self.contains(other.addr)
+    }
+
+    /// The prefix of length `len` (`<= self.len()`) that covers this one.
+    pub fn truncate(&self, len: u8) -> Self {
+        let len = len.min(self.len);
+        Prefix {
+            addr: self.addr.and(A::mask(len)),
+            len,
+        }
+    }
+}
+
+fn parse_len(l: &str) -> Result<u8, PrefixError> {
+    if l.is_empty() || l.len() > 3 || !l.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(PrefixError::InvalidLength(l.to_string()));
+    }
+    let n: u32 = l
+        .parse()
+        .map_err(|_| PrefixError::InvalidLength(l.to_string()))?;
+    u8::try_from(n).map_err(|_| PrefixError::LengthTooLong { len: n, max: 128 })
+}
+
+impl<A: Addr> FromStr for Prefix<A> {
+    type Err = PrefixError;
+    /// Strict parse: host bits set is an error.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s, HostBits::Reject)
+    }
+}
+
+impl<A: Addr> fmt::Display for Prefix<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr.to_std(), self.len)
+    }
+}
+
+impl<A: Addr> fmt::Debug for Prefix<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A prefix of either family, as found in a mixed table file.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub enum AnyPrefix {
+    V4(Prefix<u32>),
+    V6(Prefix<u128>),
+}
+
+impl AnyPrefix {
+    /// Parse `ADDR/LEN` of either family, treating host bits as `policy` says.
+    pub fn parse(text: &str, policy: HostBits) -> Result<Self, PrefixError> {
+        let (a, _) = text
+            .split_once('/')
+            .ok_or_else(|| PrefixError::MissingLength(text.to_string()))?;
+        if a.contains(':') {
+            Prefix::<u128>::parse(text, policy).map(AnyPrefix::V6)
+        } else {
+            Prefix::<u32>::parse(text, policy).map(AnyPrefix::V4)
+        }
+    }
+
+    /// Build from an `IpAddr` and a length.
+    pub fn from_ip(addr: IpAddr, len: u8, policy: HostBits) -> Result<Self, PrefixError> {
+        match addr {
+            IpAddr::V4(a) => Prefix::with_host_bits(u32::from(a), len, policy).map(AnyPrefix::V4),
+            IpAddr::V6(a) => Prefix::with_host_bits(u128::from(a), len, policy).map(AnyPrefix::V6),
+        }
+    }
+
+    /// 4 or 6.
+    pub fn family(&self) -> u8 {
+        match self {
+            AnyPrefix::V4(_) => 4,
+            AnyPrefix::V6(_) => 6,
+        }
+    }
+
+    /// The prefix length.
+    pub fn len(&self) -> u8 {
+        match self {
+            AnyPrefix::V4(p) => p.len(),
+            AnyPrefix::V6(p) => p.len(),
+        }
+    }
+}
+
+impl FromStr for AnyPrefix {
+    type Err = PrefixError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s, HostBits::Reject)
+    }
+}
+
+impl fmt::Display for AnyPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnyPrefix::V4(p) => p.fmt(f),
+            AnyPrefix::V6(p) => p.fmt(f),
+        }
+    }
+}
+
+impl From<Prefix<u32>> for AnyPrefix {
+    fn from(p: Prefix<u32>) -> Self {
+        AnyPrefix::V4(p)
+    }
+}
+
+impl From<Prefix<u128>> for AnyPrefix {
+    fn from(p: Prefix<u128>) -> Self {
+        AnyPrefix::V6(p)
+    }
+}
+
+/// An address of either family, with the IPv4-mapped rule applied.
+///
+/// Decision (documented in docs/architecture.md): an IPv6 address in
+/// `::ffff:0:0/96` (`::ffff:a.b.c.d`) is looked up as the IPv4 address
+/// `a.b.c.d`, as bart advises and akvorado does, because flow exporters and
+/// dual-stack sockets hand out IPv4 peers in that form. The per-family
+/// engines themselves take addresses as given; only the mixed-family edges
+/// (the `Table` type, the CLI, the bindings) unmap.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum AnyAddr {
+    V4(u32),
+    V6(u128),
+}
+
+impl AnyAddr {
+    /// Classify an `IpAddr`, unmapping `::ffff:a.b.c.d` to IPv4.
+    pub fn unmapped(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(a) => AnyAddr::V4(u32::from(a)),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => AnyAddr::V4(u32::from(v4)),
+                None => AnyAddr::V6(u128::from(a)),
+            },
+        }
+    }
+
+    /// Parse text of either family, unmapping IPv4-mapped IPv6 addresses.
+    /// Surrounding whitespace is ignored.
+    pub fn parse(text: &str) -> Result<Self, PrefixError> {
+        let t = text.trim();
+        t.parse::<IpAddr>()
+            .map(Self::unmapped)
+            .map_err(|_| PrefixError::InvalidIp(t.to_string()))
+    }
+
+    /// Back to an `IpAddr` (IPv4 stays IPv4).
+    pub fn to_ip(self) -> IpAddr {
+        match self {
+            AnyAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(a)),
+            AnyAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(a)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays() {
+        let p: Prefix<u32> = "10.0.0.0/8".parse().unwrap();
+        assert_eq!(p.addr(), 0x0a00_0000);
+        assert_eq!(p.len(), 8);
+        assert_eq!(p.to_string(), "10.0.0.0/8");
+        assert_eq!(p.last(), 0x0aff_ffff);
+        let q: Prefix<u128> = "2001:db8::/32".parse().unwrap();
+        assert_eq!(q.to_string(), "2001:db8::/32");
+        let top: Prefix<u128> = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128".parse().unwrap();
+        assert_eq!(top.last(), u128::MAX);
+        let all: Prefix<u32> = "0.0.0.0/0".parse().unwrap();
+        assert_eq!(all.last(), u32::MAX);
+    }
+
+    #[test]
+    fn rejects_bad_text_with_typed_errors() {
+        assert!(matches!(
+            "10.0.0.1/8".parse::<Prefix<u32>>(),
+            Err(PrefixError::HostBitsSet { .. })
+        ));
+        assert_eq!(
+            Prefix::<u32>::parse("10.0.0.1/8", HostBits::Mask).unwrap(),
+            "10.0.0.0/8".parse().unwrap()
+        );
+        assert!(matches!(
+            "10.0.0.0/33".parse::<Prefix<u32>>(),
+            Err(PrefixError::LengthTooLong { len: 33, max: 32 })
+        ));
+        assert!(matches!(
+            "::/129".parse::<Prefix<u128>>(),
+            Err(PrefixError::LengthTooLong { len: 129, max: 128 })
+        ));
+        assert!(matches!(
+            "10.0.0.0".parse::<Prefix<u32>>(),
+            Err(PrefixError::MissingLength(_))
+        ));
+        assert!(matches!(
+            "10.0.0/8".parse::<Prefix<u32>>(),
+            Err(PrefixError::InvalidAddress { .. })
+        ));
+        assert!(matches!(
+            "10.0.0.0/x".parse::<Prefix<u32>>(),
+            Err(PrefixError::InvalidLength(_))
+        ));
+        assert!(matches!(
+            "10.0.0.0/-1".parse::<Prefix<u32>>(),
+            Err(PrefixError::InvalidLength(_))
+        ));
+        assert!(matches!(
+            "::/8".parse::<Prefix<u32>>(),
+            Err(PrefixError::InvalidAddress { family: 4, .. })
+        ));
+    }
+
+    #[test]
+    fn any_prefix_picks_the_family() {
+        assert!(matches!("1.2.3.0/24".parse::<AnyPrefix>(), Ok(AnyPrefix::V4(_))));
+        assert!(matches!("::ffff:1.2.3.0/120".parse::<AnyPrefix>(), Ok(AnyPrefix::V6(_))));
+    }
+
+    #[test]
+    fn mapped_addresses_are_unmapped() {
+        assert_eq!(AnyAddr::parse("::ffff:1.2.3.4").unwrap(), AnyAddr::V4(0x0102_0304));
+        assert!(matches!(AnyAddr::parse("::1.2.3.4").unwrap(), AnyAddr::V6(_)));
+        assert!(AnyAddr::parse("1.2.3").is_err());
+    }
+
+    #[test]
+    fn ordering_is_trie_preorder() {
+        let mut v: Vec<Prefix<u32>> = ["10.0.0.0/24", "10.0.0.0/8", "9.0.0.0/8", "0.0.0.0/0"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        v.sort();
+        let s: Vec<String> = v.iter().map(|p| p.to_string()).collect();
+        assert_eq!(s, ["0.0.0.0/0", "9.0.0.0/8", "10.0.0.0/8", "10.0.0.0/24"]);
+    }
+}

@@ -1,0 +1,453 @@
+//! The route table: a path-compressed binary radix (Patricia) trie, the
+//! mutable source of truth every engine is compiled from, and itself the
+//! classic `radix` lookup baseline.
+//!
+//! Nodes live in an arena (`Vec<Node>`) linked by `u32` indices. Every node
+//! carries a full prefix; a child's prefix is longer than and covered by its
+//! parent's, and sits on side `bit(parent.len)`. A node without a route
+//! ("glue") always has two children: removal restores that invariant.
+//!
+//! Thread safety: `RouteTable` is `Send + Sync` for `Send + Sync` values;
+//! mutation needs `&mut`. Lookups never allocate; `insert` may grow the
+//! arena.
+
+use crate::addr::Addr;
+use crate::prefix::Prefix;
+use crate::values::{TooManyValues, ValueTable};
+use std::hash::Hash;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Node<A: Addr> {
+    prefix: Prefix<A>,
+    /// Value index of the route at exactly this prefix, or `NIL` for glue.
+    value: u32,
+    child: [u32; 2],
+}
+
+/// A radix trie mapping prefixes of one family to values.
+#[derive(Clone, Debug)]
+pub struct RouteTable<A: Addr, V> {
+    nodes: Vec<Node<A>>,
+    free: Vec<u32>,
+    root: u32,
+    len: usize,
+    values: ValueTable<V>,
+}
+
+impl<A: Addr, V> Default for RouteTable<A, V> {
+    fn default() -> Self {
+        RouteTable {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+            len: 0,
+            values: ValueTable::default(),
+        }
+    }
+}
+
+/// Where a node index is stored: the root slot or a parent's child slot.
+#[derive(Clone, Copy)]
+enum Slot {
+    Root,
+    Child(u32, usize),
+}
+
+impl<A: Addr, V: Clone + Eq + Hash> RouteTable<A, V> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Insert or replace the route for `prefix`; returns the old value.
+    pub fn insert(&mut self, prefix: Prefix<A>, value: V) -> Result<Option<V>, TooManyValues> {
+        let vi = self.values.acquire(value)?;
+        let old = self.insert_index(prefix, vi);
+        Ok(old.and_then(|o| self.values.release(o).or_else(|| self.values.get(o).cloned())))
+    }
+
+    /// Remove the route for exactly `prefix`; returns its value.
+    pub fn remove(&mut self, prefix: &Prefix<A>) -> Option<V> {
+        let mut path: Vec<Slot> = Vec::with_capacity(A::BITS as usize + 1);
+        let mut slot = Slot::Root;
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.prefix == *prefix {
+                break;
+            }
+            if !n.prefix.covers(prefix) {
+                return None;
+            }
+            path.push(slot);
+            let side = prefix.addr().bit(n.prefix.len()) as usize;
+            slot = Slot::Child(cur, side);
+            cur = n.child[side];
+        }
+        if cur == NIL || self.nodes[cur as usize].value == NIL {
+            return None;
+        }
+        let vi = std::mem::replace(&mut self.nodes[cur as usize].value, NIL);
+        self.len -= 1;
+        self.compact(cur, slot, path.last().copied());
+        let v = self.values.get(vi).cloned();
+        self.values.release(vi);
+        v
+    }
+}
+
+impl<A: Addr, V> RouteTable<A, V> {
+    /// Number of routes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the table has no routes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value table (value indices as engines see them).
+    pub fn values(&self) -> &ValueTable<V> {
+        &self.values
+    }
+
+    /// Number of trie nodes (routes plus glue), for footprint reports.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+
+    /// Approximate heap bytes held by the trie (not counting values).
+    pub fn footprint_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node<A>>() + self.free.capacity() * 4
+    }
+
+    /// The value stored for exactly `prefix`.
+    pub fn get(&self, prefix: &Prefix<A>) -> Option<&V> {
+        self.get_index(prefix).and_then(|i| self.values.get(i))
+    }
+
+    /// The value index stored for exactly `prefix`.
+    pub fn get_index(&self, prefix: &Prefix<A>) -> Option<u32> {
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.prefix == *prefix {
+                return (n.value != NIL).then_some(n.value);
+            }
+            if !n.prefix.covers(prefix) {
+                return None;
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        None
+    }
+
+    /// Longest-prefix match: the most specific route covering `addr`.
+    pub fn lookup(&self, addr: A) -> Option<(Prefix<A>, &V)> {
+        self.lookup_index(addr)
+            .and_then(|(p, i)| self.values.get(i).map(|v| (p, v)))
+    }
+
+    /// Longest-prefix match returning the value index.
+    #[inline]
+    pub fn lookup_index(&self, addr: A) -> Option<(Prefix<A>, u32)> {
+        let mut best = None;
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if !n.prefix.contains(addr) {
+                break;
+            }
+            if n.value != NIL {
+                best = Some((n.prefix, n.value));
+            }
+            if n.prefix.len() == A::BITS {
+                break;
+            }
+            cur = n.child[addr.bit(n.prefix.len()) as usize];
+        }
+        best
+    }
+
+    /// All routes covering `prefix` (its supernets, `prefix` itself included
+    /// when present), shortest first.
+    pub fn supernets(&self, prefix: &Prefix<A>) -> Vec<(Prefix<A>, &V)> {
+        let mut out = Vec::new();
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if !n.prefix.covers(prefix) {
+                break;
+            }
+            if let Some(v) = self.values.get(n.value) {
+                out.push((n.prefix, v));
+            }
+            if n.prefix.len() == prefix.len() {
+                break;
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        out
+    }
+
+    /// All routes covered by `prefix` (its subnets, `prefix` itself included
+    /// when present), in address order.
+    pub fn subnets(&self, prefix: &Prefix<A>) -> Iter<'_, A, V> {
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if prefix.covers(&n.prefix) {
+                return Iter::from_node(self, cur);
+            }
+            if !n.prefix.covers(prefix) {
+                break;
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        Iter::from_node(self, NIL)
+    }
+
+    /// All routes in order: by address, then shorter prefix first.
+    pub fn iter(&self) -> Iter<'_, A, V> {
+        Iter::from_node(self, self.root)
+    }
+
+    /// All routes in order as `(prefix, value index)`.
+    pub fn iter_indices(&self) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
+        NodeWalk::new(self, self.root).map(|n| (n.prefix, n.value))
+    }
+
+    fn alloc(&mut self, prefix: Prefix<A>, value: u32) -> u32 {
+        let node = Node {
+            prefix,
+            value,
+            child: [NIL, NIL],
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    fn set_slot(&mut self, slot: Slot, idx: u32) {
+        match slot {
+            Slot::Root => self.root = idx,
+            Slot::Child(p, side) => self.nodes[p as usize].child[side] = idx,
+        }
+    }
+
+    /// Insert value index `vi` at `prefix`; returns the replaced index.
+    fn insert_index(&mut self, prefix: Prefix<A>, vi: u32) -> Option<u32> {
+        let mut slot = Slot::Root;
+        let mut cur = self.root;
+        loop {
+            if cur == NIL {
+                let n = self.alloc(prefix, vi);
+                self.set_slot(slot, n);
+                self.len += 1;
+                return None;
+            }
+            let node_prefix = self.nodes[cur as usize].prefix;
+            let common = node_prefix
+                .addr()
+                .common_len(prefix.addr())
+                .min(node_prefix.len())
+                .min(prefix.len());
+            if common == node_prefix.len() {
+                if node_prefix.len() == prefix.len() {
+                    let old = std::mem::replace(&mut self.nodes[cur as usize].value, vi);
+                    if old == NIL {
+                        self.len += 1;
+                        return None;
+                    }
+                    return Some(old);
+                }
+                // The node covers the new prefix: descend.
+                let side = prefix.addr().bit(node_prefix.len()) as usize;
+                slot = Slot::Child(cur, side);
+                cur = self.nodes[cur as usize].child[side];
+                continue;
+            }
+            self.len += 1;
+            if common == prefix.len() {
+                // The new prefix covers the node: it becomes the node's parent.
+                let n = self.alloc(prefix, vi);
+                let side = node_prefix.addr().bit(prefix.len()) as usize;
+                self.nodes[n as usize].child[side] = cur;
+                self.set_slot(slot, n);
+            } else {
+                // They diverge at bit `common`: join them under a glue node.
+                let glue = self.alloc(prefix.truncate(common), NIL);
+                let leaf = self.alloc(prefix, vi);
+                let side = prefix.addr().bit(common) as usize;
+                self.nodes[glue as usize].child[side] = leaf;
+                self.nodes[glue as usize].child[1 - side] = cur;
+                self.set_slot(slot, glue);
+            }
+            return None;
+        }
+    }
+
+    /// Restore the glue invariant after the route at `cur` was cleared.
+    fn compact(&mut self, cur: u32, slot: Slot, parent_slot: Option<Slot>) {
+        let [c0, c1] = self.nodes[cur as usize].child;
+        match (c0 != NIL, c1 != NIL) {
+            (true, true) => {} // stays as glue
+            (true, false) | (false, true) => {
+                let only = if c0 != NIL { c0 } else { c1 };
+                self.set_slot(slot, only);
+                self.free.push(cur);
+            }
+            (false, false) => {
+                self.set_slot(slot, NIL);
+                self.free.push(cur);
+                // The parent may now be glue with a single child.
+                if let (Slot::Child(p, side), Some(pslot)) = (slot, parent_slot) {
+                    let pn = &self.nodes[p as usize];
+                    if pn.value == NIL {
+                        let other = pn.child[1 - side];
+                        self.set_slot(pslot, other);
+                        self.free.push(p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Pre-order walk over route-carrying nodes below a start node.
+struct NodeWalk<'a, A: Addr, V> {
+    table: &'a RouteTable<A, V>,
+    stack: Vec<u32>,
+}
+
+impl<'a, A: Addr, V> NodeWalk<'a, A, V> {
+    fn new(table: &'a RouteTable<A, V>, start: u32) -> Self {
+        let mut stack = Vec::with_capacity(A::BITS as usize + 1);
+        if start != NIL {
+            stack.push(start);
+        }
+        NodeWalk { table, stack }
+    }
+}
+
+impl<'a, A: Addr, V> Iterator for NodeWalk<'a, A, V> {
+    type Item = &'a Node<A>;
+    fn next(&mut self) -> Option<&'a Node<A>> {
+        while let Some(i) = self.stack.pop() {
+            let n = &self.table.nodes[i as usize];
+            // Right child first on the stack so the left one is visited first.
+            for c in [n.child[1], n.child[0]] {
+                if c != NIL {
+                    self.stack.push(c);
+                }
+            }
+            if n.value != NIL {
+                return Some(n);
+            }
+        }
+        None
+    }
+}
+
+/// Ordered iterator over `(prefix, &value)`.
+pub struct Iter<'a, A: Addr, V> {
+    walk: NodeWalk<'a, A, V>,
+}
+
+impl<'a, A: Addr, V> Iter<'a, A, V> {
+    fn from_node(table: &'a RouteTable<A, V>, start: u32) -> Self {
+        Iter {
+            walk: NodeWalk::new(table, start),
+        }
+    }
+}
+
+impl<'a, A: Addr, V> Iterator for Iter<'a, A, V> {
+    type Item = (Prefix<A>, &'a V);
+    fn next(&mut self) -> Option<Self::Item> {
+        let values = &self.walk.table.values;
+        self.walk
+            .by_ref()
+            .find_map(|n| values.get(n.value).map(|v| (n.prefix, v)))
+    }
+}
+
+impl<A: Addr, V: Clone + Eq + Hash> FromIterator<(Prefix<A>, V)> for RouteTable<A, V> {
+    /// Later duplicates replace earlier ones. Panics only past 2^30 distinct
+    /// values; use `insert` to handle that as an error.
+    fn from_iter<I: IntoIterator<Item = (Prefix<A>, V)>>(iter: I) -> Self {
+        let mut t = RouteTable::new();
+        for (p, v) in iter {
+            // Invariant: callers of FromIterator accept the documented panic.
+            t.insert(p, v).expect("more than 2^30 distinct values");
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p4(s: &str) -> Prefix<u32> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn insert_lookup_remove() {
+        let mut t = RouteTable::<u32, u32>::new();
+        assert_eq!(t.insert(p4("10.0.0.0/8"), 1).unwrap(), None);
+        assert_eq!(t.insert(p4("10.1.0.0/16"), 2).unwrap(), None);
+        assert_eq!(t.insert(p4("10.0.0.0/8"), 3).unwrap(), Some(1));
+        assert_eq!(t.insert(p4("11.0.0.0/8"), 4).unwrap(), None);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.lookup(0x0a01_0203), Some((p4("10.1.0.0/16"), &2)));
+        assert_eq!(t.lookup(0x0a02_0203), Some((p4("10.0.0.0/8"), &3)));
+        assert_eq!(t.lookup(0x0c00_0000), None);
+        assert_eq!(t.get(&p4("10.1.0.0/16")), Some(&2));
+        assert_eq!(t.get(&p4("10.0.0.0/9")), None);
+        assert_eq!(t.remove(&p4("10.0.0.0/8")), Some(3));
+        assert_eq!(t.remove(&p4("10.0.0.0/8")), None);
+        assert_eq!(t.lookup(0x0a02_0203), None);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.remove(&p4("10.1.0.0/16")), Some(2));
+        assert_eq!(t.remove(&p4("11.0.0.0/8")), Some(4));
+        assert!(t.is_empty());
+        assert_eq!(t.node_count(), 0, "removal frees glue nodes");
+    }
+
+    #[test]
+    fn supernets_and_subnets() {
+        let t: RouteTable<u32, u32> = [
+            ("0.0.0.0/0", 0),
+            ("10.0.0.0/8", 1),
+            ("10.1.0.0/16", 2),
+            ("10.1.2.0/24", 3),
+            ("10.2.0.0/16", 4),
+        ]
+        .iter()
+        .map(|(p, v)| (p4(p), *v))
+        .collect();
+        let sup: Vec<u32> = t.supernets(&p4("10.1.2.0/24")).iter().map(|x| *x.1).collect();
+        assert_eq!(sup, [0, 1, 2, 3]);
+        let sub: Vec<u32> = t.subnets(&p4("10.0.0.0/8")).map(|x| *x.1).collect();
+        assert_eq!(sub, [1, 2, 3, 4]);
+        let sub: Vec<u32> = t.subnets(&p4("10.0.0.0/15")).map(|x| *x.1).collect();
+        assert_eq!(sub, [2, 3]);
+        let sub: Vec<u32> = t.subnets(&p4("10.1.2.0/23")).map(|x| *x.1).collect();
+        assert_eq!(sub, [3]);
+        assert_eq!(t.subnets(&p4("12.0.0.0/8")).count(), 0);
+        let all: Vec<u32> = t.iter().map(|x| *x.1).collect();
+        assert_eq!(all, [0, 1, 2, 3, 4]);
+    }
+}
