@@ -1,4 +1,10 @@
 pub mod addr;
+pub mod check;
+pub mod compiled;
+pub mod engine;
+pub mod gen;
+pub mod intervals;
+pub mod mem;
 pub mod oracle;
 pub mod prefix;
 pub mod route_table;

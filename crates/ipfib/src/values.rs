@@ -89,6 +89,14 @@ impl<V> ValueTable<V> {
         self.slots.len() - self.free.len()
     }
 
+    /// A copy of every slot, indexed by value index (for snapshots).
+    pub fn to_vec(&self) -> Vec<Option<V>>
+    where
+        V: Clone,
+    {
+        self.slots.clone()
+    }
+
     /// One past the largest index ever handed out.
     pub fn capacity_used(&self) -> usize {
         self.slots.len()

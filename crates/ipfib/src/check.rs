@@ -1,0 +1,142 @@
+//! Differential checking (test support, public so every crate's tests and
+//! the fuzz targets share one definition): build every engine variant from
+//! the same routes and compare each answer with the route table and, on
+//! request, the brute-force oracle.
+//!
+//! A mismatch is returned as a `Mismatch` describing the engine variant,
+//! the address and both answers, so a failing test says exactly what broke.
+
+use crate::compiled::Compiled;
+use crate::engine::planb::kernel::Kernel;
+use crate::engine::planb::{Family, PlanB, PlanbOptions};
+use crate::intervals::{compile, NO_ROUTE};
+use crate::oracle::Oracle;
+use crate::prefix::Prefix;
+use crate::route_table::RouteTable;
+use std::fmt::Debug;
+
+/// One disagreement between an engine and the reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub engine: String,
+    pub addr: String,
+    pub got: String,
+    pub want: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at {}: got {}, want {}",
+            self.engine, self.addr, self.got, self.want
+        )
+    }
+}
+
+/// Every interval boundary of `routes` and its neighbours (start - 1, start,
+/// last, last + 1), plus zero and the top of the space.
+pub fn boundary_queries<A: Family>(prefixes: impl IntoIterator<Item = Prefix<A>>) -> Vec<A> {
+    let mut q = vec![A::ZERO, A::MAX];
+    for p in prefixes {
+        q.push(p.addr());
+        q.push(p.last());
+        q.extend(p.addr().checked_pred());
+        q.extend(p.last().checked_succ());
+    }
+    q
+}
+
+/// Direct-pointing settings worth testing: none (always descend), one bit
+/// (large buckets, mostly descend) and the size-based default (mostly
+/// windows).
+pub const DIRECT_BITS: [Option<u8>; 3] = [Some(0), Some(1), None];
+
+/// Check every PlanB variant (each supported kernel x direct-pointing
+/// setting, single and batch paths, route and value payloads) against the
+/// route table on `queries`. With `oracle`, the route table is itself
+/// checked against the oracle on every query first.
+pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
+    table: &RouteTable<A, V>,
+    oracle: Option<&Oracle<A, V>>,
+    queries: &[A],
+) -> Result<(), Mismatch> {
+    let want: Vec<Option<(Prefix<A>, &V)>> = queries.iter().map(|&a| table.lookup(a)).collect();
+    if let Some(o) = oracle {
+        for (&a, w) in queries.iter().zip(&want) {
+            let o = o.lookup(a);
+            if o != *w {
+                return Err(mismatch("radix", a, w, &o));
+            }
+        }
+    }
+    let value_iv = compile(table.iter_indices());
+    for kernel in Kernel::supported() {
+        for direct_bits in DIRECT_BITS {
+            let opts = PlanbOptions {
+                kernel: Some(kernel),
+                direct_bits,
+            };
+            let name = format!("planb[{kernel}, s={direct_bits:?}]");
+            let c = Compiled::build(table, &opts).map_err(|e| Mismatch {
+                engine: name.clone(),
+                addr: "-".into(),
+                got: format!("build error {e}"),
+                want: "an engine".into(),
+            })?;
+            for (&a, w) in queries.iter().zip(&want) {
+                let got = c.lookup(a);
+                if got != *w {
+                    return Err(mismatch(&name, a, w, &got));
+                }
+            }
+            check_batches(&name, queries, c.engine())?;
+            // Value payloads (aggregated intervals): value index must match.
+            let e = PlanB::build(&value_iv, &opts).map_err(|err| Mismatch {
+                engine: format!("{name}/values"),
+                addr: "-".into(),
+                got: format!("build error {err}"),
+                want: "an engine".into(),
+            })?;
+            let vname = format!("{name}/values");
+            for (i, &a) in queries.iter().enumerate() {
+                let p = e.lookup(a);
+                let got = (p != NO_ROUTE).then(|| table.values().get(p)).flatten();
+                let w = want[i].map(|(_, v)| v);
+                if got != w {
+                    return Err(mismatch(&vname, a, &w, &got));
+                }
+            }
+            check_batches(&vname, queries, &e)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_batches<A: Family>(name: &str, queries: &[A], e: &PlanB<A>) -> Result<(), Mismatch> {
+    let single: Vec<u32> = queries.iter().map(|&a| e.lookup(a)).collect();
+    // A filler no engine writes, so a skipped output slot cannot pass.
+    let mut out = vec![NO_ROUTE - 1; queries.len()];
+    for m in crate::engine::planb::BATCH_SIZES {
+        out.fill(NO_ROUTE - 1);
+        match m {
+            8 => e.lookup_batch::<8>(queries, &mut out),
+            16 => e.lookup_batch::<16>(queries, &mut out),
+            32 => e.lookup_batch::<32>(queries, &mut out),
+            _ => e.lookup_batch::<64>(queries, &mut out),
+        }
+        if let Some(i) = (0..queries.len()).find(|&i| out[i] != single[i]) {
+            return Err(mismatch(&format!("{name} batch<{m}>"), queries[i], &single[i], &out[i]));
+        }
+    }
+    Ok(())
+}
+
+fn mismatch<A: Family, T: Debug, U: Debug>(engine: &str, a: A, want: &T, got: &U) -> Mismatch {
+    Mismatch {
+        engine: engine.to_string(),
+        addr: format!("{}", a.to_std()),
+        got: format!("{got:?}"),
+        want: format!("{want:?}"),
+    }
+}

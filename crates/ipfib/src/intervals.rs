@@ -1,0 +1,146 @@
+//! The interval compiler: one ordered walk of the routes yields the sorted
+//! elementary intervals of the address space with their resolved payload
+//! (PlanB §3: LPM becomes a predecessor search over interval starts).
+//!
+//! No global sort: routes arrive in trie pre-order (address, then shorter
+//! first), and a stack of the enclosing prefixes tells which route resumes
+//! when a more specific one ends. Neighbouring intervals with the same
+//! payload are merged as they are emitted, so with value payloads this is
+//! also route aggregation. Ends are inclusive, so nothing overflows at the
+//! top of the address space.
+
+use crate::addr::Addr;
+use crate::prefix::Prefix;
+
+/// Payload of the addresses no route covers.
+pub const NO_ROUTE: u32 = u32::MAX;
+
+/// Sorted elementary intervals: interval `i` is
+/// `[starts[i], starts[i + 1] - 1]` (the last one ends at the top of the
+/// space) and resolves to `payloads[i]`. `starts[0]` is always zero and no
+/// two neighbours share a payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Intervals<A: Addr> {
+    pub starts: Vec<A>,
+    pub payloads: Vec<u32>,
+}
+
+impl<A: Addr> Intervals<A> {
+    /// Number of intervals.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Always false: the whole space is at least one interval.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// Reference predecessor search (binary search); engines must agree.
+    pub fn resolve(&self, addr: A) -> u32 {
+        let rank = self.starts.partition_point(|&s| s <= addr);
+        self.payloads[rank - 1]
+    }
+
+    fn push(&mut self, start: A, payload: u32) {
+        push_merged(&mut self.starts, &mut self.payloads, start, payload);
+    }
+}
+
+/// Append interval `(start, payload)` to sorted parallel vectors: an
+/// interval starting where the last one starts replaces it (a more specific
+/// route wins), and one with the left neighbour's payload is merged away.
+pub(crate) fn push_merged<T: PartialEq>(
+    starts: &mut Vec<T>,
+    payloads: &mut Vec<u32>,
+    start: T,
+    payload: u32,
+) {
+    if starts.last() == Some(&start) {
+        starts.pop();
+        payloads.pop();
+    }
+    if payloads.last() == Some(&payload) {
+        return;
+    }
+    starts.push(start);
+    payloads.push(payload);
+}
+
+/// Compile routes given in pre-order (`Prefix` order, no duplicates) with
+/// their payloads into elementary intervals.
+pub fn compile<A: Addr>(routes: impl IntoIterator<Item = (Prefix<A>, u32)>) -> Intervals<A> {
+    let mut out = Intervals {
+        starts: vec![A::ZERO],
+        payloads: vec![NO_ROUTE],
+    };
+    // Enclosing routes, outermost first: (last address, payload).
+    let mut stack: Vec<(A, u32)> = Vec::with_capacity(A::BITS as usize + 1);
+    for (prefix, payload) in routes {
+        debug_assert!(
+            out.starts.last().is_none_or(|&s| s <= prefix.addr()),
+            "routes must arrive in prefix order"
+        );
+        while let Some(&(last, _)) = stack.last() {
+            if last >= prefix.addr() {
+                break; // still encloses this prefix
+            }
+            stack.pop();
+            let resume = stack.last().map_or(NO_ROUTE, |&(_, p)| p);
+            // last < prefix.addr() <= MAX, so last + 1 cannot overflow.
+            if let Some(next) = last.checked_succ() {
+                out.push(next, resume);
+            }
+        }
+        out.push(prefix.addr(), payload);
+        stack.push((prefix.last(), payload));
+    }
+    while let Some((last, _)) = stack.pop() {
+        let resume = stack.last().map_or(NO_ROUTE, |&(_, p)| p);
+        if let Some(next) = last.checked_succ() {
+            out.push(next, resume);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Prefix<u32> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn nested_adjacent_and_top() {
+        let iv = compile([
+            (p("10.0.0.0/8"), 1),
+            (p("10.0.0.0/24"), 2),
+            (p("10.0.1.0/24"), 3),
+            (p("10.255.255.255/32"), 4),
+            (p("255.255.255.255/32"), 5),
+        ]);
+        let want: Vec<(u32, u32)> = vec![
+            (0, NO_ROUTE),
+            (0x0a00_0000, 2),
+            (0x0a00_0100, 3),
+            (0x0a00_0200, 1),
+            (0x0aff_ffff, 4),
+            (0x0b00_0000, NO_ROUTE),
+            (0xffff_ffff, 5),
+        ];
+        let got: Vec<(u32, u32)> = iv.starts.iter().copied().zip(iv.payloads.iter().copied()).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn merges_equal_neighbours() {
+        // Two adjacent /25s with the same value inside a /24 of that value.
+        let iv = compile([(p("0.0.0.0/0"), 7), (p("1.0.0.0/25"), 7), (p("1.0.0.128/25"), 7)]);
+        assert_eq!(iv.starts, vec![0]);
+        assert_eq!(iv.payloads, vec![7]);
+        let empty = compile::<u32>([]);
+        assert_eq!(empty.payloads, vec![NO_ROUTE]);
+    }
+}

@@ -1,0 +1,136 @@
+//! `LookupBuf<T>`: an immutable, cache-line-aligned array for lookup
+//! structures, backed by transparent huge pages where the OS offers them.
+//!
+//! Why: a full table's engine is several MiB read at random. With 4 KiB pages
+//! nearly every lookup also misses the TLB; with 2 MiB pages the whole
+//! structure fits a handful of TLB entries (DPDK uses hugepages for the same
+//! reason). Buffers of 2 MiB or more are 2 MiB-aligned and advised with
+//! `MADV_HUGEPAGE` on Linux; elsewhere, or when the advice is refused, they
+//! are ordinary memory and everything still works.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ops::Deref;
+use std::ptr::NonNull;
+
+const HUGE: usize = 2 << 20;
+
+/// A fixed-size, 64-byte (or 2 MiB) aligned array of plain-old-data `T`.
+pub struct LookupBuf<T: Copy> {
+    ptr: NonNull<T>,
+    len: usize,
+    layout: Option<Layout>,
+}
+
+// SAFETY: LookupBuf owns its allocation exclusively, like a Box<[T]>.
+unsafe impl<T: Copy + Send> Send for LookupBuf<T> {}
+// SAFETY: shared access only reads.
+unsafe impl<T: Copy + Sync> Sync for LookupBuf<T> {}
+
+impl<T: Copy> LookupBuf<T> {
+    /// Copy `items` into a fresh aligned buffer.
+    pub fn from_slice(items: &[T]) -> Self {
+        let bytes = std::mem::size_of_val(items);
+        if bytes == 0 {
+            return LookupBuf {
+                ptr: NonNull::dangling(),
+                len: 0,
+                layout: None,
+            };
+        }
+        let align = if bytes >= HUGE { HUGE } else { 64 }.max(std::mem::align_of::<T>());
+        let size = bytes.div_ceil(align) * align;
+        let Ok(layout) = Layout::from_size_align(size, align) else {
+            // Unreachable for any real table (size overflow); fall back to a
+            // plain allocation so we never panic here.
+            return Self::fallback(items);
+        };
+        // SAFETY: `layout` has non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) } as *mut T;
+        let Some(ptr) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        advise_huge(raw as *mut u8, size, align);
+        // SAFETY: `raw` is valid for `items.len()` elements of T (size >=
+        // bytes), freshly allocated so it cannot overlap `items`.
+        unsafe { std::ptr::copy_nonoverlapping(items.as_ptr(), raw, items.len()) };
+        LookupBuf {
+            ptr,
+            len: items.len(),
+            layout: Some(layout),
+        }
+    }
+
+    fn fallback(items: &[T]) -> Self {
+        let b: Box<[T]> = items.into();
+        let len = b.len();
+        let raw = Box::into_raw(b) as *mut T;
+        LookupBuf {
+            // SAFETY: Box pointers are never null.
+            ptr: unsafe { NonNull::new_unchecked(raw) },
+            len,
+            layout: None,
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge(ptr: *mut u8, size: usize, align: usize) {
+    if align >= HUGE {
+        // SAFETY: the range is exactly one allocation of ours; MADV_HUGEPAGE
+        // is only advice and cannot invalidate memory. Failure is harmless.
+        unsafe {
+            libc::madvise(ptr as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_ptr: *mut u8, _size: usize, _align: usize) {}
+
+impl<T: Copy> Deref for LookupBuf<T> {
+    type Target = [T];
+    #[inline(always)]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` is valid for `len` initialised elements (or dangling
+        // with len 0).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Copy> Drop for LookupBuf<T> {
+    fn drop(&mut self) {
+        match self.layout {
+            // SAFETY: allocated in `from_slice` with exactly this layout.
+            Some(layout) => unsafe { dealloc(self.ptr.as_ptr() as *mut u8, layout) },
+            None if self.len > 0 => {
+                // SAFETY: came from Box::into_raw in `fallback`.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len)) });
+            }
+            None => {}
+        }
+    }
+}
+
+impl<T: Copy + std::fmt::Debug> std::fmt::Debug for LookupBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LookupBuf").field("len", &self.len).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_and_aligns() {
+        let v: Vec<u32> = (0..1_000_000).collect();
+        let b = LookupBuf::from_slice(&v);
+        assert_eq!(&b[..], &v[..]);
+        assert_eq!(b.as_ptr() as usize % HUGE, 0);
+        let small = LookupBuf::from_slice(&[1u64, 2, 3]);
+        assert_eq!(&small[..], &[1, 2, 3]);
+        assert_eq!(small.as_ptr() as usize % 64, 0);
+        let empty = LookupBuf::<u8>::from_slice(&[]);
+        assert!(empty.is_empty());
+    }
+}

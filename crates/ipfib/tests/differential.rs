@@ -1,0 +1,190 @@
+//! Differential property tests: random tables biased to the edge cases that
+//! break LPM implementations, every engine variant against the route table
+//! and the brute-force oracle, queried at random addresses and at every
+//! interval boundary and boundary ±1.
+
+use ipfib::check::{boundary_queries, check_engines};
+use ipfib::compiled::Compiled;
+use ipfib::engine::planb::{Family, PlanbOptions};
+use ipfib::gen::{synthetic_v4, synthetic_v6, uniform_trace, matched_trace};
+use ipfib::intervals::compile;
+use ipfib::oracle::Oracle;
+use ipfib::prefix::Prefix;
+use ipfib::route_table::RouteTable;
+use proptest::prelude::*;
+
+/// Prefixes built as `base + k * 2^(BITS - unit)` masked to `len`: a small
+/// pool of bases (zero, all ones, a few fixed, random) yields nesting; steps
+/// of a shorter unit than the length yield adjacent prefixes of different
+/// lengths (a shorter one starting exactly where a longer one ends).
+fn arb_v4() -> impl Strategy<Value = Prefix<u32>> {
+    let len = prop_oneof![Just(0u8), Just(1), Just(8), Just(16), Just(24), Just(31), Just(32), 0u8..=32];
+    let base = prop_oneof![Just(0u32), Just(u32::MAX), Just(0x0a00_0000), Just(0x8000_0000), any::<u32>()];
+    (base, len, 0u8..=32, 0u32..4).prop_map(|(base, len, unit, k)| {
+        let unit = unit.min(len) as u32;
+        let step = 1u32.checked_shl(32 - unit).unwrap_or(0);
+        Prefix::new_masked(base.wrapping_add(step.wrapping_mul(k)), len).unwrap()
+    })
+}
+
+fn arb_v6() -> impl Strategy<Value = Prefix<u128>> {
+    let len = prop_oneof![
+        Just(0u8), Just(1), Just(16), Just(32), Just(48), Just(63), Just(64), Just(65),
+        Just(96), Just(127), Just(128), 0u8..=128
+    ];
+    let base = prop_oneof![
+        Just(0u128),
+        Just(u128::MAX),
+        Just(0xffffu128 << 112),
+        Just(0x2001_0db8u128 << 96),
+        Just(0xffffu128 << 32),
+        any::<u128>(),
+        any::<u64>().prop_map(|h| (h as u128) << 64),
+    ];
+    (base, len, 0u8..=128, 0u128..4).prop_map(|(base, len, unit, k)| {
+        let unit = unit.min(len) as u32;
+        let step = 1u128.checked_shl(128 - unit).unwrap_or(0);
+        Prefix::new_masked(base.wrapping_add(step.wrapping_mul(k)), len).unwrap()
+    })
+}
+
+/// Insert in order (later duplicates win) into the route table and oracle,
+/// then compare every engine on boundaries and extra random queries.
+fn check_routes<A: Family>(routes: &[(Prefix<A>, u32)], extra: &[A]) -> Result<(), TestCaseError> {
+    let mut table = RouteTable::new();
+    for (p, v) in routes {
+        table.insert(*p, *v).unwrap();
+    }
+    let oracle = Oracle::new(routes.iter().copied());
+    let mut q = boundary_queries(routes.iter().map(|r| r.0));
+    q.extend_from_slice(extra);
+    check_engines(&table, Some(&oracle), &q).map_err(|m| TestCaseError::fail(m.to_string()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn v4_engines_agree_with_oracle(
+        routes in prop::collection::vec((arb_v4(), 0u32..4), 0..40),
+        extra in prop::collection::vec(any::<u32>(), 0..64),
+    ) {
+        check_routes(&routes, &extra)?;
+    }
+
+    #[test]
+    fn v6_engines_agree_with_oracle(
+        routes in prop::collection::vec((arb_v6(), 0u32..4), 0..40),
+        extra in prop::collection::vec(any::<u128>(), 0..64),
+    ) {
+        check_routes(&routes, &extra)?;
+    }
+
+    #[test]
+    fn insertion_order_does_not_matter(
+        routes in prop::collection::btree_map(arb_v6(), 0u32..4, 0..30)
+            .prop_map(|m| m.into_iter().collect::<Vec<_>>())
+            .prop_shuffle(),
+    ) {
+        let sorted: RouteTable<u128, u32> = {
+            let mut r = routes.clone();
+            r.sort();
+            r.into_iter().collect()
+        };
+        let shuffled: RouteTable<u128, u32> = routes.iter().copied().collect();
+        let a: Vec<_> = sorted.iter().map(|(p, v)| (p, *v)).collect();
+        let b: Vec<_> = shuffled.iter().map(|(p, v)| (p, *v)).collect();
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(compile(sorted.iter_indices().map(|(p, i)| (p, *sorted.values().get(i).unwrap()))),
+                        compile(shuffled.iter_indices().map(|(p, i)| (p, *shuffled.values().get(i).unwrap()))));
+    }
+
+    #[test]
+    fn inserts_and_removes_match_oracle(
+        ops in prop::collection::vec((arb_v4(), prop::option::of(0u32..3)), 0..80),
+        extra in prop::collection::vec(any::<u32>(), 0..32),
+    ) {
+        // Some(v): insert; None: remove. Removal must restore glue invariants
+        // and free values without disturbing other routes.
+        let mut table = RouteTable::new();
+        let mut oracle = Oracle::default();
+        for (p, op) in &ops {
+            match op {
+                Some(v) => {
+                    let old = table.insert(*p, *v).unwrap();
+                    let want = oracle.routes().iter().find(|(q, _)| q == p).map(|(_, v)| *v);
+                    prop_assert_eq!(old, want);
+                    oracle.insert(*p, *v);
+                }
+                None => prop_assert_eq!(table.remove(p), oracle.remove(p)),
+            }
+            prop_assert_eq!(table.len(), oracle.routes().len());
+        }
+        let mut q = boundary_queries(ops.iter().map(|o| o.0));
+        q.extend_from_slice(&extra);
+        check_engines(&table, Some(&oracle), &q).map_err(|m| TestCaseError::fail(m.to_string()))?;
+        let mut all: Vec<_> = oracle.routes().to_vec();
+        all.sort();
+        let listed: Vec<_> = table.iter().map(|(p, v)| (p, *v)).collect();
+        prop_assert_eq!(listed, all);
+    }
+}
+
+#[test]
+fn fixed_edge_cases() {
+    let p4 = |s: &str| s.parse::<Prefix<u32>>().unwrap();
+    let p6 = |s: &str| s.parse::<Prefix<u128>>().unwrap();
+    // Empty table, /0 alone, top and bottom host routes, value 0.
+    check_routes::<u32>(&[], &[1, 2]).unwrap();
+    check_routes(&[(p4("0.0.0.0/0"), 0)], &[7]).unwrap();
+    check_routes(
+        &[(p4("255.255.255.255/32"), 0), (p4("0.0.0.0/32"), 1), (p4("0.0.0.0/1"), 0), (p4("128.0.0.0/1"), 2)],
+        &[],
+    )
+    .unwrap();
+    // The planb-lpm adjacency bug: a shorter prefix starting exactly where a
+    // longer one ends.
+    check_routes(&[(p4("10.0.1.0/24"), 1), (p4("10.0.2.0/23"), 2), (p4("10.0.4.0/22"), 1)], &[]).unwrap();
+    check_routes(
+        &[
+            (p6("ffff::/16"), 1),
+            (p6("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"), 2),
+            (p6("2001:db8::/64"), 3),
+            (p6("2001:db8::1/128"), 4),
+            (p6("2001:db8:0:0:8000::/65"), 5),
+            (p6("2001:db8:0:1::/64"), 6),
+            (p6("::/0"), 0),
+        ],
+        &[],
+    )
+    .unwrap();
+    // Duplicates: the later one wins.
+    let mut t = RouteTable::new();
+    t.insert(p4("10.0.0.0/8"), 1).unwrap();
+    t.insert(p4("10.0.0.0/8"), 2).unwrap();
+    let c = Compiled::build(&t, &PlanbOptions::default()).unwrap();
+    assert_eq!(c.lookup(0x0a01_0101), Some((p4("10.0.0.0/8"), &2)));
+}
+
+/// Larger synthetic tables: deep trees, mixed window and descent paths,
+/// many second-stage slots (the generator emits /96-/128 too).
+#[test]
+fn synthetic_tables_agree() {
+    for (n, seed) in [(3_000usize, 1u64), (40_000, 2)] {
+        let v4: RouteTable<u32, u32> = synthetic_v4(n, seed).into_iter().collect();
+        let prefixes: Vec<_> = v4.iter().map(|(p, _)| p).collect();
+        let mut q = uniform_trace::<u32>(50_000, seed);
+        q.extend(matched_trace(&prefixes, 50_000, seed + 1));
+        q.extend(boundary_queries(prefixes.iter().copied()));
+        let oracle = (n <= 3_000).then(|| Oracle::new(v4.iter().map(|(p, v)| (p, *v))));
+        check_engines(&v4, oracle.as_ref(), &q).unwrap();
+
+        let v6: RouteTable<u128, u32> = synthetic_v6(n, seed).into_iter().collect();
+        let prefixes: Vec<_> = v6.iter().map(|(p, _)| p).collect();
+        let mut q = uniform_trace::<u128>(50_000, seed);
+        q.extend(matched_trace(&prefixes, 50_000, seed + 1));
+        q.extend(boundary_queries(prefixes.iter().copied()));
+        let oracle = (n <= 3_000).then(|| Oracle::new(v6.iter().map(|(p, v)| (p, *v))));
+        check_engines(&v6, oracle.as_ref(), &q).unwrap();
+    }
+}
