@@ -1,1 +1,68 @@
-fn main() {}
+//! `ipfib`: look up addresses in routing tables and benchmark the engines.
+//!
+//! Exit status everywhere (ARCHITECTURE §4): 0 success, 1 some input lines
+//! were bad (the rest was processed), 2 the command could not run.
+
+mod bench;
+mod load;
+mod lookup;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ipfib",
+    version,
+    about = "Fast, exact longest-prefix match for IPv4 and IPv6"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Look up addresses (arguments, or stdin one per line): prints
+    /// `ADDR PREFIX VALUE`, or `ADDR - -` when nothing matches.
+    Lookup(lookup::Args),
+    /// Benchmark the engines side by side (a built-in synthetic table by default).
+    Bench(bench::Args),
+}
+
+/// How a command ended.
+pub enum Outcome {
+    Ok,
+    /// Some lines were bad; the rest was processed.
+    BadInput,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Lookup(a) => lookup::run(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::BadInput) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("ipfib: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A command-level failure: printed as `ipfib: ...`, exit status 2.
+pub type CmdResult = Result<Outcome, Box<dyn std::error::Error>>;

@@ -126,7 +126,12 @@ fn check_batches<A: Family>(name: &str, queries: &[A], e: &PlanB<A>) -> Result<(
             _ => e.lookup_batch::<64>(queries, &mut out),
         }
         if let Some(i) = (0..queries.len()).find(|&i| out[i] != single[i]) {
-            return Err(mismatch(&format!("{name} batch<{m}>"), queries[i], &single[i], &out[i]));
+            return Err(mismatch(
+                &format!("{name} batch<{m}>"),
+                queries[i],
+                &single[i],
+                &out[i],
+            ));
         }
     }
     Ok(())

@@ -78,7 +78,7 @@ impl<A: Family, V> Compiled<A, V> {
 
     /// Bytes of the engine plus the route list (values not counted).
     pub fn footprint_bytes(&self) -> usize {
-        self.engine.footprint_bytes() + self.routes.capacity() * std::mem::size_of::<(Prefix<A>, u32)>()
+        self.engine.footprint_bytes()
+            + self.routes.capacity() * std::mem::size_of::<(Prefix<A>, u32)>()
     }
 }
-

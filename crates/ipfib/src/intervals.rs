@@ -130,14 +130,23 @@ mod tests {
             (0x0b00_0000, NO_ROUTE),
             (0xffff_ffff, 5),
         ];
-        let got: Vec<(u32, u32)> = iv.starts.iter().copied().zip(iv.payloads.iter().copied()).collect();
+        let got: Vec<(u32, u32)> = iv
+            .starts
+            .iter()
+            .copied()
+            .zip(iv.payloads.iter().copied())
+            .collect();
         assert_eq!(got, want);
     }
 
     #[test]
     fn merges_equal_neighbours() {
         // Two adjacent /25s with the same value inside a /24 of that value.
-        let iv = compile([(p("0.0.0.0/0"), 7), (p("1.0.0.0/25"), 7), (p("1.0.0.128/25"), 7)]);
+        let iv = compile([
+            (p("0.0.0.0/0"), 7),
+            (p("1.0.0.0/25"), 7),
+            (p("1.0.0.128/25"), 7),
+        ]);
         assert_eq!(iv.starts, vec![0]);
         assert_eq!(iv.payloads, vec![7]);
         let empty = compile::<u32>([]);

@@ -8,4 +8,5 @@ pub mod mem;
 pub mod oracle;
 pub mod prefix;
 pub mod route_table;
+pub mod table;
 pub mod values;

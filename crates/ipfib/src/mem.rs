@@ -104,7 +104,12 @@ impl<T: Copy> Drop for LookupBuf<T> {
             Some(layout) => unsafe { dealloc(self.ptr.as_ptr() as *mut u8, layout) },
             None if self.len > 0 => {
                 // SAFETY: came from Box::into_raw in `fallback`.
-                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len)) });
+                drop(unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                        self.ptr.as_ptr(),
+                        self.len,
+                    ))
+                });
             }
             None => {}
         }

@@ -307,7 +307,9 @@ mod tests {
         assert_eq!(p.last(), 0x0aff_ffff);
         let q: Prefix<u128> = "2001:db8::/32".parse().unwrap();
         assert_eq!(q.to_string(), "2001:db8::/32");
-        let top: Prefix<u128> = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128".parse().unwrap();
+        let top: Prefix<u128> = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"
+            .parse()
+            .unwrap();
         assert_eq!(top.last(), u128::MAX);
         let all: Prefix<u32> = "0.0.0.0/0".parse().unwrap();
         assert_eq!(all.last(), u32::MAX);
@@ -355,14 +357,26 @@ mod tests {
 
     #[test]
     fn any_prefix_picks_the_family() {
-        assert!(matches!("1.2.3.0/24".parse::<AnyPrefix>(), Ok(AnyPrefix::V4(_))));
-        assert!(matches!("::ffff:1.2.3.0/120".parse::<AnyPrefix>(), Ok(AnyPrefix::V6(_))));
+        assert!(matches!(
+            "1.2.3.0/24".parse::<AnyPrefix>(),
+            Ok(AnyPrefix::V4(_))
+        ));
+        assert!(matches!(
+            "::ffff:1.2.3.0/120".parse::<AnyPrefix>(),
+            Ok(AnyPrefix::V6(_))
+        ));
     }
 
     #[test]
     fn mapped_addresses_are_unmapped() {
-        assert_eq!(AnyAddr::parse("::ffff:1.2.3.4").unwrap(), AnyAddr::V4(0x0102_0304));
-        assert!(matches!(AnyAddr::parse("::1.2.3.4").unwrap(), AnyAddr::V6(_)));
+        assert_eq!(
+            AnyAddr::parse("::ffff:1.2.3.4").unwrap(),
+            AnyAddr::V4(0x0102_0304)
+        );
+        assert!(matches!(
+            AnyAddr::parse("::1.2.3.4").unwrap(),
+            AnyAddr::V6(_)
+        ));
         assert!(AnyAddr::parse("1.2.3").is_err());
     }
 

@@ -65,7 +65,11 @@ impl<A: Addr, V: Clone + Eq + Hash> RouteTable<A, V> {
     pub fn insert(&mut self, prefix: Prefix<A>, value: V) -> Result<Option<V>, TooManyValues> {
         let vi = self.values.acquire(value)?;
         let old = self.insert_index(prefix, vi);
-        Ok(old.and_then(|o| self.values.release(o).or_else(|| self.values.get(o).cloned())))
+        Ok(old.and_then(|o| {
+            self.values
+                .release(o)
+                .or_else(|| self.values.get(o).cloned())
+        }))
     }
 
     /// Remove the route for exactly `prefix`; returns its value.
@@ -438,7 +442,11 @@ mod tests {
         .iter()
         .map(|(p, v)| (p4(p), *v))
         .collect();
-        let sup: Vec<u32> = t.supernets(&p4("10.1.2.0/24")).iter().map(|x| *x.1).collect();
+        let sup: Vec<u32> = t
+            .supernets(&p4("10.1.2.0/24"))
+            .iter()
+            .map(|x| *x.1)
+            .collect();
         assert_eq!(sup, [0, 1, 2, 3]);
         let sub: Vec<u32> = t.subnets(&p4("10.0.0.0/8")).map(|x| *x.1).collect();
         assert_eq!(sub, [1, 2, 3, 4]);

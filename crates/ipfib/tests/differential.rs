@@ -6,7 +6,7 @@
 use ipfib::check::{boundary_queries, check_engines};
 use ipfib::compiled::Compiled;
 use ipfib::engine::planb::{Family, PlanbOptions};
-use ipfib::gen::{synthetic_v4, synthetic_v6, uniform_trace, matched_trace};
+use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::compile;
 use ipfib::oracle::Oracle;
 use ipfib::prefix::Prefix;
@@ -18,8 +18,23 @@ use proptest::prelude::*;
 /// of a shorter unit than the length yield adjacent prefixes of different
 /// lengths (a shorter one starting exactly where a longer one ends).
 fn arb_v4() -> impl Strategy<Value = Prefix<u32>> {
-    let len = prop_oneof![Just(0u8), Just(1), Just(8), Just(16), Just(24), Just(31), Just(32), 0u8..=32];
-    let base = prop_oneof![Just(0u32), Just(u32::MAX), Just(0x0a00_0000), Just(0x8000_0000), any::<u32>()];
+    let len = prop_oneof![
+        Just(0u8),
+        Just(1),
+        Just(8),
+        Just(16),
+        Just(24),
+        Just(31),
+        Just(32),
+        0u8..=32
+    ];
+    let base = prop_oneof![
+        Just(0u32),
+        Just(u32::MAX),
+        Just(0x0a00_0000),
+        Just(0x8000_0000),
+        any::<u32>()
+    ];
     (base, len, 0u8..=32, 0u32..4).prop_map(|(base, len, unit, k)| {
         let unit = unit.min(len) as u32;
         let step = 1u32.checked_shl(32 - unit).unwrap_or(0);
@@ -29,8 +44,18 @@ fn arb_v4() -> impl Strategy<Value = Prefix<u32>> {
 
 fn arb_v6() -> impl Strategy<Value = Prefix<u128>> {
     let len = prop_oneof![
-        Just(0u8), Just(1), Just(16), Just(32), Just(48), Just(63), Just(64), Just(65),
-        Just(96), Just(127), Just(128), 0u8..=128
+        Just(0u8),
+        Just(1),
+        Just(16),
+        Just(32),
+        Just(48),
+        Just(63),
+        Just(64),
+        Just(65),
+        Just(96),
+        Just(127),
+        Just(128),
+        0u8..=128
     ];
     let base = prop_oneof![
         Just(0u128),
@@ -138,13 +163,26 @@ fn fixed_edge_cases() {
     check_routes::<u32>(&[], &[1, 2]).unwrap();
     check_routes(&[(p4("0.0.0.0/0"), 0)], &[7]).unwrap();
     check_routes(
-        &[(p4("255.255.255.255/32"), 0), (p4("0.0.0.0/32"), 1), (p4("0.0.0.0/1"), 0), (p4("128.0.0.0/1"), 2)],
+        &[
+            (p4("255.255.255.255/32"), 0),
+            (p4("0.0.0.0/32"), 1),
+            (p4("0.0.0.0/1"), 0),
+            (p4("128.0.0.0/1"), 2),
+        ],
         &[],
     )
     .unwrap();
     // The planb-lpm adjacency bug: a shorter prefix starting exactly where a
     // longer one ends.
-    check_routes(&[(p4("10.0.1.0/24"), 1), (p4("10.0.2.0/23"), 2), (p4("10.0.4.0/22"), 1)], &[]).unwrap();
+    check_routes(
+        &[
+            (p4("10.0.1.0/24"), 1),
+            (p4("10.0.2.0/23"), 2),
+            (p4("10.0.4.0/22"), 1),
+        ],
+        &[],
+    )
+    .unwrap();
     check_routes(
         &[
             (p6("ffff::/16"), 1),

@@ -138,7 +138,11 @@ impl<A: Family> PlanB<A> {
         if !kernel.is_supported() {
             return Err(BuildError::UnsupportedKernel(kernel));
         }
-        if let Some(&p) = iv.payloads.iter().find(|&&p| p >= stage2::STAGE2 && p != NO_ROUTE) {
+        if let Some(&p) = iv
+            .payloads
+            .iter()
+            .find(|&&p| p >= stage2::STAGE2 && p != NO_ROUTE)
+        {
             return Err(BuildError::PayloadTooLarge(p));
         }
         let (starts, payloads, stage2) = A::split(iv);
@@ -242,7 +246,8 @@ fn build_direct<K: Key>(keys: &[K], s: u8) -> (Vec<u32>, u32) {
             lo_rank += 1;
         }
         let mut hi_rank = lo_rank; // keys below the bucket's last address
-        while hi_rank < keys.len() && keys[hi_rank].to_u64() < last && hi_rank - lo_rank <= K::LANES {
+        while hi_rank < keys.len() && keys[hi_rank].to_u64() < last && hi_rank - lo_rank <= K::LANES
+        {
             hi_rank += 1;
         }
         direct.push(if hi_rank - lo_rank <= K::LANES {

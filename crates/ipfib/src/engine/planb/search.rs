@@ -18,9 +18,9 @@ use super::{Family, PlanB, DIRECT_DESCEND};
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
 use super::kernel::scalar::Scalar;
+use super::kernel::Kernel;
 #[cfg(target_arch = "x86_64")]
 use super::kernel::{avx2::Avx2, avx512::Avx512};
-use super::kernel::Kernel;
 
 /// Batch sizes the tests and benchmarks exercise.
 pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
@@ -37,14 +37,19 @@ unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
             Some(&d) if d & DIRECT_DESCEND == 0 => e.tree.rank_from::<C>(d as usize, key),
             _ => e.tree.rank::<C>(key),
         };
-        e.stage2.resolve(*e.payloads.get_unchecked(rank), addr.low())
+        e.stage2
+            .resolve(*e.payloads.get_unchecked(rank), addr.low())
     }
 }
 
 /// # Safety
 /// The CPU supports kernel `C`; `out.len() >= addrs.len()`.
 #[inline(always)]
-unsafe fn batch_with<C: Count, A: Family, const M: usize>(e: &PlanB<A>, addrs: &[A], out: &mut [u32]) {
+unsafe fn batch_with<C: Count, A: Family, const M: usize>(
+    e: &PlanB<A>,
+    addrs: &[A],
+    out: &mut [u32],
+) {
     let lanes = <A::Key as Key>::LANES;
     let levels = e.tree.levels();
     let raw = e.tree.raw();
@@ -58,7 +63,9 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(e: &PlanB<A>, addrs: &
             keys[i] = a[i].key();
             match e.direct.get((keys[i].to_u64() >> e.direct_shift) as usize) {
                 // SAFETY: window starts are ranks <= len().
-                Some(&d) if d & DIRECT_DESCEND == 0 => rank[i] = unsafe { e.tree.rank_from::<C>(d as usize, keys[i]) },
+                Some(&d) if d & DIRECT_DESCEND == 0 => {
+                    rank[i] = unsafe { e.tree.rank_from::<C>(d as usize, keys[i]) }
+                }
                 _ => {
                     descend[nd] = i;
                     nd += 1;
@@ -70,13 +77,20 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(e: &PlanB<A>, addrs: &
         for &start in inner {
             for j in 0..nd {
                 // SAFETY: node indices stay inside their level (see Tree::rank).
-                let c = unsafe { <A::Key as Key>::count::<C>(raw.add((start + node[j]) * lanes), keys[descend[j]]) };
+                let c = unsafe {
+                    <A::Key as Key>::count::<C>(
+                        raw.add((start + node[j]) * lanes),
+                        keys[descend[j]],
+                    )
+                };
                 node[j] = node[j] * (lanes + 1) + c;
             }
         }
         for j in 0..nd {
             // SAFETY: as above, for the leaf level.
-            let c = unsafe { <A::Key as Key>::count::<C>(raw.add((leaf + node[j]) * lanes), keys[descend[j]]) };
+            let c = unsafe {
+                <A::Key as Key>::count::<C>(raw.add((leaf + node[j]) * lanes), keys[descend[j]])
+            };
             rank[descend[j]] = node[j] * lanes + c;
         }
         for i in 0..M {
@@ -110,9 +124,27 @@ macro_rules! kernel_entry_points {
     };
 }
 
-kernel_entry_points!(cfg(target_arch = "x86_64"), "avx512f,popcnt", Avx512, lookup_avx512, batch_avx512);
-kernel_entry_points!(cfg(target_arch = "x86_64"), "avx2,popcnt", Avx2, lookup_avx2, batch_avx2);
-kernel_entry_points!(cfg(target_arch = "aarch64"), "neon", Neon, lookup_neon, batch_neon);
+kernel_entry_points!(
+    cfg(target_arch = "x86_64"),
+    "avx512f,popcnt",
+    Avx512,
+    lookup_avx512,
+    batch_avx512
+);
+kernel_entry_points!(
+    cfg(target_arch = "x86_64"),
+    "avx2,popcnt",
+    Avx2,
+    lookup_avx2,
+    batch_avx2
+);
+kernel_entry_points!(
+    cfg(target_arch = "aarch64"),
+    "neon",
+    Neon,
+    lookup_neon,
+    batch_neon
+);
 
 /// Single lookup through the engine's kernel.
 #[inline]

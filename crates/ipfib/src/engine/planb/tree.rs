@@ -158,7 +158,10 @@ impl<K: Key> Tree<K> {
     #[inline(always)]
     pub(crate) fn leaves(&self) -> *const K {
         // SAFETY (of the add): the leaf level starts inside `lines`.
-        unsafe { self.base().add(self.level_start[self.level_start.len() - 1] * K::LANES) }
+        unsafe {
+            self.base()
+                .add(self.level_start[self.level_start.len() - 1] * K::LANES)
+        }
     }
 
     /// The rank of `probe`: number of keys below it. Full descent.
@@ -175,7 +178,8 @@ impl<K: Key> Tree<K> {
             // SAFETY: `node` < level size by construction (separators of
             // missing children are padding and never counted), so the line
             // is inside `lines`.
-            node = node * (lanes + 1) + unsafe { K::count::<C>(base.add((start + node) * lanes), probe) };
+            node = node * (lanes + 1)
+                + unsafe { K::count::<C>(base.add((start + node) * lanes), probe) };
         }
         // SAFETY: as above, for the leaf level.
         node * lanes + unsafe { K::count::<C>(base.add((leaf_level + node) * lanes), probe) }

@@ -7,13 +7,13 @@
 //! The kernel is chosen once when an engine is built ([`Kernel::detect`]),
 //! never per lookup, and a caller may force any supported one.
 
-pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx512;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod neon;
+pub(crate) mod scalar;
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,0 +1,141 @@
+//! `ipfib lookup`: one output line per address, `ADDR PREFIX VALUE` or
+//! `ADDR - -`. Addresses come from the arguments or, with none, from stdin
+//! (buffered; blank lines are skipped). A bad address is reported on stderr
+//! with its line (or argument) number and the rest is still answered; the
+//! exit status is then 1.
+
+use crate::load::{load, TableArgs};
+use crate::{CmdResult, Outcome};
+use ipfib::engine::planb::kernel::Kernel;
+use ipfib::engine::planb::PlanbOptions;
+use ipfib::prefix::{AnyAddr, AnyPrefix};
+use ipfib::table::{CompiledTable, Table};
+use std::io::{self, BufRead, BufWriter, Write};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    table: TableArgs,
+    /// Lookup engine: planb (linearized B+-tree) or radix (the route table itself).
+    #[arg(long, default_value = "planb")]
+    engine: String,
+    /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best this CPU supports.
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Addresses to look up; with none, read stdin one per line.
+    addrs: Vec<String>,
+}
+
+enum Engine {
+    Planb(CompiledTable<String>),
+    Radix,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let kernel = args
+        .kernel
+        .as_deref()
+        .map(str::parse::<Kernel>)
+        .transpose()?;
+    let engine_name = args.engine.as_str();
+    if !matches!(engine_name, "planb" | "radix") {
+        return Err(format!("unknown engine {engine_name:?} (available: planb, radix)").into());
+    }
+    let loaded = load(&args.table)?;
+    let table = loaded.table;
+    let engine = match engine_name {
+        "radix" => Engine::Radix,
+        _ => Engine::Planb(table.compile(&PlanbOptions {
+            kernel,
+            direct_bits: None,
+        })?),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut bad = 0usize;
+    // Answer one address; Ok(false) when the text was not an address.
+    let answer = |text: &str,
+                  out: &mut BufWriter<io::StdoutLock>,
+                  place: &dyn Fn() -> String|
+     -> io::Result<bool> {
+        match AnyAddr::parse(text) {
+            Ok(a) => write_answer(out, text, lookup(&engine, &table, a)).map(|()| true),
+            Err(e) => {
+                eprintln!("ipfib: {}: {e}", place());
+                Ok(false)
+            }
+        }
+    };
+    let result = if args.addrs.is_empty() {
+        let stdin = io::stdin();
+        let mut input = io::BufReader::with_capacity(1 << 16, stdin.lock());
+        let mut buf = Vec::with_capacity(128);
+        let mut line_no = 0u64;
+        loop {
+            buf.clear();
+            match input.read_until(b'\n', &mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(format!("reading stdin: {e}").into()),
+            }
+            line_no += 1;
+            let text = match std::str::from_utf8(&buf) {
+                Ok(t) => t.trim(),
+                Err(_) => {
+                    bad += 1;
+                    eprintln!("ipfib: stdin line {line_no}: not valid UTF-8");
+                    continue;
+                }
+            };
+            if text.is_empty() {
+                continue;
+            }
+            match answer(text, &mut out, &|| format!("stdin line {line_no}")) {
+                Ok(true) => {}
+                Ok(false) => bad += 1,
+                Err(e) => break Err(e),
+            }
+        }
+    } else {
+        args.addrs.iter().enumerate().try_for_each(|(i, text)| {
+            if !answer(text.trim(), &mut out, &|| format!("argument {}", i + 1))? {
+                bad += 1;
+            }
+            Ok(())
+        })
+    };
+    match result.and_then(|()| out.flush()) {
+        Ok(()) => {}
+        // The reader went away (`| head`): not an error of ours.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(Outcome::Ok),
+        Err(e) => return Err(format!("writing output: {e}").into()),
+    }
+    Ok(if bad > 0 {
+        Outcome::BadInput
+    } else {
+        Outcome::Ok
+    })
+}
+
+#[inline]
+fn lookup<'a>(
+    engine: &'a Engine,
+    table: &'a Table<String>,
+    a: AnyAddr,
+) -> Option<(AnyPrefix, &'a String)> {
+    match engine {
+        Engine::Planb(c) => c.lookup(a),
+        Engine::Radix => table.lookup(a),
+    }
+}
+
+fn write_answer(
+    out: &mut impl Write,
+    text: &str,
+    hit: Option<(AnyPrefix, &String)>,
+) -> io::Result<()> {
+    match hit {
+        Some((p, v)) => writeln!(out, "{text} {p} {v}"),
+        None => writeln!(out, "{text} - -"),
+    }
+}
