@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 enum Engine {
-    Planb(CompiledTable<String>),
+    Planb(Box<CompiledTable<String>>),
     Radix,
 }
 

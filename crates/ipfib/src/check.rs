@@ -47,10 +47,10 @@ pub fn boundary_queries<A: Family>(prefixes: impl IntoIterator<Item = Prefix<A>>
     q
 }
 
-/// Direct-pointing settings worth testing: none (always descend), one bit
-/// (large buckets, mostly descend) and the size-based default (mostly
-/// windows).
-pub const DIRECT_BITS: [Option<u8>; 3] = [Some(0), Some(1), None];
+/// Direct-pointing settings worth testing: one bit (two buckets: deep local
+/// trees), four bits (mid-size trees) and the size-based default (mostly
+/// windows and direct payloads).
+pub const DIRECT_BITS: [Option<u8>; 3] = [Some(1), Some(4), None];
 
 /// Check every PlanB variant (each supported kernel x direct-pointing
 /// setting, single and batch paths, route and value payloads) against the

@@ -113,8 +113,9 @@ impl<A: Addr> Prefix<A> {
         self.addr
     }
 
-    /// The prefix length.
+    /// The prefix length (not a container size: there is no `is_empty`).
     #[inline]
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u8 {
         self.len
     }
@@ -214,6 +215,7 @@ impl AnyPrefix {
     }
 
     /// The prefix length.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u8 {
         match self {
             AnyPrefix::V4(p) => p.len(),

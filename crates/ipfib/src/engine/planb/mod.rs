@@ -21,30 +21,28 @@ use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 use stage2::Stage2;
-use tree::{Key, Tree};
+use tree::{build_local, Desc, Key, Line};
 
 pub use search::BATCH_SIZES;
 
-/// A direct-pointing entry with this bit set means: descend the whole tree.
-const DIRECT_DESCEND: u32 = 1 << 31;
+/// Direct-pointing entries (one `u32` per bucket of the top `s` bits):
+/// - below `DP_TREE`: the bucket's first rank; one window compare is exact;
+/// - `DP_TREE | i`: descend local tree `i` (`descs[i]`);
+/// - `DP_PAYLOAD | p`: the whole bucket lies in one interval with payload
+///   `p` (`u32::MAX` stands for `NO_ROUTE`): no search at all.
+const DP_TREE: u32 = 0x8000_0000;
+const DP_PAYLOAD: u32 = 0xC000_0000;
+const DP_INDEX: u32 = 0x3FFF_FFFF;
 
 /// Build options for [`PlanB`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PlanbOptions {
     /// Search kernel; `None` picks the best the CPU supports.
     pub kernel: Option<Kernel>,
-    /// Direct-pointing bits `s` (0 disables); `None` picks a default from
-    /// the table size (see [`PlanbOptions::default_direct_bits`]).
+    /// Direct-pointing bits `s` (1 to 24); `None` picks a default from the
+    /// table size (see [`PlanbOptions::default_direct_bits`]). The build
+    /// raises `s` when a bucket would need more than six tree levels.
     pub direct_bits: Option<u8>,
-}
-
-impl Default for PlanbOptions {
-    fn default() -> Self {
-        PlanbOptions {
-            kernel: None,
-            direct_bits: None,
-        }
-    }
 }
 
 impl PlanbOptions {
@@ -66,8 +64,12 @@ impl PlanbOptions {
 pub enum BuildError {
     #[error("kernel {0} is not supported by this CPU")]
     UnsupportedKernel(Kernel),
-    #[error("direct-pointing bits {0} out of range (0..={max})", max = PlanbOptions::MAX_DIRECT_BITS)]
+    #[error("direct-pointing bits {0} out of range (1..={max})", max = PlanbOptions::MAX_DIRECT_BITS)]
     DirectBits(u8),
+    #[error("a direct-pointing bucket holds too many keys even with s = {max}", max = PlanbOptions::MAX_DIRECT_BITS)]
+    BucketTooLarge,
+    #[error("{0} intervals is more than this engine indexes (2^31)")]
+    TooManyIntervals(usize),
     #[error("payload {0} is too large (payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),
 }
@@ -120,19 +122,26 @@ impl Family for u128 {
 ///
 /// Immutable once built: `Send + Sync`, lookups never allocate or lock.
 pub struct PlanB<A: Family> {
-    tree: Tree<A::Key>,
+    /// Sorted keys (`start - 1`) plus `LANES` padding keys.
+    leaves: LookupBuf<A::Key>,
+    /// Internal levels of the buckets' local trees.
+    inner: LookupBuf<Line>,
+    descs: LookupBuf<Desc>,
+    direct: LookupBuf<u32>,
+    /// `BITS - s`.
+    direct_shift: u32,
     /// `payloads[rank]`: payload of the interval of that rank; for IPv6 a
     /// value with bit 31 set (other than `NO_ROUTE`) names a second-stage slot.
     payloads: LookupBuf<u32>,
     stage2: Stage2,
-    direct: LookupBuf<u32>,
-    direct_shift: u32,
     kernel: Kernel,
     intervals: usize,
+    max_levels: usize,
 }
 
 impl<A: Family> PlanB<A> {
-    /// Build from compiled intervals. Linear in the number of intervals.
+    /// Build from compiled intervals. Linear in the number of intervals
+    /// (plus `2^s` for the direct-pointing table).
     pub fn build(iv: &Intervals<A>, opts: &PlanbOptions) -> Result<Self, BuildError> {
         let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
         if !kernel.is_supported() {
@@ -147,25 +156,42 @@ impl<A: Family> PlanB<A> {
         }
         let (starts, payloads, stage2) = A::split(iv);
         // Tree keys: every start but the first (which is zero), minus one.
-        let keys: Vec<A::Key> = starts[1..]
-            .iter()
-            .map(|&s| A::Key::from_u64(s.to_u64() - 1))
-            .collect();
-        let tree = Tree::build(&keys);
-        let s = match opts.direct_bits {
-            Some(s) if s > PlanbOptions::MAX_DIRECT_BITS => return Err(BuildError::DirectBits(s)),
+        let mut keys: Vec<A::Key> = Vec::with_capacity(starts.len() + A::Key::LANES);
+        keys.extend(
+            starts[1..]
+                .iter()
+                .map(|&s| A::Key::from_u64(s.to_u64() - 1)),
+        );
+        let n_keys = keys.len();
+        if n_keys >= DP_TREE as usize {
+            return Err(BuildError::TooManyIntervals(n_keys));
+        }
+        let mut s = match opts.direct_bits {
+            Some(s) if s == 0 || s > PlanbOptions::MAX_DIRECT_BITS => {
+                return Err(BuildError::DirectBits(s))
+            }
             Some(s) => s,
-            None => PlanbOptions::default_direct_bits(keys.len()),
+            None => PlanbOptions::default_direct_bits(n_keys),
         };
-        let (direct, direct_shift) = build_direct::<A::Key>(&keys, s);
+        let buckets = loop {
+            match Buckets::build(&keys, &payloads, s) {
+                Some(b) => break b,
+                None if s + 2 <= PlanbOptions::MAX_DIRECT_BITS => s += 2,
+                None => return Err(BuildError::BucketTooLarge),
+            }
+        };
+        keys.resize(n_keys + A::Key::LANES, A::Key::PAD);
         Ok(PlanB {
-            tree,
+            leaves: LookupBuf::from_slice(&keys),
+            inner: LookupBuf::from_slice(&buckets.inner),
+            descs: LookupBuf::from_slice(&buckets.descs),
+            direct: LookupBuf::from_slice(&buckets.direct),
+            direct_shift: A::Key::BITS - s as u32,
             payloads: LookupBuf::from_slice(&payloads),
             stage2,
-            direct: LookupBuf::from_slice(&direct),
-            direct_shift,
             kernel,
             intervals: iv.len(),
+            max_levels: buckets.max_levels,
         })
     }
 
@@ -174,13 +200,9 @@ impl<A: Family> PlanB<A> {
         self.kernel
     }
 
-    /// Direct-pointing bits `s` (0 when disabled).
+    /// Direct-pointing bits `s`.
     pub fn direct_bits(&self) -> u8 {
-        if self.direct.is_empty() {
-            0
-        } else {
-            (A::Key::BITS - self.direct_shift) as u8
-        }
+        (A::Key::BITS - self.direct_shift) as u8
     }
 
     /// Number of elementary intervals compiled in.
@@ -188,9 +210,15 @@ impl<A: Family> PlanB<A> {
         self.intervals
     }
 
-    /// Tree levels (including the leaves).
+    /// Most memory accesses of one lookup: direct table, tree levels, leaf
+    /// window, payload.
     pub fn depth(&self) -> usize {
-        self.tree.depth()
+        self.max_levels + 3
+    }
+
+    /// Buckets that need a local tree (more than one line of keys).
+    pub fn tree_buckets(&self) -> usize {
+        self.descs.len()
     }
 
     /// Intervals resolved by the IPv6 second stage.
@@ -198,12 +226,14 @@ impl<A: Family> PlanB<A> {
         self.stage2.len()
     }
 
-    /// Heap bytes of the lookup structure (tree, payloads, direct table,
-    /// second stage).
+    /// Heap bytes of the lookup structure (keys, tree lines, payloads,
+    /// direct table, second stage).
     pub fn footprint_bytes(&self) -> usize {
-        self.tree.footprint_bytes()
-            + self.payloads.len() * 4
-            + self.direct.len() * 4
+        std::mem::size_of_val(&*self.leaves)
+            + std::mem::size_of_val(&*self.inner)
+            + std::mem::size_of_val(&*self.descs)
+            + std::mem::size_of_val(&*self.direct)
+            + std::mem::size_of_val(&*self.payloads)
             + self.stage2.footprint_bytes()
     }
 
@@ -226,35 +256,55 @@ impl<A: Family> PlanB<A> {
     }
 }
 
-/// Direct-pointing table over the top `s` key bits: entry `b` is the rank of
-/// the bucket's first address when the bucket holds at most `LANES` keys
-/// (a window search from there is exact), else [`DIRECT_DESCEND`].
-fn build_direct<K: Key>(keys: &[K], s: u8) -> (Vec<u32>, u32) {
-    if s == 0 || keys.len() >= DIRECT_DESCEND as usize {
-        // Shift by BITS - 1 (never by the full width, which would overflow):
-        // the index is then 0 or 1 and misses the empty table.
-        return (Vec::new(), K::BITS - 1);
-    }
-    let shift = K::BITS - s as u32;
-    let buckets = 1usize << s;
-    let mut direct = Vec::with_capacity(buckets);
-    let mut lo_rank = 0usize; // keys below the bucket's first address
-    for b in 0..buckets as u64 {
-        let first = b << shift;
-        let last = first | ((1u64 << shift) - 1);
-        while lo_rank < keys.len() && keys[lo_rank].to_u64() < first {
-            lo_rank += 1;
+/// The direct-pointing table and the buckets' local trees.
+struct Buckets {
+    direct: Vec<u32>,
+    descs: Vec<Desc>,
+    inner: Vec<Line>,
+    max_levels: usize,
+}
+
+impl Buckets {
+    /// One merge walk over the keys and the `2^s` buckets. `None` when a
+    /// bucket needs more than `MAX_LEVELS` levels.
+    fn build<K: Key>(keys: &[K], payloads: &[u32], s: u8) -> Option<Buckets> {
+        let shift = K::BITS - s as u32;
+        let n_buckets = 1usize << s;
+        let mut b = Buckets {
+            direct: Vec::with_capacity(n_buckets),
+            descs: Vec::new(),
+            inner: Vec::new(),
+            max_levels: 0,
+        };
+        let mut r0 = 0usize; // keys below the bucket's first address
+        for bucket in 0..n_buckets as u64 {
+            let first = bucket << shift;
+            let last = first | ((1u64 << shift) - 1);
+            while r0 < keys.len() && keys[r0].to_u64() < first {
+                r0 += 1;
+            }
+            // Keys below `last` are the only ones a probe in the bucket can
+            // count: its rank lies in r0..=r1.
+            let mut r1 = r0;
+            while r1 < keys.len() && keys[r1].to_u64() < last {
+                r1 += 1;
+            }
+            let entry = match r1 - r0 {
+                0 => match payloads[r0] {
+                    NO_ROUTE => u32::MAX,
+                    p if p < DP_INDEX => DP_PAYLOAD | p,
+                    _ => r0 as u32, // large or second-stage payload: window
+                },
+                n if n <= K::LANES => r0 as u32,
+                _ => {
+                    let desc = build_local(&keys[r0..r1], r0 as u32, &mut b.inner)?;
+                    b.max_levels = b.max_levels.max(desc.levels as usize);
+                    b.descs.push(desc);
+                    DP_TREE | (b.descs.len() - 1) as u32
+                }
+            };
+            b.direct.push(entry);
         }
-        let mut hi_rank = lo_rank; // keys below the bucket's last address
-        while hi_rank < keys.len() && keys[hi_rank].to_u64() < last && hi_rank - lo_rank <= K::LANES
-        {
-            hi_rank += 1;
-        }
-        direct.push(if hi_rank - lo_rank <= K::LANES {
-            lo_rank as u32
-        } else {
-            DIRECT_DESCEND
-        });
+        Some(b)
     }
-    (direct, shift)
 }

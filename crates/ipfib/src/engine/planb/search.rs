@@ -12,8 +12,9 @@
 //! memory system instead of forming one long dependency chain.
 
 use super::kernel::Count;
-use super::tree::Key;
-use super::{Family, PlanB, DIRECT_DESCEND};
+use super::tree::{rank, Desc, Key};
+use super::{Family, PlanB, DP_INDEX, DP_PAYLOAD, DP_TREE};
+use crate::intervals::NO_ROUTE;
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -22,23 +23,60 @@ use super::kernel::Kernel;
 #[cfg(target_arch = "x86_64")]
 use super::kernel::{avx2::Avx2, avx512::Avx512};
 
+/// Placeholder for unused lanes of the batch's descriptor array.
+const NO_DESC: Desc = Desc {
+    r0: 0,
+    levels: 0,
+    line: [0; super::tree::MAX_LEVELS],
+};
+
 /// Batch sizes the tests and benchmarks exercise.
 pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
+
+/// The payload a `DP_PAYLOAD` entry carries.
+#[inline(always)]
+fn direct_payload(d: u32) -> u32 {
+    if d == u32::MAX {
+        NO_ROUTE
+    } else {
+        d & DP_INDEX
+    }
+}
+
+/// Hint that `p` will be read soon (a payload line while keys are searched).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// # Safety
 /// The CPU supports kernel `C`.
 #[inline(always)]
 unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
     let key = addr.key();
+    let leaves = e.leaves.as_ptr();
     // SAFETY: the direct table has 2^s entries and `key >> (BITS - s)` < 2^s;
-    // window starts are ranks <= len(); ranks index `payloads` (len() + 1).
+    // window starts are ranks <= len(); tree indices name built
+    // descriptors; ranks index `payloads` (len() + 1 entries).
     unsafe {
-        let rank = match e.direct.get((key.to_u64() >> e.direct_shift) as usize) {
-            Some(&d) if d & DIRECT_DESCEND == 0 => e.tree.rank_from::<C>(d as usize, key),
-            _ => e.tree.rank::<C>(key),
+        let d = *e
+            .direct
+            .get_unchecked((key.to_u64() >> e.direct_shift) as usize);
+        let r = if d < DP_TREE {
+            d as usize + <A::Key as Key>::count::<C>(leaves.add(d as usize), key)
+        } else if d < DP_PAYLOAD {
+            let desc = e.descs.get_unchecked((d & DP_INDEX) as usize);
+            rank::<C, A::Key>(desc, e.inner.as_ptr() as *const A::Key, leaves, key)
+        } else {
+            return direct_payload(d);
         };
-        e.stage2
-            .resolve(*e.payloads.get_unchecked(rank), addr.low())
+        e.stage2.resolve(*e.payloads.get_unchecked(r), addr.low())
     }
 }
 
@@ -51,52 +89,78 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
     out: &mut [u32],
 ) {
     let lanes = <A::Key as Key>::LANES;
-    let levels = e.tree.levels();
-    let raw = e.tree.raw();
+    let leaves = e.leaves.as_ptr();
+    let inner = e.inner.as_ptr() as *const A::Key;
+    let payloads = e.payloads.as_ptr();
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
+        // Pass 1: all direct-pointing loads issue together.
         let mut keys = [<A::Key>::default(); M];
-        let mut rank = [0usize; M];
-        let mut descend = [0usize; M];
-        let mut nd = 0;
+        let mut ent = [0u32; M];
         for i in 0..M {
             keys[i] = a[i].key();
-            match e.direct.get((keys[i].to_u64() >> e.direct_shift) as usize) {
-                // SAFETY: window starts are ranks <= len().
-                Some(&d) if d & DIRECT_DESCEND == 0 => {
-                    rank[i] = unsafe { e.tree.rank_from::<C>(d as usize, keys[i]) }
-                }
-                _ => {
-                    descend[nd] = i;
-                    nd += 1;
-                }
-            }
-        }
-        let mut node = [0usize; M];
-        let (leaf, inner) = levels.split_last().unwrap_or((&0, &[]));
-        for &start in inner {
-            for j in 0..nd {
-                // SAFETY: node indices stay inside their level (see Tree::rank).
-                let c = unsafe {
-                    <A::Key as Key>::count::<C>(
-                        raw.add((start + node[j]) * lanes),
-                        keys[descend[j]],
-                    )
-                };
-                node[j] = node[j] * (lanes + 1) + c;
-            }
-        }
-        for j in 0..nd {
-            // SAFETY: as above, for the leaf level.
-            let c = unsafe {
-                <A::Key as Key>::count::<C>(raw.add((leaf + node[j]) * lanes), keys[descend[j]])
+            // SAFETY: bucket index < 2^s (see lookup_with).
+            ent[i] = unsafe {
+                *e.direct
+                    .get_unchecked((keys[i].to_u64() >> e.direct_shift) as usize)
             };
-            rank[descend[j]] = node[j] * lanes + c;
         }
+        // Pass 2: windows answered, trees collected, payload lines prefetched.
+        let mut rank_of = [usize::MAX; M];
+        let mut tree_lane = [0usize; M];
+        let mut nt = 0;
         for i in 0..M {
-            // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
-            let p = unsafe { *e.payloads.get_unchecked(rank[i]) };
-            o[i] = e.stage2.resolve(p, a[i].low());
+            let d = ent[i];
+            if d < DP_TREE {
+                prefetch(payloads.wrapping_add(d as usize));
+                // SAFETY: window starts are ranks <= len().
+                rank_of[i] = d as usize
+                    + unsafe { <A::Key as Key>::count::<C>(leaves.add(d as usize), keys[i]) };
+            } else if d < DP_PAYLOAD {
+                tree_lane[nt] = i;
+                nt += 1;
+            } else {
+                o[i] = direct_payload(d);
+            }
+        }
+        // Pass 3: local trees, level by level across lanes.
+        if nt > 0 {
+            let mut desc: [&Desc; M] = [&NO_DESC; M];
+            let mut node = [0usize; M];
+            for j in 0..nt {
+                // SAFETY: tree entries name built descriptors.
+                desc[j] = unsafe {
+                    e.descs
+                        .get_unchecked((ent[tree_lane[j]] & DP_INDEX) as usize)
+                };
+            }
+            for h in 0..e.max_levels {
+                for j in 0..nt {
+                    if h < desc[j].levels as usize {
+                        let line = desc[j].line[h] as usize + node[j];
+                        // SAFETY: node indices stay inside their level.
+                        let c = unsafe {
+                            <A::Key as Key>::count::<C>(inner.add(line * lanes), keys[tree_lane[j]])
+                        };
+                        node[j] = node[j] * (lanes + 1) + c;
+                    }
+                }
+            }
+            for j in 0..nt {
+                let pos = desc[j].r0 as usize + node[j] * lanes;
+                prefetch(payloads.wrapping_add(pos));
+                // SAFETY: pos + LANES <= len(leaves).
+                rank_of[tree_lane[j]] = pos
+                    + unsafe { <A::Key as Key>::count::<C>(leaves.add(pos), keys[tree_lane[j]]) };
+            }
+        }
+        // Pass 4: payloads.
+        for i in 0..M {
+            if rank_of[i] != usize::MAX {
+                // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
+                let p = unsafe { *payloads.add(rank_of[i]) };
+                o[i] = e.stage2.resolve(p, a[i].low());
+            }
         }
     }
     let done = in_chunks.len();

@@ -1,4 +1,5 @@
-//! The linearized B+-tree (PlanB §3.2), laid out for the real key count.
+//! The linearized B+-tree (PlanB §3.2), cut into one small tree per
+//! direct-pointing bucket and laid out for the real key count.
 //!
 //! Keys are the interval starts minus one (`start - 1`); a search counts the
 //! keys *strictly below* the probe, which equals the number of starts at or
@@ -8,25 +9,39 @@
 //! padding can never be counted, even for the all-ones address (the bug
 //! STYLE §7 warns about).
 //!
-//! Layout, one `Vec` of 64-byte lines, levels from the root down:
-//! - the bottom level is the sorted key array itself, cut into nodes of
-//!   `LANES` keys (16 x u32 or 8 x u64), plus one line of padding so a
-//!   window of `LANES` keys may start at any rank;
-//! - a node at height `h >= 1` has `LANES` separators: separator `i` of
-//!   node `j` is the smallest key below child `j * (LANES + 1) + i + 1`
-//!   (padding where that child does not exist).
-//!
-//! Level sizes are `ceil(n / LANES)`, then `ceil(prev / (LANES + 1))` up to a
-//! single root: no padding to `ARITY^depth`, so the tree costs the key array
-//! plus about `1 / LANES` of it.
+//! Layout:
+//! - `leaves`: the sorted key array itself, plus `LANES` padding keys, so a
+//!   window of `LANES` keys may start at any rank (unaligned loads);
+//! - a bucket with more than `LANES` keys gets a local tree whose leaves are
+//!   `LANES`-key blocks of `leaves` starting at the bucket's first rank, and
+//!   whose internal levels (64-byte lines in `inner`) hold separators:
+//!   separator `i` of node `j` is the smallest key below child
+//!   `j * (LANES + 1) + i + 1` (padding where that child does not exist).
+//!   Level sizes are `ceil(blocks / (LANES + 1))`, and so on up to one root:
+//!   no padding to `ARITY^depth`; the internal levels cost about `1 / LANES`
+//!   of the bucket's keys.
 
 use super::kernel::Count;
-use crate::mem::LookupBuf;
 
 /// One cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-pub(crate) struct Line([u8; 64]);
+pub struct Line([u8; 64]);
+
+/// Most internal levels a local tree may have (8 * 9^6 = 4.2M u64 keys or
+/// 16 * 17^6 = 386M u32 keys in one bucket; the build raises `s` otherwise).
+pub const MAX_LEVELS: usize = 6;
+
+/// A local tree: first rank of its bucket, number of internal levels, and
+/// the first line of each internal level in `inner` (root first). 32 bytes,
+/// so two share a line and none straddles one.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+pub struct Desc {
+    pub r0: u32,
+    pub levels: u32,
+    pub line: [u32; MAX_LEVELS],
+}
 
 /// An unsigned key type of the tree: `u32` (IPv4) or `u64` (IPv6 upper half).
 pub trait Key: Copy + Ord + Default + Send + Sync + 'static {
@@ -83,129 +98,79 @@ impl Key for u64 {
     }
 }
 
-/// A static B+-tree over sorted keys.
-pub(crate) struct Tree<K: Key> {
-    lines: LookupBuf<Line>,
-    /// First line of each level, root first; the last entry is the leaves.
-    level_start: Vec<usize>,
-    _key: std::marker::PhantomData<K>,
-}
-
-impl<K: Key> Tree<K> {
-    /// Build over `keys` (sorted ascending, already `start - 1`, none equal
-    /// to `K::PAD`). Linear in the number of keys.
-    pub(crate) fn build(keys: &[K]) -> Self {
-        let lanes = K::LANES;
-        let mut sizes = vec![keys.len().div_ceil(lanes).max(1)];
-        while let Some(&last) = sizes.last() {
-            if last == 1 {
-                break;
-            }
-            sizes.push(last.div_ceil(lanes + 1));
-        }
-        // `sizes` is bottom-up; lay levels out root first.
-        let mut level_start = Vec::with_capacity(sizes.len());
-        let mut at = 0;
-        for &s in sizes.iter().rev() {
-            level_start.push(at);
-            at += s;
-        }
-        let total_lines = at + 1; // + one padding line for windows
-        let mut lines = vec![Line([0xff; 64]); total_lines];
-        // SAFETY: `lines` is `total_lines * 64` bytes, 64-aligned, and every
-        // bit pattern is a valid `K` (u32 / u64).
-        let flat: &mut [K] = unsafe {
-            std::slice::from_raw_parts_mut(lines.as_mut_ptr() as *mut K, total_lines * lanes)
-        };
-        let leaf = *level_start.last().unwrap_or(&0) * lanes;
-        flat[leaf..leaf + keys.len()].copy_from_slice(keys);
-        // Internal levels: height h (1 = just above the leaves).
-        let mut keys_per_child = lanes; // keys under one node at height h - 1
-        for (h, &n_nodes) in sizes.iter().enumerate().skip(1) {
-            let base = level_start[sizes.len() - 1 - h] * lanes;
-            for j in 0..n_nodes {
-                for i in 0..lanes {
-                    let child = j * (lanes + 1) + i + 1;
-                    let first = child * keys_per_child;
-                    flat[base + j * lanes + i] = keys.get(first).copied().unwrap_or(K::PAD);
+/// Build the internal levels of the local tree over `keys` (the bucket's
+/// keys, more than `LANES` of them, starting at rank `r0`), appending lines
+/// to `inner`. `None` when the bucket needs more than [`MAX_LEVELS`].
+/// Linear in `keys.len()`.
+pub fn build_local<K: Key>(keys: &[K], r0: u32, inner: &mut Vec<Line>) -> Option<Desc> {
+    let lanes = K::LANES;
+    // Level sizes bottom-up, leaves excluded: blocks / (LANES + 1), ...
+    let mut sizes = Vec::with_capacity(MAX_LEVELS);
+    let mut below = keys.len().div_ceil(lanes);
+    while below > 1 {
+        below = below.div_ceil(lanes + 1);
+        sizes.push(below);
+    }
+    if sizes.len() > MAX_LEVELS {
+        return None;
+    }
+    let mut desc = Desc {
+        r0,
+        levels: sizes.len() as u32,
+        ..Desc::default()
+    };
+    let mut keys_per_child = lanes; // keys under one child of the level being filled
+    for (height, &n_nodes) in sizes.iter().enumerate() {
+        let level = sizes.len() - 1 - height; // root is level 0
+        desc.line[level] = inner.len() as u32;
+        for j in 0..n_nodes {
+            let mut line = [K::PAD; 64];
+            for (i, slot) in line[..lanes].iter_mut().enumerate() {
+                let child = j * (lanes + 1) + i + 1;
+                if let Some(&k) = keys.get(child * keys_per_child) {
+                    *slot = k;
                 }
             }
-            keys_per_child *= lanes + 1;
+            inner.push(to_line(&line[..lanes]));
         }
-        Tree {
-            lines: LookupBuf::from_slice(&lines),
-            level_start,
-            _key: std::marker::PhantomData,
-        }
+        keys_per_child *= lanes + 1;
     }
+    Some(desc)
+}
 
-    /// Levels including the leaves.
-    pub(crate) fn depth(&self) -> usize {
-        self.level_start.len()
+fn to_line<K: Key>(keys: &[K]) -> Line {
+    let mut l = Line([0u8; 64]);
+    // SAFETY: `keys` is exactly 64 bytes of plain integers (LANES keys) and
+    // `l` is 64 bytes; the regions do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(keys.as_ptr() as *const u8, l.0.as_mut_ptr(), 64);
     }
+    l
+}
 
-    /// Bytes of key storage.
-    pub(crate) fn footprint_bytes(&self) -> usize {
-        self.lines.len() * 64 + self.level_start.len() * 8
+/// Rank of `probe` in a bucket: descend its local tree, then one window
+/// compare over the leaf array.
+///
+/// # Safety
+/// `desc` was built by [`build_local`] over `leaves` with internal lines in
+/// `inner`; `leaves` holds `LANES` padding keys after the last real key; the
+/// CPU supports kernel `C`.
+#[inline(always)]
+pub unsafe fn rank<C: Count, K: Key>(
+    desc: &Desc,
+    inner: *const K,
+    leaves: *const K,
+    probe: K,
+) -> usize {
+    let lanes = K::LANES;
+    let mut node = 0usize;
+    for h in 0..desc.levels as usize {
+        // SAFETY: node < level size (separators of missing children are
+        // padding and never counted), so the line is inside `inner`.
+        node = node * (lanes + 1)
+            + unsafe { K::count::<C>(inner.add((desc.line[h] as usize + node) * lanes), probe) };
     }
-
-    #[inline(always)]
-    fn base(&self) -> *const K {
-        self.lines.as_ptr() as *const K
-    }
-
-    /// Pointer to the sorted key array (the leaf level).
-    #[inline(always)]
-    pub(crate) fn leaves(&self) -> *const K {
-        // SAFETY (of the add): the leaf level starts inside `lines`.
-        unsafe {
-            self.base()
-                .add(self.level_start[self.level_start.len() - 1] * K::LANES)
-        }
-    }
-
-    /// The rank of `probe`: number of keys below it. Full descent.
-    ///
-    /// # Safety
-    /// The CPU supports kernel `C`.
-    #[inline(always)]
-    pub(crate) unsafe fn rank<C: Count>(&self, probe: K) -> usize {
-        let lanes = K::LANES;
-        let base = self.base();
-        let mut node = 0usize;
-        let (leaf_level, inner) = self.level_start.split_last().unwrap_or((&0, &[]));
-        for &start in inner {
-            // SAFETY: `node` < level size by construction (separators of
-            // missing children are padding and never counted), so the line
-            // is inside `lines`.
-            node = node * (lanes + 1)
-                + unsafe { K::count::<C>(base.add((start + node) * lanes), probe) };
-        }
-        // SAFETY: as above, for the leaf level.
-        node * lanes + unsafe { K::count::<C>(base.add((leaf_level + node) * lanes), probe) }
-    }
-
-    /// Rank of `probe` given that it lies at most `LANES` keys after `from`:
-    /// one window compare over the leaf array.
-    ///
-    /// # Safety
-    /// `from <= len()`; the CPU supports kernel `C`.
-    #[inline(always)]
-    pub(crate) unsafe fn rank_from<C: Count>(&self, from: usize, probe: K) -> usize {
-        // SAFETY: the leaf level plus the padding line hold at least
-        // `len() + LANES` keys.
-        from + unsafe { K::count::<C>(self.leaves().add(from), probe) }
-    }
-
-    /// Line index of the root and the levels, for batch descents.
-    #[inline(always)]
-    pub(crate) fn levels(&self) -> &[usize] {
-        &self.level_start
-    }
-
-    /// Raw key pointer for batch descents.
-    #[inline(always)]
-    pub(crate) fn raw(&self) -> *const K {
-        self.base()
-    }
+    let pos = desc.r0 as usize + node * lanes;
+    // SAFETY: pos <= r0 + keys in the bucket <= len(leaves) - LANES.
+    pos + unsafe { K::count::<C>(leaves.add(pos), probe) }
 }

@@ -1,0 +1,290 @@
+//! Reading a whole table: lines to routes, in file order, with every
+//! problem reported by file and line.
+
+use crate::error::{quote, ReadError};
+use crate::format::Format;
+use crate::input::{next_line, open_input, Compression};
+use crate::parse::{parse_line, Line, LineError};
+use ipfib::prefix::{AnyPrefix, HostBits};
+use std::io::{self, BufRead};
+use std::path::Path;
+
+/// How to read a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadOptions {
+    /// The file's format; `Auto` (the default) sniffs it.
+    pub format: Format,
+    /// Whether host bits beyond the length are an error (the default) or
+    /// cleared.
+    pub host_bits: HostBits,
+}
+
+/// One route of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The prefix, canonical (host bits cleared if the caller asked to mask).
+    pub prefix: AnyPrefix,
+    /// The value as written: an unsigned integer or a word (an ASN, a next
+    /// hop address, a name).
+    pub value: String,
+    /// The 1-based line it came from.
+    pub line: u64,
+}
+
+/// A whole table as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedRoutes {
+    /// The format the file was read as (never `Auto`).
+    pub format: Format,
+    /// Every route in file order, duplicates included: insert them in order
+    /// and the later line wins, as the text format specifies.
+    pub routes: Vec<Route>,
+    /// Lines read, comments and blank lines included.
+    pub lines: u64,
+}
+
+/// What a streaming read went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSummary {
+    /// The format the input was read as (never `Auto`).
+    pub format: Format,
+    /// Lines read, comments and blank lines included.
+    pub lines: u64,
+    /// Routes handed to the callback (bad lines not counted).
+    pub routes: u64,
+}
+
+/// Read the table at `path` (gzip-compressed or plain), stopping at the
+/// first bad line.
+///
+/// Allocates one `String` per route for its value, plus the `Vec`.
+pub fn read_routes(path: &Path, opts: &LoadOptions) -> Result<LoadedRoutes, ReadError> {
+    let mut routes = Vec::new();
+    let summary = for_each_route(path, opts, |route| {
+        routes.push(route?);
+        Ok(())
+    })?;
+    Ok(LoadedRoutes {
+        format: summary.format,
+        routes,
+        lines: summary.lines,
+    })
+}
+
+/// [`read_routes`] for an already opened, uncompressed input; `name` stands
+/// for the path in errors.
+pub fn read_routes_from<R: BufRead>(
+    reader: R,
+    name: &str,
+    opts: &LoadOptions,
+) -> Result<LoadedRoutes, ReadError> {
+    let mut routes = Vec::new();
+    let summary = for_each_route_from(reader, name, opts, |route| {
+        routes.push(route?);
+        Ok(())
+    })?;
+    Ok(LoadedRoutes {
+        format: summary.format,
+        routes,
+        lines: summary.lines,
+    })
+}
+
+/// Stream the table at `path` (gzip-compressed or plain) through `f`, in
+/// file order.
+///
+/// `f` receives each route, or the error of a bad line (one whose
+/// [`ReadError::line`] is `Some`). Returning `Err` from `f` stops the read
+/// and makes it the result: pass errors through with `?` to stop at the
+/// first bad line, or collect them and return `Ok(())` to read on. Errors
+/// that end the read (I/O, damaged gzip, unsupported format) are returned
+/// without going through `f`.
+pub fn for_each_route<F>(path: &Path, opts: &LoadOptions, f: F) -> Result<ReadSummary, ReadError>
+where
+    F: FnMut(Result<Route, ReadError>) -> Result<(), ReadError>,
+{
+    check_supported(opts.format)?;
+    let mut input = open_input(path)?;
+    read_lines(&mut input.reader, path, input.compression, opts, f)
+}
+
+/// [`for_each_route`] for an already opened, uncompressed input; `name`
+/// stands for the path in errors.
+pub fn for_each_route_from<R: BufRead, F>(
+    mut reader: R,
+    name: &str,
+    opts: &LoadOptions,
+    f: F,
+) -> Result<ReadSummary, ReadError>
+where
+    F: FnMut(Result<Route, ReadError>) -> Result<(), ReadError>,
+{
+    check_supported(opts.format)?;
+    read_lines(&mut reader, Path::new(name), Compression::None, opts, f)
+}
+
+fn check_supported(format: Format) -> Result<(), ReadError> {
+    if format.is_supported() {
+        Ok(())
+    } else {
+        Err(ReadError::UnsupportedFormat { format })
+    }
+}
+
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+fn read_lines<R, F>(
+    reader: &mut R,
+    path: &Path,
+    compression: Compression,
+    opts: &LoadOptions,
+    mut f: F,
+) -> Result<ReadSummary, ReadError>
+where
+    R: BufRead + ?Sized,
+    F: FnMut(Result<Route, ReadError>) -> Result<(), ReadError>,
+{
+    let mut format = opts.format;
+    let mut buf = Vec::with_capacity(256);
+    let mut line = 0u64;
+    let mut routes = 0u64;
+    loop {
+        match next_line(reader, &mut buf) {
+            Ok(true) => line += 1,
+            Ok(false) => break,
+            Err(source) => return Err(read_failed(source, path, line + 1, compression)),
+        }
+        let mut bytes = trim_line_end(&buf);
+        if line == 1 {
+            bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        }
+        if format == Format::Auto {
+            let start = bytes.trim_ascii_start();
+            if start.is_empty() {
+                continue;
+            }
+            if looks_binary(start) {
+                let error = ReadError::Binary {
+                    path: path.to_path_buf(),
+                };
+                return Err(damage_behind(
+                    error,
+                    reader,
+                    &mut buf,
+                    line,
+                    path,
+                    compression,
+                ));
+            }
+            format = Format::sniff(start);
+        }
+        let result = match std::str::from_utf8(bytes) {
+            Err(_) => Err(ReadError::InvalidUtf8 {
+                path: path.to_path_buf(),
+                line,
+                text: quote(&String::from_utf8_lossy(bytes)),
+            }),
+            Ok(text) => match parse_line(text, format, opts.host_bits) {
+                Ok(Line::Skip) => continue,
+                Ok(Line::Route(prefix, value)) => {
+                    routes += 1;
+                    Ok(Route {
+                        prefix,
+                        value: value.to_string(),
+                        line,
+                    })
+                }
+                Err(e) => Err(line_error(e, path, line, text)),
+            },
+        };
+        if let Err(e) = f(result) {
+            return Err(damage_behind(e, reader, &mut buf, line, path, compression));
+        }
+    }
+    if format == Format::Auto {
+        // Empty or blank input: nothing to sniff, and text reads it fine.
+        format = Format::Text;
+    }
+    Ok(ReadSummary {
+        format,
+        lines: line,
+        routes,
+    })
+}
+
+fn read_failed(source: io::Error, path: &Path, line: u64, compression: Compression) -> ReadError {
+    let path = path.to_path_buf();
+    match compression {
+        Compression::Gzip => ReadError::DamagedGzip { path, line, source },
+        Compression::None => ReadError::Read { path, line, source },
+    }
+}
+
+/// The error to report when a read stops at `error` on line `line`.
+///
+/// A damaged gzip stream often decodes to garbage before the decoder notices
+/// (gzip checks its CRC only at the end of each member), so a bad line (or
+/// a binary first line) in gzip input may be a symptom: decode the rest, and if the stream is
+/// damaged, report that, with the line the decoder failed at. Costs the rest
+/// of the decompression, on the error path only.
+fn damage_behind<R: BufRead + ?Sized>(
+    error: ReadError,
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    mut line: u64,
+    path: &Path,
+    compression: Compression,
+) -> ReadError {
+    let symptom = error.line().is_some() || matches!(error, ReadError::Binary { .. });
+    if compression != Compression::Gzip || !symptom {
+        return error;
+    }
+    loop {
+        match next_line(reader, buf) {
+            Ok(true) => line += 1,
+            Ok(false) => return error,
+            Err(source) => return read_failed(source, path, line + 1, compression),
+        }
+    }
+}
+
+/// The line without its `\n` or `\r\n`.
+#[inline]
+fn trim_line_end(buf: &[u8]) -> &[u8] {
+    let line = buf.strip_suffix(b"\n").unwrap_or(buf);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Control bytes other than whitespace: no text table has them, and an MRT
+/// header always does (its type field starts with a zero byte).
+fn looks_binary(line: &[u8]) -> bool {
+    line.iter()
+        .any(|&b| (b < 0x20 && !b.is_ascii_whitespace()) || b == 0x7f)
+}
+
+fn line_error(e: LineError<'_>, path: &Path, line: u64, text: &str) -> ReadError {
+    let path = path.to_path_buf();
+    let text = quote(text);
+    match e {
+        LineError::Prefix(source) => ReadError::Prefix {
+            path,
+            line,
+            text,
+            source,
+        },
+        LineError::MissingValue => ReadError::MissingValue { path, line, text },
+        LineError::InvalidValue(value, reason) => ReadError::InvalidValue {
+            path,
+            line,
+            text,
+            value: quote(value),
+            reason,
+        },
+        LineError::ExtraText(extra) => ReadError::ExtraText {
+            path,
+            line,
+            text,
+            extra: quote(extra),
+        },
+    }
+}

@@ -1,0 +1,162 @@
+//! The real tables in `../shared/data` (a sibling of the repository root).
+//!
+//! Expected counts were checked independently of this crate: with
+//! `zcat FILE | grep -v '^[;#]' | awk '{print $1}' | sort -u | wc -l`, and
+//! with Python's `ipaddress.ip_network(strict=True)` for canonical distinct
+//! prefixes (no file has duplicates or host bits set) and distinct values.
+
+use ipfib_io::{read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+
+/// The path of a data file, or `None` (after saying so) when the shared data
+/// is absent; in CI (`CI=true`) its absence is a failure.
+fn data_file(name: &str) -> Option<PathBuf> {
+    data_file_in(Path::new(DATA), name)
+}
+
+fn data_file_in(dir: &Path, name: &str) -> Option<PathBuf> {
+    if !dir.is_dir() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "../shared/data not found at {}, and CI=true requires it",
+                dir.display()
+            );
+        }
+        eprintln!(
+            "SKIPPED: ../shared/data not found (looked in {})",
+            dir.display()
+        );
+        return None;
+    }
+    Some(dir.join(name))
+}
+
+#[test]
+fn missing_data_skips_locally_and_fails_in_ci() {
+    let missing = Path::new("/nonexistent/shared/data");
+    let outcome = std::panic::catch_unwind(|| data_file_in(missing, "x"));
+    if std::env::var("CI").as_deref() == Ok("true") {
+        assert!(
+            outcome.is_err(),
+            "CI=true must turn missing data into a failure"
+        );
+    } else {
+        assert_eq!(outcome.ok(), Some(None));
+    }
+}
+
+struct Expect {
+    format: Format,
+    lines: u64,
+    v4: usize,
+    v6: usize,
+    distinct_values: usize,
+    first: (&'static str, &'static str),
+}
+
+fn check(name: &str, want: Expect) -> Option<LoadedRoutes> {
+    let path = data_file(name)?;
+    let loaded = read_routes(&path, &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{name} failed to load: {e}"));
+    assert_eq!(loaded.format, want.format, "{name}");
+    assert_eq!(loaded.lines, want.lines, "{name}");
+    let v4 = loaded
+        .routes
+        .iter()
+        .filter(|r| r.prefix.family() == 4)
+        .count();
+    let v6 = loaded.routes.len() - v4;
+    assert_eq!((v4, v6), (want.v4, want.v6), "{name}: routes per family");
+    let distinct: HashSet<AnyPrefix> = loaded.routes.iter().map(|r| r.prefix).collect();
+    assert_eq!(
+        distinct.len(),
+        want.v4 + want.v6,
+        "{name}: distinct prefixes"
+    );
+    let values: HashSet<&str> = loaded.routes.iter().map(|r| r.value.as_str()).collect();
+    assert_eq!(
+        values.len(),
+        want.distinct_values,
+        "{name}: distinct values"
+    );
+    let first = &loaded.routes[0];
+    assert_eq!(
+        (first.prefix.to_string().as_str(), first.value.as_str()),
+        want.first,
+        "{name}: first route"
+    );
+    Some(loaded)
+}
+
+#[test]
+fn pyasn_2015_ipasn_table() {
+    let Some(loaded) = check(
+        "routeviews-20151101.ipasn.dat.gz",
+        Expect {
+            format: Format::Ipasn,
+            lines: 633_837,
+            v4: 606_138,
+            v6: 27_693,
+            distinct_values: 52_014,
+            first: ("1.0.0.0/24", "15169"),
+        },
+    ) else {
+        return;
+    };
+    // Six ';' header lines, so the first route is on line 7.
+    assert_eq!(loaded.routes[0].line, 7);
+}
+
+#[test]
+fn routeviews_2026_ipv4_table() {
+    let Some(loaded) = check(
+        "routeviews-rv2-20260730-1400.pfx2as.txt.gz",
+        Expect {
+            format: Format::Text,
+            lines: 1_107_943,
+            v4: 1_107_938,
+            v6: 0,
+            distinct_values: 78_468,
+            first: ("1.0.0.0/24", "13335"),
+        },
+    ) else {
+        return;
+    };
+    assert_eq!(loaded.routes[0].line, 6);
+    let lens: HashSet<u8> = loaded.routes.iter().map(|r| r.prefix.len()).collect();
+    assert_eq!(lens.iter().min(), Some(&8));
+    assert_eq!(lens.iter().max(), Some(&32));
+}
+
+#[test]
+fn routeviews_2026_ipv6_table() {
+    check(
+        "routeviews-rv6-20260730-1400.pfx2as.txt.gz",
+        Expect {
+            format: Format::Text,
+            lines: 258_961,
+            v4: 0,
+            v6: 258_956,
+            distinct_values: 36_487,
+            first: ("2000:b70:25::/48", "262191"),
+        },
+    );
+}
+
+#[test]
+fn linx_ipv6_table_with_next_hop_values() {
+    check(
+        "linx-rib-ipv6.20141225.0000.p69.txt.gz",
+        Expect {
+            format: Format::Text,
+            lines: 20_440,
+            v4: 0,
+            v6: 20_440,
+            distinct_values: 94,
+            first: ("2600:2004::/32", "2001:7f8:4::1a0b:1"),
+        },
+    );
+}
