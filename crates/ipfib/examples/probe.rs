@@ -44,8 +44,8 @@ fn run<A: Family>(t: &RouteTable<A, String>, ss: &[u8]) {
     }
     let prefixes: Vec<_> = t.iter().map(|(p, _)| p).collect();
     let traces = [
-        ("uniform", uniform_trace::<A>(4_000_000, 1)),
-        ("matched", matched_trace(&prefixes, 4_000_000, 2)),
+        ("uniform", uniform_trace::<A>(1_000_000, 1)),
+        ("matched", matched_trace(&prefixes, 1_000_000, 2)),
     ];
     let routes: Vec<_> = t.iter_indices().collect();
     for mode in ["values", "routes"] {
@@ -79,7 +79,7 @@ fn run<A: Family>(t: &RouteTable<A, String>, ss: &[u8]) {
                 let mut out = vec![0u32; trace.len()];
                 for (m, f) in [(1usize, 0), (16, 1), (32, 2)] {
                     let mut v = vec![];
-                    for _ in 0..7 {
+                    for _ in 0..15 {
                         let t0 = Instant::now();
                         match f {
                             0 => {
@@ -93,7 +93,7 @@ fn run<A: Family>(t: &RouteTable<A, String>, ss: &[u8]) {
                         v.push(trace.len() as f64 / t0.elapsed().as_secs_f64() / 1e6);
                     }
                     v.sort_by(|a, b| a.total_cmp(b));
-                    line += &format!(" {name}/{m} {:.0}", v[3]);
+                    line += &format!(" {name}/{m} {:.0}/{:.0}", v[7], v[14]);
                 }
             }
             println!("{line}");

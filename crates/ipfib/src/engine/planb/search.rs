@@ -13,8 +13,7 @@
 
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
-use super::{Family, PlanB, DP_INDEX, DP_PAYLOAD, DP_TREE};
-use crate::intervals::NO_ROUTE;
+use super::{Family, PlanB, DP_INDEX, DP_TREE};
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -32,16 +31,6 @@ const NO_DESC: Desc = Desc {
 
 /// Batch sizes the tests and benchmarks exercise.
 pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
-
-/// The payload a `DP_PAYLOAD` entry carries.
-#[inline(always)]
-fn direct_payload(d: u32) -> u32 {
-    if d == u32::MAX {
-        NO_ROUTE
-    } else {
-        d & DP_INDEX
-    }
-}
 
 /// Hint that `p` will be read soon (a payload line while keys are searched).
 #[inline(always)]
@@ -70,11 +59,9 @@ unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
             .get_unchecked((key.to_u64() >> e.direct_shift) as usize);
         let r = if d < DP_TREE {
             d as usize + <A::Key as Key>::count::<C>(leaves.add(d as usize), key)
-        } else if d < DP_PAYLOAD {
+        } else {
             let desc = e.descs.get_unchecked((d & DP_INDEX) as usize);
             rank::<C, A::Key>(desc, e.inner.as_ptr() as *const A::Key, leaves, key)
-        } else {
-            return direct_payload(d);
         };
         e.stage2.resolve(*e.payloads.get_unchecked(r), addr.low())
     }
@@ -94,56 +81,50 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
     let payloads = e.payloads.as_ptr();
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
-        // Pass 1: all direct-pointing loads issue together.
+        // Pass 1: direct pointing; windows answered at once, tree lanes
+        // collected. One loop on purpose: a separate loop of direct-table
+        // loads gets auto-vectorised into AVX-512 gathers, slow on Zen 4.
         let mut keys = [<A::Key>::default(); M];
         let mut ent = [0u32; M];
-        for i in 0..M {
-            keys[i] = a[i].key();
-            // SAFETY: bucket index < 2^s (see lookup_with).
-            ent[i] = unsafe {
-                *e.direct
-                    .get_unchecked((keys[i].to_u64() >> e.direct_shift) as usize)
-            };
-        }
-        // Pass 2: windows answered, trees collected, payload lines prefetched.
-        let mut rank_of = [usize::MAX; M];
+        let mut rank_of = [0usize; M];
         let mut tree_lane = [0usize; M];
         let mut nt = 0;
         for i in 0..M {
-            let d = ent[i];
+            let k = a[i].key();
+            keys[i] = k;
+            // SAFETY: bucket index < 2^s (see lookup_with).
+            let d = unsafe {
+                *e.direct
+                    .get_unchecked((k.to_u64() >> e.direct_shift) as usize)
+            };
             if d < DP_TREE {
-                prefetch(payloads.wrapping_add(d as usize));
                 // SAFETY: window starts are ranks <= len().
-                rank_of[i] = d as usize
-                    + unsafe { <A::Key as Key>::count::<C>(leaves.add(d as usize), keys[i]) };
-            } else if d < DP_PAYLOAD {
-                tree_lane[nt] = i;
-                nt += 1;
+                rank_of[i] =
+                    d as usize + unsafe { <A::Key as Key>::count::<C>(leaves.add(d as usize), k) };
             } else {
-                o[i] = direct_payload(d);
+                tree_lane[nt] = i;
+                ent[nt] = d;
+                nt += 1;
             }
         }
-        // Pass 3: local trees, level by level across lanes.
+        // Pass 2: local trees, level by level across lanes.
         if nt > 0 {
             let mut desc: [&Desc; M] = [&NO_DESC; M];
             let mut node = [0usize; M];
             for j in 0..nt {
                 // SAFETY: tree entries name built descriptors.
-                desc[j] = unsafe {
-                    e.descs
-                        .get_unchecked((ent[tree_lane[j]] & DP_INDEX) as usize)
-                };
+                desc[j] = unsafe { e.descs.get_unchecked((ent[j] & DP_INDEX) as usize) };
             }
+            // Every tree has `max_levels` levels (equalised at build), so
+            // no lane takes a data-dependent branch here.
             for h in 0..e.max_levels {
                 for j in 0..nt {
-                    if h < desc[j].levels as usize {
-                        let line = desc[j].line[h] as usize + node[j];
-                        // SAFETY: node indices stay inside their level.
-                        let c = unsafe {
-                            <A::Key as Key>::count::<C>(inner.add(line * lanes), keys[tree_lane[j]])
-                        };
-                        node[j] = node[j] * (lanes + 1) + c;
-                    }
+                    let line = desc[j].line[h] as usize + node[j];
+                    // SAFETY: node indices stay inside their level.
+                    let c = unsafe {
+                        <A::Key as Key>::count::<C>(inner.add(line * lanes), keys[tree_lane[j]])
+                    };
+                    node[j] = node[j] * (lanes + 1) + c;
                 }
             }
             for j in 0..nt {
@@ -154,13 +135,11 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
                     + unsafe { <A::Key as Key>::count::<C>(leaves.add(pos), keys[tree_lane[j]]) };
             }
         }
-        // Pass 4: payloads.
+        // Pass 3: payloads.
         for i in 0..M {
-            if rank_of[i] != usize::MAX {
-                // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
-                let p = unsafe { *payloads.add(rank_of[i]) };
-                o[i] = e.stage2.resolve(p, a[i].low());
-            }
+            // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
+            let p = unsafe { *payloads.add(rank_of[i]) };
+            o[i] = e.stage2.resolve(p, a[i].low());
         }
     }
     let done = in_chunks.len();

@@ -28,6 +28,13 @@ use super::kernel::Count;
 #[repr(C, align(64))]
 pub struct Line([u8; 64]);
 
+impl Line {
+    /// A line of padding keys (all ones, for either key width).
+    pub fn padding() -> Line {
+        Line([0xff; 64])
+    }
+}
+
 /// Most internal levels a local tree may have (8 * 9^6 = 4.2M u64 keys or
 /// 16 * 17^6 = 386M u32 keys in one bucket; the build raises `s` otherwise).
 pub const MAX_LEVELS: usize = 6;
