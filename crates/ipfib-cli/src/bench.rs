@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long, default_value = "uniform,matched", value_delimiter = ',')]
     trace: Vec<String>,
     /// Addresses per trace.
-    #[arg(long, default_value_t = 4_000_000)]
+    #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
     /// Engines: planb, planb-routes, radix.
     #[arg(
@@ -58,7 +58,8 @@ pub struct Args {
         value_delimiter = ','
     )]
     engines: Vec<String>,
-    /// PlanB kernels (default: every kernel this CPU supports).
+    /// PlanB kernels, or `all` for every kernel this CPU supports
+    /// (default: the best one).
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Batch sizes (1 = single lookups).
@@ -120,6 +121,8 @@ pub fn run(args: Args) -> CmdResult {
         pin_to(cpu)?;
     }
     let kernels: Vec<Kernel> = if args.kernels.is_empty() {
+        vec![Kernel::detect()]
+    } else if args.kernels.iter().any(|k| k == "all") {
         Kernel::supported()
     } else {
         args.kernels

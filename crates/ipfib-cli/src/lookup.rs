@@ -37,6 +37,10 @@ pub fn run(args: Args) -> CmdResult {
         .as_deref()
         .map(str::parse::<Kernel>)
         .transpose()?;
+    // Checked up front, whatever the engine (radix ignores the kernel).
+    if let Some(k) = kernel.filter(|k| !k.is_supported()) {
+        return Err(format!("kernel {k} is not supported by this CPU").into());
+    }
     let engine_name = args.engine.as_str();
     if !matches!(engine_name, "planb" | "radix") {
         return Err(format!("unknown engine {engine_name:?} (available: planb, radix)").into());
@@ -45,10 +49,10 @@ pub fn run(args: Args) -> CmdResult {
     let table = loaded.table;
     let engine = match engine_name {
         "radix" => Engine::Radix,
-        _ => Engine::Planb(table.compile(&PlanbOptions {
+        _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
             kernel,
             direct_bits: None,
-        })?),
+        })?)),
     };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());

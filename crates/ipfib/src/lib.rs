@@ -1,3 +1,36 @@
+//! ipfib: exact longest-prefix match for IPv4 and IPv6, compiled from a
+//! route table into a linearized B+-tree (PlanB) searched with SIMD.
+//!
+//! ```text
+//!   text / ipasn file ──(ipfib-io)──► Table<V> ─┬─ RouteTable<u32, V>   radix trie: the mutable
+//!                                               └─ RouteTable<u128, V>  source of truth + `radix`
+//!                                                        │ one ordered walk (iter_indices)
+//!                                                        ▼
+//!                                           intervals::compile ── Intervals<A>
+//!                                 (sorted elementary intervals, payload = route or value)
+//!                                                        │ linear build
+//!                                                        ▼
+//!        engine::planb::PlanB<A>: direct table (top s bits) ─► window | local B+-tree
+//!                                  ─► payload ─► (IPv6 >/64: stage 2)
+//!                                                        │
+//!                  compiled::Compiled<A, V> / table::CompiledTable<V>: (prefix, &value)
+//! ```
+//!
+//! Where to start reading:
+//! - `addr.rs`, `prefix.rs`: the `Addr` trait over u32/u128, `Prefix<A>`,
+//!   `AnyPrefix`/`AnyAddr` (the IPv4-mapped rule lives in `AnyAddr`).
+//! - `route_table.rs`: path-compressed radix trie; `values.rs`: value interning.
+//! - `intervals.rs`: the interval compiler (one walk, merges equal neighbours).
+//! - `engine/planb/`: `mod.rs` (build, direct pointing, buckets), `tree.rs`
+//!   (layout, local trees), `search.rs` (single and batch search, the one
+//!   kernel dispatch point), `stage2.rs` (IPv6 beyond /64), `kernel/` (one
+//!   file per instruction set).
+//!   "Why is this IPv6 lookup slow?": `search.rs` then `tree.rs`.
+//! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
+//! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
+//!   (seeded synthetic tables and traces): test and benchmark support.
+//! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures.
+
 pub mod addr;
 pub mod check;
 pub mod compiled;

@@ -21,15 +21,25 @@ use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 use stage2::Stage2;
-use tree::{build_local, Desc, Key, Line};
+use tree::{build_local, lines_per_node, Desc, Key, Line};
 
 pub use search::BATCH_SIZES;
 
 /// Direct-pointing entries (one `u32` per bucket of the top `s` bits):
-/// - below `DP_TREE`: the bucket's first rank; one window compare is exact;
+/// - below `DP_SUB`: the bucket's first rank; one window compare is exact;
+/// - `DP_SUB | t << 26 | o`: a heavy bucket split again on its next `t`
+///   bits by the sub-table `sub[o..o + 2^t]` (whose entries are windows or
+///   trees, never sub-tables);
 /// - `DP_TREE | i`: descend local tree `i` (`descs[i]`).
+const DP_SUB: u32 = 0x4000_0000;
 const DP_TREE: u32 = 0x8000_0000;
-const DP_INDEX: u32 = 0x7FFF_FFFF;
+const DP_INDEX: u32 = 0x3FFF_FFFF;
+const SUB_OFFSET: u32 = 0x03FF_FFFF;
+/// Buckets with more keys than this get a sub-table: they would need two
+/// or more tree levels (16 x 17 keys fit under one).
+const SUB_MIN_KEYS: usize = 16 * 17;
+/// Largest sub-table: 2^12 entries (16 KiB).
+const SUB_MAX_BITS: u32 = 12;
 
 /// Build options for [`PlanB`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -65,7 +75,7 @@ pub enum BuildError {
     DirectBits(u8),
     #[error("a direct-pointing bucket holds too many keys even with s = {max}", max = PlanbOptions::MAX_DIRECT_BITS)]
     BucketTooLarge,
-    #[error("{0} intervals is more than this engine indexes (2^31)")]
+    #[error("{0} intervals is more than this engine indexes (2^30)")]
     TooManyIntervals(usize),
     #[error("payload {0} is too large (payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),
@@ -127,6 +137,11 @@ pub struct PlanB<A: Family> {
     direct: LookupBuf<u32>,
     /// `BITS - s`.
     direct_shift: u32,
+    /// Sub-tables of heavy buckets, concatenated.
+    sub: LookupBuf<u32>,
+    /// `64 - BITS + s`: shifts a key (as u64) so its bits after the top
+    /// `s` lead.
+    sub_shift: u32,
     /// `payloads[rank]`: payload of the interval of that rank; for IPv6 a
     /// value with bit 31 set (other than `NO_ROUTE`) names a second-stage slot.
     payloads: LookupBuf<u32>,
@@ -160,7 +175,7 @@ impl<A: Family> PlanB<A> {
                 .map(|&s| A::Key::from_u64(s.to_u64() - 1)),
         );
         let n_keys = keys.len();
-        if n_keys >= DP_TREE as usize {
+        if n_keys >= DP_SUB as usize {
             return Err(BuildError::TooManyIntervals(n_keys));
         }
         let mut s = match opts.direct_bits {
@@ -184,6 +199,8 @@ impl<A: Family> PlanB<A> {
             descs: LookupBuf::from_slice(&buckets.descs),
             direct: LookupBuf::from_slice(&buckets.direct),
             direct_shift: A::Key::BITS - s as u32,
+            sub: LookupBuf::from_slice(&buckets.sub),
+            sub_shift: 64 - A::Key::BITS + s as u32,
             payloads: LookupBuf::from_slice(&payloads),
             stage2,
             kernel,
@@ -213,9 +230,14 @@ impl<A: Family> PlanB<A> {
         self.max_levels + 3
     }
 
-    /// Buckets that need a local tree (more than one line of keys).
+    /// Buckets that need a local tree (more than one node of keys).
     pub fn tree_buckets(&self) -> usize {
         self.descs.len()
+    }
+
+    /// Entries of the heavy buckets' sub-tables.
+    pub fn sub_entries(&self) -> usize {
+        self.sub.len()
     }
 
     /// Intervals resolved by the IPv6 second stage.
@@ -230,6 +252,7 @@ impl<A: Family> PlanB<A> {
             + std::mem::size_of_val(&*self.inner)
             + std::mem::size_of_val(&*self.descs)
             + std::mem::size_of_val(&*self.direct)
+            + std::mem::size_of_val(&*self.sub)
             + std::mem::size_of_val(&*self.payloads)
             + self.stage2.footprint_bytes()
     }
@@ -253,9 +276,10 @@ impl<A: Family> PlanB<A> {
     }
 }
 
-/// The direct-pointing table and the buckets' local trees.
+/// The direct-pointing table, the sub-tables and the buckets' local trees.
 struct Buckets {
     direct: Vec<u32>,
+    sub: Vec<u32>,
     descs: Vec<Desc>,
     inner: Vec<Line>,
     max_levels: usize,
@@ -265,20 +289,38 @@ impl Buckets {
     /// One merge walk over the keys and the `2^s` buckets. `None` when a
     /// bucket needs more than `MAX_LEVELS` levels.
     fn build<K: Key>(keys: &[K], s: u8) -> Option<Buckets> {
-        let shift = K::BITS - s as u32;
-        let n_buckets = 1usize << s;
         let mut b = Buckets {
-            direct: Vec::with_capacity(n_buckets),
+            direct: Vec::new(),
+            sub: Vec::new(),
             descs: Vec::new(),
-            // Line 0: all padding, the root of every level a shallow tree
+            // Node 0: all padding, the root of every level a shallow tree
             // lacks (see `equalise_levels`).
-            inner: vec![Line::padding()],
+            inner: vec![Line::padding(); lines_per_node::<K>()],
             max_levels: 0,
         };
-        let mut r0 = 0usize; // keys below the bucket's first address
-        for bucket in 0..n_buckets as u64 {
-            let first = bucket << shift;
-            let last = first | ((1u64 << shift) - 1);
+        b.direct = b.table(keys, 0, 0, 0, s as u32, true)?;
+        b.equalise_levels();
+        Some(b)
+    }
+
+    /// Entries for the `2^bits` buckets that split the span of addresses
+    /// sharing their top `fixed` bits with `base`; no key below rank `from`
+    /// lies in the span.
+    fn table<K: Key>(
+        &mut self,
+        keys: &[K],
+        from: usize,
+        base: u64,
+        fixed: u32,
+        bits: u32,
+        allow_sub: bool,
+    ) -> Option<Vec<u32>> {
+        let width = K::BITS - fixed - bits; // bits below the bucket index
+        let mut out = Vec::with_capacity(1 << bits);
+        let mut r0 = from; // keys below the bucket's first address
+        for bucket in 0..1u64 << bits {
+            let first = base | (bucket << width);
+            let last = first | (1u64 << width).wrapping_sub(1);
             while r0 < keys.len() && keys[r0].to_u64() < first {
                 r0 += 1;
             }
@@ -288,24 +330,46 @@ impl Buckets {
             while r1 < keys.len() && keys[r1].to_u64() < last {
                 r1 += 1;
             }
-            let entry = match r1 - r0 {
-                // Also a bucket inside one interval (no keys): a payload in
-                // the entry would save a load but adds a data-dependent
-                // branch that batches mispredict (measured: 2x slower on
-                // matched IPv4), and the window line of empty space stays
-                // hot in cache anyway.
-                n if n <= K::LANES => r0 as u32,
-                _ => {
-                    let desc = build_local(&keys[r0..r1], r0 as u32, &mut b.inner)?;
-                    b.max_levels = b.max_levels.max(desc.levels as usize);
-                    b.descs.push(desc);
-                    DP_TREE | (b.descs.len() - 1) as u32
-                }
-            };
-            b.direct.push(entry);
+            out.push(self.entry(keys, r0, r1, first, fixed + bits, allow_sub)?);
         }
-        b.equalise_levels();
-        Some(b)
+        Some(out)
+    }
+
+    /// The entry for one bucket whose keys are `keys[r0..r1]`.
+    fn entry<K: Key>(
+        &mut self,
+        keys: &[K],
+        r0: usize,
+        r1: usize,
+        first: u64,
+        fixed: u32,
+        allow_sub: bool,
+    ) -> Option<u32> {
+        let n = r1 - r0;
+        // Also a bucket inside one interval (no keys): a payload in the
+        // entry would save a load but adds a data-dependent branch that
+        // batches mispredict (measured: 2x slower on matched IPv4), and the
+        // window line of empty space stays hot in cache anyway.
+        if n <= K::LANES {
+            return Some(r0 as u32);
+        }
+        let room = K::BITS - fixed;
+        if allow_sub && n > SUB_MIN_KEYS && room > 0 {
+            // About one key per sub-bucket, at most 2^12 of them.
+            let t = (usize::BITS - (n / 2).leading_zeros())
+                .clamp(4, SUB_MAX_BITS)
+                .min(room);
+            let offset = self.sub.len();
+            if offset + (1 << t) <= SUB_OFFSET as usize {
+                let table = self.table(keys, r0, first, fixed, t, false)?;
+                self.sub.extend(table);
+                return Some(DP_SUB | (t << 26) | offset as u32);
+            }
+        }
+        let desc = build_local(&keys[r0..r1], r0 as u32, &mut self.inner)?;
+        self.max_levels = self.max_levels.max(desc.levels as usize);
+        self.descs.push(desc);
+        Some(DP_TREE | (self.descs.len() - 1) as u32)
     }
 
     /// Give every local tree the same number of levels by stacking the

@@ -13,7 +13,7 @@
 
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
-use super::{Family, PlanB, DP_INDEX, DP_TREE};
+use super::{Family, PlanB, DP_INDEX, DP_SUB, DP_TREE, SUB_OFFSET};
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -44,20 +44,36 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// The direct-pointing entry for `key`, through the heavy bucket's
+/// sub-table when it has one.
+#[inline(always)]
+fn entry<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
+    let k = key.to_u64();
+    // SAFETY: the direct table has 2^s entries and `k >> (BITS - s)` < 2^s;
+    // a sub-table entry names `2^t` entries at `offset` inside `sub`, and the
+    // index is `t` bits.
+    unsafe {
+        let d = *e.direct.get_unchecked((k >> e.direct_shift) as usize);
+        if d & (DP_SUB | DP_TREE) != DP_SUB {
+            return d;
+        }
+        let t = (d >> 26) & 0xf;
+        let i = ((k << e.sub_shift) >> (64 - t)) as usize;
+        *e.sub.get_unchecked((d & SUB_OFFSET) as usize + i)
+    }
+}
+
 /// # Safety
 /// The CPU supports kernel `C`.
 #[inline(always)]
 unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
     let key = addr.key();
     let leaves = e.leaves.as_ptr();
-    // SAFETY: the direct table has 2^s entries and `key >> (BITS - s)` < 2^s;
-    // window starts are ranks <= len(); tree indices name built
+    // SAFETY: window starts are ranks <= len(); tree indices name built
     // descriptors; ranks index `payloads` (len() + 1 entries).
     unsafe {
-        let d = *e
-            .direct
-            .get_unchecked((key.to_u64() >> e.direct_shift) as usize);
-        let r = if d < DP_TREE {
+        let d = entry(e, key);
+        let r = if d < DP_SUB {
             d as usize + <A::Key as Key>::count::<C>(leaves.add(d as usize), key)
         } else {
             let desc = e.descs.get_unchecked((d & DP_INDEX) as usize);
@@ -92,20 +108,19 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
         for i in 0..M {
             let k = a[i].key();
             keys[i] = k;
-            // SAFETY: bucket index < 2^s (see lookup_with).
-            let d = unsafe {
-                *e.direct
-                    .get_unchecked((k.to_u64() >> e.direct_shift) as usize)
-            };
-            if d < DP_TREE {
-                // SAFETY: window starts are ranks <= len().
-                rank_of[i] =
-                    d as usize + unsafe { <A::Key as Key>::count::<C>(leaves.add(d as usize), k) };
-            } else {
-                tree_lane[nt] = i;
-                ent[nt] = d;
-                nt += 1;
-            }
+            let d = entry(e, k);
+            // Branch-free on purpose: window and tree lanes mix at random
+            // in real traces, and a mispredicted branch stalls every lane
+            // behind it. Tree lanes also do a (harmless) window compare at
+            // rank 0, then are appended to the tree list by a conditional
+            // increment.
+            let is_tree = d >= DP_SUB;
+            let w = (d as usize) & (is_tree as usize).wrapping_sub(1);
+            // SAFETY: window starts are ranks <= len().
+            rank_of[i] = w + unsafe { <A::Key as Key>::count::<C>(leaves.add(w), k) };
+            tree_lane[nt] = i;
+            ent[nt] = d;
+            nt += is_tree as usize;
         }
         // Pass 2: local trees, level by level across lanes.
         if nt > 0 {

@@ -35,8 +35,8 @@ impl Line {
     }
 }
 
-/// Most internal levels a local tree may have (8 * 9^6 = 4.2M u64 keys or
-/// 16 * 17^6 = 386M u32 keys in one bucket; the build raises `s` otherwise).
+/// Most internal levels a local tree may have (16 * 17^6 = 386M keys in one
+/// bucket; the build raises `s` otherwise).
 pub const MAX_LEVELS: usize = 6;
 
 /// A local tree: first rank of its bucket, number of internal levels, and
@@ -52,7 +52,7 @@ pub struct Desc {
 
 /// An unsigned key type of the tree: `u32` (IPv4) or `u64` (IPv6 upper half).
 pub trait Key: Copy + Ord + Default + Send + Sync + 'static {
-    /// Keys per 64-byte line.
+    /// Keys per node: 16 (one line of `u32`, two lines of `u64`).
     const LANES: usize;
     /// Key width in bits.
     const BITS: u32;
@@ -87,7 +87,9 @@ impl Key for u32 {
 }
 
 impl Key for u64 {
-    const LANES: usize = 8;
+    // Two lines per node: 17-ary like IPv4, one level fewer than 8 keys per
+    // node on real IPv6 tables (measured in BENCHMARKS.md).
+    const LANES: usize = 16;
     const BITS: u32 = 64;
     const PAD: u64 = u64::MAX;
     #[inline(always)]
@@ -129,30 +131,38 @@ pub fn build_local<K: Key>(keys: &[K], r0: u32, inner: &mut Vec<Line>) -> Option
     let mut keys_per_child = lanes; // keys under one child of the level being filled
     for (height, &n_nodes) in sizes.iter().enumerate() {
         let level = sizes.len() - 1 - height; // root is level 0
-        desc.line[level] = inner.len() as u32;
+        desc.line[level] = (inner.len() / lines_per_node::<K>()) as u32;
         for j in 0..n_nodes {
-            let mut line = [K::PAD; 64];
-            for (i, slot) in line[..lanes].iter_mut().enumerate() {
+            let mut node = [K::PAD; 16];
+            for (i, slot) in node[..lanes].iter_mut().enumerate() {
                 let child = j * (lanes + 1) + i + 1;
                 if let Some(&k) = keys.get(child * keys_per_child) {
                     *slot = k;
                 }
             }
-            inner.push(to_line(&line[..lanes]));
+            push_node(inner, &node[..lanes]);
         }
         keys_per_child *= lanes + 1;
     }
     Some(desc)
 }
 
-fn to_line<K: Key>(keys: &[K]) -> Line {
-    let mut l = Line([0u8; 64]);
-    // SAFETY: `keys` is exactly 64 bytes of plain integers (LANES keys) and
-    // `l` is 64 bytes; the regions do not overlap.
-    unsafe {
-        std::ptr::copy_nonoverlapping(keys.as_ptr() as *const u8, l.0.as_mut_ptr(), 64);
+/// 64-byte lines per node of `K`.
+pub fn lines_per_node<K: Key>() -> usize {
+    K::LANES * std::mem::size_of::<K>() / 64
+}
+
+/// Append one node (`LANES` keys) as whole lines.
+fn push_node<K: Key>(inner: &mut Vec<Line>, keys: &[K]) {
+    for chunk in keys.chunks(64 / std::mem::size_of::<K>()) {
+        let mut l = Line([0u8; 64]);
+        // SAFETY: `chunk` is exactly 64 bytes of plain integers and `l` is
+        // 64 bytes; the regions do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(chunk.as_ptr() as *const u8, l.0.as_mut_ptr(), 64);
+        }
+        inner.push(l);
     }
-    l
 }
 
 /// Rank of `probe` in a bucket: descend its local tree, then one window

@@ -25,15 +25,18 @@ impl Count for Avx2 {
 
     #[inline(always)]
     unsafe fn count_u64(node: *const u64, probe: u64) -> usize {
-        // SAFETY: as above.
+        // SAFETY: as above, for 128 bytes (two lines).
         unsafe {
             let bias = _mm256_set1_epi64x(i64::MIN);
             let p = _mm256_xor_si256(_mm256_set1_epi64x(probe as i64), bias);
-            let k0 = _mm256_xor_si256(_mm256_loadu_si256(node as *const __m256i), bias);
-            let k1 = _mm256_xor_si256(_mm256_loadu_si256(node.add(4) as *const __m256i), bias);
-            let m0 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, k0))) as u32;
-            let m1 = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, k1))) as u32;
-            (m0 | (m1 << 4)).count_ones() as usize
+            let mut mask = 0u32;
+            for i in 0..4 {
+                let k =
+                    _mm256_xor_si256(_mm256_loadu_si256(node.add(4 * i) as *const __m256i), bias);
+                let m = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, k))) as u32;
+                mask |= m << (4 * i);
+            }
+            mask.count_ones() as usize
         }
     }
 }

@@ -20,11 +20,14 @@ impl Count for Avx512 {
 
     #[inline(always)]
     unsafe fn count_u64(node: *const u64, probe: u64) -> usize {
-        // SAFETY: as above.
+        // SAFETY: as above, for 128 bytes (two lines).
         unsafe {
-            let keys = _mm512_loadu_si512(node as *const _);
-            let lt = _mm512_cmplt_epu64_mask(keys, _mm512_set1_epi64(probe as i64));
-            lt.count_ones() as usize
+            let p = _mm512_set1_epi64(probe as i64);
+            let k0 = _mm512_loadu_si512(node as *const _);
+            let k1 = _mm512_loadu_si512(node.add(8) as *const _);
+            let lt0 = _mm512_cmplt_epu64_mask(k0, p) as u32;
+            let lt1 = _mm512_cmplt_epu64_mask(k1, p) as u32;
+            (lt0 | (lt1 << 8)).count_ones() as usize
         }
     }
 }

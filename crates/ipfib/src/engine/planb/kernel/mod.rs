@@ -101,12 +101,13 @@ impl FromStr for Kernel {
 /// Count the keys of one node that are strictly below the probe.
 ///
 /// # Safety
-/// `node` must point at `LANES` readable keys (a full 64-byte line; the
-/// pointer need not be aligned), and the CPU must support the kernel.
+/// `node` must point at 16 readable keys (one 64-byte line of `u32`, two of
+/// `u64`; the pointer need not be aligned), and the CPU must support the
+/// kernel.
 #[doc(hidden)]
 pub trait Count {
     /// 16 `u32` keys.
     unsafe fn count_u32(node: *const u32, probe: u32) -> usize;
-    /// 8 `u64` keys.
+    /// 16 `u64` keys (two lines: IPv6 nodes are 17-ary like IPv4's).
     unsafe fn count_u64(node: *const u64, probe: u64) -> usize;
 }

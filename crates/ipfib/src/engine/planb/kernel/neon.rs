@@ -28,7 +28,7 @@ impl Count for Neon {
         unsafe {
             let p = vdupq_n_u64(probe);
             let mut acc = vdupq_n_u64(0);
-            for i in 0..4 {
+            for i in 0..8 {
                 let k = vld1q_u64(node.add(i * 2));
                 acc = vsubq_u64(acc, vcltq_u64(k, p));
             }

@@ -14,8 +14,8 @@ impl Count for Scalar {
 
     #[inline(always)]
     unsafe fn count_u64(node: *const u64, probe: u64) -> usize {
-        // SAFETY: the caller guarantees 8 readable keys at `node`.
-        let keys = unsafe { std::ptr::read_unaligned(node as *const [u64; 8]) };
+        // SAFETY: the caller guarantees 16 readable keys at `node`.
+        let keys = unsafe { std::ptr::read_unaligned(node as *const [u64; 16]) };
         keys.iter().map(|&k| (k < probe) as usize).sum()
     }
 }
