@@ -204,25 +204,24 @@ fn fixed_edge_cases() {
     assert_eq!(c.lookup(0x0a01_0101), Some((p4("10.0.0.0/8"), &2)));
 }
 
-/// Larger synthetic tables: deep trees, mixed window and descent paths,
-/// many second-stage slots (the generator emits /96-/128 too).
+/// Larger synthetic tables: deep trees, sub-tables, mixed window and
+/// descent paths, many second-stage slots (the generator emits /96-/128
+/// too).
 #[test]
 fn synthetic_tables_agree() {
     for (n, seed) in [(3_000usize, 1u64), (40_000, 2)] {
-        let v4: RouteTable<u32, u32> = synthetic_v4(n, seed).into_iter().collect();
-        let prefixes: Vec<_> = v4.iter().map(|(p, _)| p).collect();
-        let mut q = uniform_trace::<u32>(50_000, seed);
-        q.extend(matched_trace(&prefixes, 50_000, seed + 1));
-        q.extend(boundary_queries(prefixes.iter().copied()));
-        let oracle = (n <= 3_000).then(|| Oracle::new(v4.iter().map(|(p, v)| (p, *v))));
-        check_engines(&v4, oracle.as_ref(), &q).unwrap();
-
-        let v6: RouteTable<u128, u32> = synthetic_v6(n, seed).into_iter().collect();
-        let prefixes: Vec<_> = v6.iter().map(|(p, _)| p).collect();
-        let mut q = uniform_trace::<u128>(50_000, seed);
-        q.extend(matched_trace(&prefixes, 50_000, seed + 1));
-        q.extend(boundary_queries(prefixes.iter().copied()));
-        let oracle = (n <= 3_000).then(|| Oracle::new(v6.iter().map(|(p, v)| (p, *v))));
-        check_engines(&v6, oracle.as_ref(), &q).unwrap();
+        check_synthetic(synthetic_v4(n, seed), seed);
+        check_synthetic(synthetic_v6(n, seed), seed);
     }
+}
+
+fn check_synthetic<A: Family>(routes: Vec<(Prefix<A>, u32)>, seed: u64) {
+    let small = routes.len() <= 3_000;
+    let table: RouteTable<A, u32> = routes.into_iter().collect();
+    let prefixes: Vec<_> = table.iter().map(|(p, _)| p).collect();
+    let mut q = uniform_trace::<A>(50_000, seed);
+    q.extend(matched_trace(&prefixes, 50_000, seed + 1));
+    q.extend(boundary_queries(prefixes.iter().copied()));
+    let oracle = small.then(|| Oracle::new(table.iter().map(|(p, v)| (p, *v))));
+    check_engines(&table, oracle.as_ref(), &q).unwrap();
 }
