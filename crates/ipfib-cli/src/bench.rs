@@ -270,6 +270,7 @@ impl Ctx<'_> {
                             let opts = PlanbOptions {
                                 kernel: Some(kernel),
                                 direct_bits: self.args.direct_bits,
+                                ..Default::default()
                             };
                             let t0 = Instant::now();
                             let variant = if engine == "planb" {

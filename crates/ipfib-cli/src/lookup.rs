@@ -52,6 +52,7 @@ pub fn run(args: Args) -> CmdResult {
         _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
             kernel,
             direct_bits: None,
+            ..Default::default()
         })?)),
     };
     let stdout = io::stdout();

@@ -32,6 +32,7 @@ fn lookups<A: Family>(c: &mut Criterion, name: &str, iv: &Intervals<A>, prefixes
             &PlanbOptions {
                 kernel: Some(kernel),
                 direct_bits: None,
+                ..Default::default()
             },
         )
         .expect("build");

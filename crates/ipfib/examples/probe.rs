@@ -61,6 +61,7 @@ fn run<A: Family>(t: &RouteTable<A, String>, ss: &[u8]) {
                 &PlanbOptions {
                     kernel: None,
                     direct_bits: Some(s),
+                    sub_min_keys: std::env::var("SUB").ok().and_then(|v| v.parse().ok()),
                 },
             )
             .unwrap();

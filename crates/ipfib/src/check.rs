@@ -47,13 +47,18 @@ pub fn boundary_queries<A: Family>(prefixes: impl IntoIterator<Item = Prefix<A>>
     q
 }
 
-/// Direct-pointing settings worth testing: one bit (two buckets: deep local
-/// trees), four bits (mid-size trees) and the size-based default (mostly
-/// windows and direct payloads).
-pub const DIRECT_BITS: [Option<u8>; 3] = [Some(1), Some(4), None];
+/// Layouts worth testing, as `(direct bits, sub-table threshold)`: one bit
+/// without sub-tables (two buckets: deep local trees), one bit with
+/// sub-tables (heavy buckets split again), four bits (mid-size trees and
+/// sub-tables), and the defaults.
+pub const LAYOUTS: [(Option<u8>, Option<usize>); 4] = [
+    (Some(1), Some(usize::MAX)),
+    (Some(1), None),
+    (Some(4), None),
+    (None, None),
+];
 
-/// Check every PlanB variant (each supported kernel x direct-pointing
-/// setting, single and batch paths, route and value payloads) against the
+/// Check every PlanB variant (each supported kernel x layout, single and batch paths, route and value payloads) against the
 /// route table on `queries`. With `oracle`, the route table is itself
 /// checked against the oracle on every query first.
 pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
@@ -72,12 +77,13 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     }
     let value_iv = compile(table.iter_indices());
     for kernel in Kernel::supported() {
-        for direct_bits in DIRECT_BITS {
+        for (direct_bits, sub_min_keys) in LAYOUTS {
             let opts = PlanbOptions {
                 kernel: Some(kernel),
                 direct_bits,
+                sub_min_keys,
             };
-            let name = format!("planb[{kernel}, s={direct_bits:?}]");
+            let name = format!("planb[{kernel}, s={direct_bits:?}, sub>{sub_min_keys:?}]");
             let c = Compiled::build(table, &opts).map_err(|e| Mismatch {
                 engine: name.clone(),
                 addr: "-".into(),

@@ -35,9 +35,6 @@ const DP_SUB: u32 = 0x4000_0000;
 const DP_TREE: u32 = 0x8000_0000;
 const DP_INDEX: u32 = 0x3FFF_FFFF;
 const SUB_OFFSET: u32 = 0x03FF_FFFF;
-/// Buckets with more keys than this get a sub-table: they would need two
-/// or more tree levels (16 x 17 keys fit under one).
-const SUB_MIN_KEYS: usize = 16 * 17;
 /// Largest sub-table: 2^12 entries (16 KiB).
 const SUB_MAX_BITS: u32 = 12;
 
@@ -50,19 +47,36 @@ pub struct PlanbOptions {
     /// table size (see [`PlanbOptions::default_direct_bits`]). The build
     /// raises `s` when a bucket would need more than six tree levels.
     pub direct_bits: Option<u8>,
+    /// Buckets with more keys than this are split again by a sub-table
+    /// (`None`: [`PlanbOptions::DEFAULT_SUB_MIN_KEYS`]); smaller ones get a
+    /// local tree when they exceed one node. `Some(usize::MAX)` disables
+    /// sub-tables.
+    pub sub_min_keys: Option<usize>,
 }
 
 impl PlanbOptions {
     /// Largest accepted `s`.
     pub const MAX_DIRECT_BITS: u8 = 24;
 
-    /// The default `s` for a table with `keys` tree keys: about one
-    /// direct-pointing entry per key, between 2^12 and 2^20 entries, so the
-    /// table costs at most 4 bytes per key. Chosen by measurement
-    /// (BENCHMARKS.md, "direct pointing").
-    pub fn default_direct_bits(keys: usize) -> u8 {
+    /// Default heavy-bucket threshold: more keys than two windows.
+    pub const DEFAULT_SUB_MIN_KEYS: usize = 32;
+
+    /// The default `s` for a table with `keys` keys of `key_bits` bits.
+    ///
+    /// IPv4 (32-bit keys): about one entry per key, 2^12 to 2^20 entries:
+    /// most buckets then hold at most one window of keys (measured best on
+    /// the 606K and 1.1M tables; at most 4 bytes per key).
+    /// IPv6 (64-bit keys): about one entry per eight keys, 2^12 to 2^16:
+    /// IPv6 keys crowd into a few /16s, which sub-tables split better than
+    /// a larger table would, and a small table stays in cache for the
+    /// mostly-missing uniform trace (BENCHMARKS.md).
+    pub fn default_direct_bits(keys: usize, key_bits: u32) -> u8 {
         let bits = usize::BITS - keys.max(1).leading_zeros();
-        bits.clamp(12, 20) as u8
+        if key_bits <= 32 {
+            bits.clamp(12, 20) as u8
+        } else {
+            bits.saturating_sub(3).clamp(12, 16) as u8
+        }
     }
 }
 
@@ -183,10 +197,15 @@ impl<A: Family> PlanB<A> {
                 return Err(BuildError::DirectBits(s))
             }
             Some(s) => s,
-            None => PlanbOptions::default_direct_bits(n_keys),
+            None => PlanbOptions::default_direct_bits(n_keys, A::Key::BITS),
         };
         let buckets = loop {
-            match Buckets::build(&keys, s) {
+            match Buckets::build(
+                &keys,
+                s,
+                opts.sub_min_keys
+                    .unwrap_or(PlanbOptions::DEFAULT_SUB_MIN_KEYS),
+            ) {
                 Some(b) => break b,
                 None if s + 2 <= PlanbOptions::MAX_DIRECT_BITS => s += 2,
                 None => return Err(BuildError::BucketTooLarge),
@@ -278,6 +297,7 @@ impl<A: Family> PlanB<A> {
 
 /// The direct-pointing table, the sub-tables and the buckets' local trees.
 struct Buckets {
+    sub_min_keys: usize,
     direct: Vec<u32>,
     sub: Vec<u32>,
     descs: Vec<Desc>,
@@ -288,10 +308,13 @@ struct Buckets {
 impl Buckets {
     /// One merge walk over the keys and the `2^s` buckets. `None` when a
     /// bucket needs more than `MAX_LEVELS` levels.
-    fn build<K: Key>(keys: &[K], s: u8) -> Option<Buckets> {
+    fn build<K: Key>(keys: &[K], s: u8, sub_min_keys: usize) -> Option<Buckets> {
         let mut b = Buckets {
+            sub_min_keys,
             direct: Vec::new(),
-            sub: Vec::new(),
+            // Entry 0 is never named by a sub-table: batch lanes without a
+            // sub-table read it instead of branching (see search.rs).
+            sub: vec![0],
             descs: Vec::new(),
             // Node 0: all padding, the root of every level a shallow tree
             // lacks (see `equalise_levels`).
@@ -354,7 +377,7 @@ impl Buckets {
             return Some(r0 as u32);
         }
         let room = K::BITS - fixed;
-        if allow_sub && n > SUB_MIN_KEYS && room > 0 {
+        if allow_sub && n > self.sub_min_keys && room > 0 {
             // About one key per sub-bucket, at most 2^12 of them.
             let t = (usize::BITS - (n / 2).leading_zeros())
                 .clamp(4, SUB_MAX_BITS)
