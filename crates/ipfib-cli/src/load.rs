@@ -42,6 +42,7 @@ pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
     for r in loaded.routes {
         table.insert(r.prefix, r.value)?;
     }
+    table.compact();
     Ok(Loaded { table })
 }
 
@@ -57,5 +58,6 @@ pub fn from_routes(
     for (p, v) in v6 {
         let _ = t.insert(AnyPrefix::V6(p), v.to_string());
     }
+    t.compact();
     t
 }

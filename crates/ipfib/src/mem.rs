@@ -79,7 +79,7 @@ impl<T: Copy> LookupBuf<T> {
 
 #[cfg(target_os = "linux")]
 fn advise_huge(ptr: *mut u8, size: usize, align: usize) {
-    if align >= HUGE {
+    if align >= HUGE && std::env::var_os("IPFIB_NO_HUGEPAGES").is_none() {
         // SAFETY: the range is exactly one allocation of ours; MADV_HUGEPAGE
         // is only advice and cannot invalidate memory. Failure is harmless.
         unsafe {

@@ -55,6 +55,12 @@ impl<V: Clone + Eq + Hash> Table<V> {
         }
     }
 
+    /// Lay both tries out in walk order (see [`RouteTable::compact`]).
+    pub fn compact(&mut self) {
+        self.v4.compact();
+        self.v6.compact();
+    }
+
     /// Compile both families with PlanB.
     pub fn compile(&self, opts: &PlanbOptions) -> Result<CompiledTable<V>, BuildError> {
         Ok(CompiledTable {
