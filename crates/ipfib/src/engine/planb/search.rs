@@ -74,6 +74,11 @@ fn entry_branch_free<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
     // SAFETY: as in `entry`; masked lanes read `sub[0]`, which exists.
     unsafe {
         let d = *e.direct.get_unchecked((k >> e.direct_shift) as usize);
+        // Engines without sub-tables (most IPv4 ones) skip the masked load:
+        // this branch goes the same way for every lane.
+        if e.sub.len() <= 1 {
+            return d;
+        }
         let is_sub = d & (DP_SUB | DP_TREE) == DP_SUB;
         // All ones or zero. Hidden from the optimiser, which otherwise turns
         // the masked load back into a branch around it.
@@ -120,30 +125,37 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
     let payloads = e.payloads.as_ptr();
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
-        // Pass 1: direct pointing; windows answered at once, tree lanes
-        // collected. One loop on purpose: a separate loop of direct-table
-        // loads gets auto-vectorised into AVX-512 gathers, slow on Zen 4.
+        // Pass 0: direct pointing for every lane, with the window and
+        // payload lines prefetched, so the lanes' misses overlap instead of
+        // each lane waiting for its entry, then its keys, then its payload.
+        // (The prefetches also keep this loop from being auto-vectorised
+        // into AVX-512 gathers, which are slow on Zen 4.)
         let mut keys = [<A::Key>::default(); M];
+        let mut win = [0usize; M];
         let mut ent = [0u32; M];
-        let mut rank_of = [0usize; M];
-        let mut tree_lane = [0usize; M];
-        let mut nt = 0;
         for i in 0..M {
             let k = a[i].key();
             keys[i] = k;
             let d = entry_branch_free(e, k);
-            // Branch-free on purpose: window and tree lanes mix at random
-            // in real traces, and a mispredicted branch stalls every lane
-            // behind it. Tree lanes also do a (harmless) window compare at
-            // rank 0, then are appended to the tree list by a conditional
-            // increment.
-            let is_tree = d >= DP_SUB;
-            let w = (d as usize) & (is_tree as usize).wrapping_sub(1);
+            // Tree lanes get window 0: a harmless compare, no branch.
+            let w = (d as usize) & ((d >= DP_SUB) as usize).wrapping_sub(1);
+            prefetch(leaves.wrapping_add(w));
+            prefetch(payloads.wrapping_add(w));
+            win[i] = w;
+            ent[i] = d;
+        }
+        // Pass 1: windows answered, tree lanes collected, all without a
+        // data-dependent branch (window and tree lanes mix at random in real
+        // traces, and a mispredicted branch stalls every lane behind it).
+        let mut rank_of = [0usize; M];
+        let mut tree_lane = [0usize; M];
+        let mut nt = 0;
+        for i in 0..M {
+            let w = win[i];
             // SAFETY: window starts are ranks <= len().
-            rank_of[i] = w + unsafe { <A::Key as Key>::count::<C>(leaves.add(w), k) };
+            rank_of[i] = w + unsafe { <A::Key as Key>::count::<C>(leaves.add(w), keys[i]) };
             tree_lane[nt] = i;
-            ent[nt] = d;
-            nt += is_tree as usize;
+            nt += (ent[i] >= DP_SUB) as usize;
         }
         // Pass 2: local trees, level by level across lanes.
         if nt > 0 {
@@ -151,7 +163,10 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
             let mut node = [0usize; M];
             for j in 0..nt {
                 // SAFETY: tree entries name built descriptors.
-                desc[j] = unsafe { e.descs.get_unchecked((ent[j] & DP_INDEX) as usize) };
+                desc[j] = unsafe {
+                    e.descs
+                        .get_unchecked((ent[tree_lane[j]] & DP_INDEX) as usize)
+                };
             }
             // Every tree has `max_levels` levels (equalised at build), so
             // no lane takes a data-dependent branch here.
