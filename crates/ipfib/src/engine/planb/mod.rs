@@ -63,9 +63,9 @@ impl PlanbOptions {
 
     /// The default `s` for a table with `keys` keys of `key_bits` bits.
     ///
-    /// IPv4 (32-bit keys): about one entry per key, 2^12 to 2^20 entries:
-    /// most buckets then hold at most one window of keys (measured best on
-    /// the 606K and 1.1M tables; at most 4 bytes per key).
+    /// IPv4 (32-bit keys): one to two entries per key, 2^12 to 2^20
+    /// entries: most buckets then hold at most one window of keys (measured
+    /// best on the 606K and 1.1M tables; at most 4 MiB).
     /// IPv6 (64-bit keys): about one entry per eight keys, 2^12 to 2^16:
     /// IPv6 keys crowd into a few /16s, which sub-tables split better than
     /// a larger table would, and a small table stays in cache for the
@@ -73,7 +73,7 @@ impl PlanbOptions {
     pub fn default_direct_bits(keys: usize, key_bits: u32) -> u8 {
         let bits = usize::BITS - keys.max(1).leading_zeros();
         if key_bits <= 32 {
-            bits.clamp(12, 20) as u8
+            (bits + 1).clamp(12, 20) as u8
         } else {
             bits.saturating_sub(3).clamp(12, 16) as u8
         }
