@@ -95,6 +95,13 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
                 if got != *w {
                     return Err(mismatch(&name, a, w, &got));
                 }
+                // A miss must be exactly NO_ROUTE, a hit a real ordinal.
+                let ordinal = c.engine().lookup(a);
+                if (ordinal == NO_ROUTE) != w.is_none()
+                    || (ordinal != NO_ROUTE && ordinal as usize >= c.len())
+                {
+                    return Err(mismatch(&name, a, &format!("ordinal for {w:?}"), &ordinal));
+                }
             }
             check_batches(&name, queries, c.engine())?;
             // Value payloads (aggregated intervals): value index must match.
@@ -107,10 +114,15 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             let vname = format!("{name}/values");
             for (i, &a) in queries.iter().enumerate() {
                 let p = e.lookup(a);
-                let got = (p != NO_ROUTE).then(|| table.values().get(p)).flatten();
                 let w = want[i].map(|(_, v)| v);
-                if got != w {
-                    return Err(mismatch(&vname, a, &w, &got));
+                // A miss must be exactly NO_ROUTE, a hit a live value index.
+                let got = if p == NO_ROUTE {
+                    None
+                } else {
+                    Some(table.values().get(p))
+                };
+                if got != w.map(Some) {
+                    return Err(mismatch(&vname, a, &w, &(p, got)));
                 }
             }
             check_batches(&vname, queries, &e)?;

@@ -30,9 +30,13 @@ pub use search::BATCH_SIZES;
 /// - `DP_SUB | t << 26 | o`: a heavy bucket split again on its next `t`
 ///   bits by the sub-table `sub[o..o + 2^t]` (whose entries are windows or
 ///   trees, never sub-tables);
-/// - `DP_TREE | i`: descend local tree `i` (`descs[i]`).
+/// - `DP_TREE | i`: descend local tree `i` (`descs[i]`);
+/// - `DP_PAYLOAD | p`: the whole bucket lies in one interval of payload `p`
+///   (`DP_INDEX` stands for `NO_ROUTE`): no search, no further miss.
 const DP_SUB: u32 = 0x4000_0000;
 const DP_TREE: u32 = 0x8000_0000;
+const DP_PAYLOAD: u32 = 0xC000_0000;
+const DP_KIND: u32 = 0xC000_0000;
 const DP_INDEX: u32 = 0x3FFF_FFFF;
 const SUB_OFFSET: u32 = 0x03FF_FFFF;
 /// Largest sub-table: 2^12 entries (16 KiB).
@@ -202,6 +206,7 @@ impl<A: Family> PlanB<A> {
         let buckets = loop {
             match Buckets::build(
                 &keys,
+                &payloads,
                 s,
                 opts.sub_min_keys
                     .unwrap_or(PlanbOptions::DEFAULT_SUB_MIN_KEYS),
@@ -308,7 +313,7 @@ struct Buckets {
 impl Buckets {
     /// One merge walk over the keys and the `2^s` buckets. `None` when a
     /// bucket needs more than `MAX_LEVELS` levels.
-    fn build<K: Key>(keys: &[K], s: u8, sub_min_keys: usize) -> Option<Buckets> {
+    fn build<K: Key>(keys: &[K], payloads: &[u32], s: u8, sub_min_keys: usize) -> Option<Buckets> {
         let mut b = Buckets {
             sub_min_keys,
             direct: Vec::new(),
@@ -321,7 +326,7 @@ impl Buckets {
             inner: vec![Line::padding(); lines_per_node::<K>()],
             max_levels: 0,
         };
-        b.direct = b.table(keys, 0, 0, 0, s as u32, true)?;
+        b.direct = b.table(keys, payloads, 0, 0, 0, s as u32, true)?;
         b.equalise_levels();
         Some(b)
     }
@@ -329,9 +334,11 @@ impl Buckets {
     /// Entries for the `2^bits` buckets that split the span of addresses
     /// sharing their top `fixed` bits with `base`; no key below rank `from`
     /// lies in the span.
+    #[allow(clippy::too_many_arguments)]
     fn table<K: Key>(
         &mut self,
         keys: &[K],
+        payloads: &[u32],
         from: usize,
         base: u64,
         fixed: u32,
@@ -353,15 +360,17 @@ impl Buckets {
             while r1 < keys.len() && keys[r1].to_u64() < last {
                 r1 += 1;
             }
-            out.push(self.entry(keys, r0, r1, first, fixed + bits, allow_sub)?);
+            out.push(self.entry(keys, payloads, r0, r1, first, fixed + bits, allow_sub)?);
         }
         Some(out)
     }
 
     /// The entry for one bucket whose keys are `keys[r0..r1]`.
+    #[allow(clippy::too_many_arguments)]
     fn entry<K: Key>(
         &mut self,
         keys: &[K],
+        payloads: &[u32],
         r0: usize,
         r1: usize,
         first: u64,
@@ -369,10 +378,15 @@ impl Buckets {
         allow_sub: bool,
     ) -> Option<u32> {
         let n = r1 - r0;
-        // Also a bucket inside one interval (no keys): a payload in the
-        // entry would save a load but adds a data-dependent branch that
-        // batches mispredict (measured: 2x slower on matched IPv4), and the
-        // window line of empty space stays hot in cache anyway.
+        if n == 0 {
+            // The bucket lies inside one interval: its payload goes in the
+            // entry (batches select it without a branch, see search.rs).
+            match payloads[r0] {
+                NO_ROUTE => return Some(DP_PAYLOAD | DP_INDEX),
+                p if p < DP_INDEX => return Some(DP_PAYLOAD | p),
+                _ => {} // too large or a second-stage slot: a window
+            }
+        }
         if n <= K::LANES {
             return Some(r0 as u32);
         }
@@ -384,7 +398,7 @@ impl Buckets {
                 .min(room);
             let offset = self.sub.len();
             if offset + (1 << t) <= SUB_OFFSET as usize {
-                let table = self.table(keys, r0, first, fixed, t, false)?;
+                let table = self.table(keys, payloads, r0, first, fixed, t, false)?;
                 self.sub.extend(table);
                 return Some(DP_SUB | (t << 26) | offset as u32);
             }

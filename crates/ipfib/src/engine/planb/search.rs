@@ -13,7 +13,7 @@
 
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
-use super::{Family, PlanB, DP_INDEX, DP_SUB, DP_TREE, SUB_OFFSET};
+use super::{Family, PlanB, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_OFFSET};
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -54,7 +54,7 @@ fn entry<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
     // index is `t` bits.
     unsafe {
         let d = *e.direct.get_unchecked((k >> e.direct_shift) as usize);
-        if d & (DP_SUB | DP_TREE) != DP_SUB {
+        if d & DP_KIND != DP_SUB {
             return d;
         }
         let t = (d >> 26) & 0xf;
@@ -79,7 +79,7 @@ fn entry_branch_free<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
         if e.sub.len() <= 1 {
             return d;
         }
-        let is_sub = d & (DP_SUB | DP_TREE) == DP_SUB;
+        let is_sub = d & DP_KIND == DP_SUB;
         // All ones or zero. Hidden from the optimiser, which otherwise turns
         // the masked load back into a branch around it.
         let keep = std::hint::black_box((is_sub as usize).wrapping_neg());
@@ -89,6 +89,14 @@ fn entry_branch_free<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
         // A select the compiler cannot turn back into a branch.
         d ^ ((d ^ d2) & keep as u32)
     }
+}
+
+/// The payload a `DP_PAYLOAD` entry carries (`DP_INDEX` stands for
+/// `NO_ROUTE`), without a branch.
+#[inline(always)]
+fn entry_payload(d: u32) -> u32 {
+    let p = d & DP_INDEX;
+    p | ((p == DP_INDEX) as u32).wrapping_neg()
 }
 
 /// # Safety
@@ -103,6 +111,8 @@ unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
         let d = entry(e, key);
         let r = if d < DP_SUB {
             d as usize + <A::Key as Key>::count::<C>(leaves.add(d as usize), key)
+        } else if d >= DP_PAYLOAD {
+            return entry_payload(d);
         } else {
             let desc = e.descs.get_unchecked((d & DP_INDEX) as usize);
             rank::<C, A::Key>(desc, e.inner.as_ptr() as *const A::Key, leaves, key)
@@ -137,7 +147,8 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
             let k = a[i].key();
             keys[i] = k;
             let d = entry_branch_free(e, k);
-            // Tree lanes get window 0: a harmless compare, no branch.
+            // Tree and payload lanes get window 0: a harmless compare of a
+            // hot line, no branch.
             let w = (d as usize) & ((d >= DP_SUB) as usize).wrapping_sub(1);
             prefetch(leaves.wrapping_add(w));
             prefetch(payloads.wrapping_add(w));
@@ -155,7 +166,7 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
             // SAFETY: window starts are ranks <= len().
             rank_of[i] = w + unsafe { <A::Key as Key>::count::<C>(leaves.add(w), keys[i]) };
             tree_lane[nt] = i;
-            nt += (ent[i] >= DP_SUB) as usize;
+            nt += (ent[i] & DP_KIND == DP_TREE) as usize;
         }
         // Pass 2: local trees, level by level across lanes.
         if nt > 0 {
@@ -188,11 +199,13 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
                     + unsafe { <A::Key as Key>::count::<C>(leaves.add(pos), keys[tree_lane[j]]) };
             }
         }
-        // Pass 3: payloads.
+        // Pass 3: payloads; payload lanes take their entry's (a select).
         for i in 0..M {
             // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
             let p = unsafe { *payloads.add(rank_of[i]) };
-            o[i] = e.stage2.resolve(p, a[i].low());
+            let found = e.stage2.resolve(p, a[i].low());
+            let keep = ((ent[i] < DP_PAYLOAD) as u32).wrapping_neg();
+            o[i] = (found & keep) | (entry_payload(ent[i]) & !keep);
         }
     }
     let done = in_chunks.len();
