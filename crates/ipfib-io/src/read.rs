@@ -59,16 +59,7 @@ pub struct ReadSummary {
 ///
 /// Allocates one `String` per route for its value, plus the `Vec`.
 pub fn read_routes(path: &Path, opts: &LoadOptions) -> Result<LoadedRoutes, ReadError> {
-    let mut routes = Vec::new();
-    let summary = for_each_route(path, opts, |route| {
-        routes.push(route?);
-        Ok(())
-    })?;
-    Ok(LoadedRoutes {
-        format: summary.format,
-        routes,
-        lines: summary.lines,
-    })
+    collect(|sink| for_each_route(path, opts, sink))
 }
 
 /// [`read_routes`] for an already opened, uncompressed input; `name` stands
@@ -78,8 +69,18 @@ pub fn read_routes_from<R: BufRead>(
     name: &str,
     opts: &LoadOptions,
 ) -> Result<LoadedRoutes, ReadError> {
+    collect(|sink| for_each_route_from(reader, name, opts, sink))
+}
+
+/// The sink both `read_routes*` share: stop at the first bad line,
+/// otherwise keep every route in file order.
+type Sink<'a> = &'a mut dyn FnMut(Result<Route, ReadError>) -> Result<(), ReadError>;
+
+fn collect(
+    run: impl FnOnce(Sink<'_>) -> Result<ReadSummary, ReadError>,
+) -> Result<LoadedRoutes, ReadError> {
     let mut routes = Vec::new();
-    let summary = for_each_route_from(reader, name, opts, |route| {
+    let summary = run(&mut |route| {
         routes.push(route?);
         Ok(())
     })?;
