@@ -4,9 +4,11 @@
 //! - IPv6 searches the upper 64 bits; the rare upper slots whose intervals
 //!   need the lower 64 bits point to a second stage (`stage2.rs`), so every
 //!   length /0-/128 is exact;
-//! - an optional direct-pointing table on the top `s` bits (Poptrie §3.4's
-//!   trick, applied to ranks): a bucket whose keys fit one line is answered by
-//!   one window compare over the leaf array instead of a full descent.
+//! - a direct-pointing table on the top `s` bits (Poptrie §3.4's trick,
+//!   applied to ranks): a bucket inside one interval answers from its entry,
+//!   one whose keys fit a node by one window compare over the leaf array,
+//!   a heavy one through a sub-table on its next bits, the rest by a small
+//!   local tree over their own keys only.
 //!
 //! The search itself lives in `search.rs`, written once and compiled per
 //! kernel (`kernel/`).
@@ -28,8 +30,8 @@ pub use search::BATCH_SIZES;
 /// Direct-pointing entries (one `u32` per bucket of the top `s` bits):
 /// - below `DP_SUB`: the bucket's first rank; one window compare is exact;
 /// - `DP_SUB | t << 26 | o`: a heavy bucket split again on its next `t`
-///   bits by the sub-table `sub[o..o + 2^t]` (whose entries are windows or
-///   trees, never sub-tables);
+///   bits by the sub-table `sub[o..o + 2^t]` (whose entries are of the
+///   other kinds, never sub-tables);
 /// - `DP_TREE | i`: descend local tree `i` (`descs[i]`);
 /// - `DP_PAYLOAD | p`: the whole bucket lies in one interval of payload `p`
 ///   (`DP_INDEX` stands for `NO_ROUTE`): no search, no further miss.

@@ -2,14 +2,17 @@
 //! compiled per kernel inside `#[target_feature]` wrappers: the one dispatch
 //! point of this engine (STYLE §2).
 //!
-//! Single lookup: direct-pointing entry, then either one window compare over
-//! the leaf array or a full descent; then the payload, through the IPv6
+//! Single lookup: direct-pointing entry (through a sub-table for heavy
+//! buckets), then the entry's payload, one window compare over the leaf
+//! array, or a local-tree descent; then the payload, through the IPv6
 //! second stage when flagged.
 //!
-//! Batch lookup (PlanB §4.3): `M` addresses in flight. Window lanes are
-//! answered first; the lanes that must descend are then walked level by
-//! level, so the `M` loads of one level are independent and overlap in the
-//! memory system instead of forming one long dependency chain.
+//! Batch lookup (PlanB §4.3): `M` addresses in flight. All entries are read
+//! and window/payload lines prefetched first, windows answered next, the
+//! lanes that must descend then walk their trees level by level (the `M`
+//! loads of one level are independent and overlap in the memory system),
+//! and payloads come last. No step branches on a lane's data: mispredicts
+//! stall every lane behind them (docs/architecture.md lists what that cost).
 
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
