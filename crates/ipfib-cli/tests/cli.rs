@@ -20,7 +20,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-const IPFIB: &str = env!("CARGO_BIN_EXE_ipfib");
+mod common;
+
+use common::{ipfib, Run, IPFIB};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -59,13 +61,6 @@ impl Drop for Scratch {
     }
 }
 
-/// What one run of the binary produced.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let cut = |s: &str| s.chars().take(2000).collect::<String>();
@@ -76,35 +71,6 @@ impl std::fmt::Debug for Run {
             cut(&self.stdout),
             cut(&self.stderr)
         )
-    }
-}
-
-/// Run `ipfib ARGS`, feeding `stdin` (None: stdin is closed at once, as
-/// `< /dev/null`). The input is written from a thread so a large input
-/// cannot deadlock against a full stdout pipe.
-fn ipfib<S: AsRef<std::ffi::OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(IPFIB)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start the ipfib binary");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.map(<[u8]>::to_vec);
-    let writer = std::thread::spawn(move || {
-        if let Some(bytes) = input {
-            // The binary may exit early (exit 2) without reading: ignore EPIPE.
-            let _ = pipe.write_all(&bytes);
-        }
-        drop(pipe);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    Run {
-        code: out.status.code().expect("ipfib was killed by a signal"),
-        stdout: String::from_utf8(out.stdout).expect("stdout is not UTF-8"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

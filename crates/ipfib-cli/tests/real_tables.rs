@@ -11,6 +11,9 @@
 //! One `#[test]` per table so they run in parallel. Without the data folder
 //! the tests say SKIPPED and pass, except under `CI=true`, where they fail.
 
+mod common;
+
+use common::ipfib;
 use ipfib::check::{boundary_queries, check_engines};
 use ipfib::engine::planb::Family;
 use ipfib::gen::{matched_trace, uniform_trace};
@@ -18,10 +21,9 @@ use ipfib::oracle::Oracle;
 use ipfib::prefix::{AnyPrefix, Prefix};
 use ipfib::route_table::RouteTable;
 use ipfib_io::{read_routes, Format, LoadOptions};
-use std::io::Write;
+use std::ffi::OsStr;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
@@ -187,22 +189,16 @@ fn cli_agrees(
     }
     let mut input = addrs.join("\n");
     input.push('\n');
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ipfib"))
-        .arg("lookup")
-        .arg("--table")
-        .arg(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start the ipfib binary");
-    let mut pipe = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || pipe.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{name}: ipfib lookup: {stderr}");
-    let got = String::from_utf8(out.stdout).unwrap();
+    let out = ipfib(
+        &[
+            OsStr::new("lookup"),
+            OsStr::new("--table"),
+            path.as_os_str(),
+        ],
+        Some(input.as_bytes()),
+    );
+    assert_eq!(out.code, 0, "{name}: ipfib lookup: {}", out.stderr);
+    let got = out.stdout;
     if let Some((g, w)) = got.lines().zip(want.lines()).find(|(g, w)| g != w) {
         panic!("{name}: ipfib lookup printed {g:?}, want {w:?}");
     }

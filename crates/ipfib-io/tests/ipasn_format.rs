@@ -1,8 +1,8 @@
 //! pyasn's IPASN format, `Auto` sniffing, and the formats not read yet.
 
-use ipfib_io::{
-    read_routes, read_routes_from, AnyPrefix, Format, HostBits, LoadOptions, ReadError,
-};
+mod common;
+use common::triples;
+use ipfib_io::{read_routes, read_routes_from, Format, HostBits, LoadOptions, ReadError};
 
 // The shape of routeviews-20151101.ipasn.dat (its first lines, verbatim).
 const IPASN: &str = "\
@@ -30,11 +30,7 @@ fn reads_ipasn_explicitly_and_by_sniffing() {
         let loaded = read_routes_from(IPASN.as_bytes(), "x.dat", &opts(format)).unwrap();
         assert_eq!(loaded.format, Format::Ipasn);
         assert_eq!(loaded.lines, 9);
-        let got: Vec<(AnyPrefix, &str, u64)> = loaded
-            .routes
-            .iter()
-            .map(|r| (r.prefix, r.value.as_str(), r.line))
-            .collect();
+        let got = triples(&loaded);
         assert_eq!(
             got,
             [

@@ -1,6 +1,8 @@
 //! The text table format: what reads, and each line error with its
 //! exact `file:line` message.
 
+mod common;
+use common::triples;
 use ipfib_io::{
     for_each_route_from, read_routes_from, AnyPrefix, Format, HostBits, LoadOptions, ReadError,
 };
@@ -45,11 +47,7 @@ fn reads_comments_blanks_mixed_families_and_duplicates_in_order() {
     let loaded = read(&good).unwrap();
     assert_eq!(loaded.format, Format::Text);
     assert_eq!(loaded.lines, 10);
-    let got: Vec<(AnyPrefix, &str, u64)> = loaded
-        .routes
-        .iter()
-        .map(|r| (r.prefix, r.value.as_str(), r.line))
-        .collect();
+    let got = triples(&loaded);
     assert_eq!(
         got,
         [

@@ -59,3 +59,13 @@ pub fn read_error(path: &Path, opts: &ipfib_io::LoadOptions) -> (ipfib_io::ReadE
     let msg = err.to_string();
     (err, msg)
 }
+
+/// The routes of a load as `(prefix, value, line)`, for comparing with a
+/// literal.
+pub fn triples(loaded: &ipfib_io::LoadedRoutes) -> Vec<(ipfib_io::AnyPrefix, &str, u64)> {
+    loaded
+        .routes
+        .iter()
+        .map(|r| (r.prefix, r.value.as_str(), r.line))
+        .collect()
+}
