@@ -143,20 +143,28 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
         // each lane waiting for its entry, then its keys, then its payload.
         // (The prefetches also keep this loop from being auto-vectorised
         // into AVX-512 gathers, which are slow on Zen 4.)
+        // Payload lanes are answered here (their entry's payload is written
+        // for every lane, then overwritten for the others); the rest are
+        // listed in `search_lane` by a conditional increment, so the later
+        // passes cost payload lanes nothing.
         let mut keys = [<A::Key>::default(); M];
         let mut win = [0usize; M];
         let mut ent = [0u32; M];
+        let mut search_lane = [0usize; M];
+        let mut ns = 0;
         for i in 0..M {
             let k = a[i].key();
             keys[i] = k;
             let d = entry_branch_free(e, k);
-            // Tree and payload lanes get window 0: a harmless compare of a
-            // hot line, no branch.
+            // Tree lanes get window 0: a harmless compare of a hot line.
             let w = (d as usize) & ((d >= DP_SUB) as usize).wrapping_sub(1);
             prefetch(leaves.wrapping_add(w));
             prefetch(payloads.wrapping_add(w));
             win[i] = w;
             ent[i] = d;
+            o[i] = entry_payload(d);
+            search_lane[ns] = i;
+            ns += (d < DP_PAYLOAD) as usize;
         }
         // Pass 1: windows answered, tree lanes collected, all without a
         // data-dependent branch (window and tree lanes mix at random in real
@@ -164,7 +172,7 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
         let mut rank_of = [0usize; M];
         let mut tree_lane = [0usize; M];
         let mut nt = 0;
-        for i in 0..M {
+        for &i in &search_lane[..ns] {
             let w = win[i];
             // SAFETY: window starts are ranks <= len().
             rank_of[i] = w + unsafe { <A::Key as Key>::count::<C>(leaves.add(w), keys[i]) };
@@ -202,13 +210,11 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
                     + unsafe { <A::Key as Key>::count::<C>(leaves.add(pos), keys[tree_lane[j]]) };
             }
         }
-        // Pass 3: payloads; payload lanes take their entry's (a select).
-        for i in 0..M {
+        // Pass 3: payloads of the searched lanes.
+        for &i in &search_lane[..ns] {
             // SAFETY: ranks are <= len() and `payloads` has len() + 1 entries.
             let p = unsafe { *payloads.add(rank_of[i]) };
-            let found = e.stage2.resolve(p, a[i].low());
-            let keep = ((ent[i] < DP_PAYLOAD) as u32).wrapping_neg();
-            o[i] = (found & keep) | (entry_payload(ent[i]) & !keep);
+            o[i] = e.stage2.resolve(p, a[i].low());
         }
     }
     let done = in_chunks.len();
