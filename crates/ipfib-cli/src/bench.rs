@@ -22,6 +22,7 @@ use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::{compile, NO_ROUTE};
 use ipfib::route_table::RouteTable;
 use ipfib::table::Table;
+use ipfib_io::{read_trace, Trace};
 use serde::Serialize;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -45,7 +46,9 @@ pub struct Args {
     /// Synthetic IPv6 table size (when no --table; 0 skips).
     #[arg(long, default_value_t = 259_000)]
     v6_prefixes: usize,
-    /// Traces: uniform (random addresses), matched (inside random prefixes of the table).
+    /// Traces: uniform (random addresses), matched (inside random prefixes
+    /// of the table), or a trace file (binary `IPFIBTR1` or one address per
+    /// line; `bench/peers/make_inputs.py` writes them for ipfib and peers).
     #[arg(long, default_value = "uniform,matched", value_delimiter = ',')]
     trace: Vec<String>,
     /// Addresses per trace.
@@ -140,9 +143,16 @@ pub fn run(args: Args) -> CmdResult {
             );
         }
     }
+    let mut trace_files = Vec::new();
     for t in &args.trace {
         if !matches!(t.as_str(), "uniform" | "matched") {
-            return Err(format!("unknown trace {t:?} (available: uniform, matched)").into());
+            if !std::path::Path::new(t).is_file() {
+                return Err(format!(
+                    "unknown trace {t:?} (available: uniform, matched, or a trace file)"
+                )
+                .into());
+            }
+            trace_files.push((t.clone(), read_trace(std::path::Path::new(t))?));
         }
     }
     if args.batch.contains(&0) {
@@ -202,6 +212,7 @@ pub fn run(args: Args) -> CmdResult {
     let mut rows = Vec::new();
     let ctx = Ctx {
         args: &args,
+        trace_files: &trace_files,
         kernels: &kernels,
         name: &name,
     };
@@ -220,6 +231,8 @@ pub fn run(args: Args) -> CmdResult {
 
 struct Ctx<'a> {
     args: &'a Args,
+    /// Trace files by the name given in `--trace`.
+    trace_files: &'a [(String, Trace)],
     kernels: &'a [Kernel],
     name: &'a str,
 }
@@ -237,8 +250,12 @@ impl Ctx<'_> {
         for trace_name in &self.args.trace {
             let trace: Vec<A> = match trace_name.as_str() {
                 "matched" => matched_trace(&prefixes, self.args.trace_len, self.args.seed + 1),
-                _ => uniform_trace(self.args.trace_len, self.args.seed),
+                "uniform" => uniform_trace(self.args.trace_len, self.args.seed),
+                file => self.file_trace(file),
             };
+            if trace.is_empty() {
+                continue; // a trace file without addresses of this family
+            }
             let mut reference: Option<u64> = None;
             for engine in &self.args.engines {
                 match engine.as_str() {
@@ -311,6 +328,20 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The addresses of this family in trace file `name`.
+    fn file_trace<A: Family>(&self, name: &str) -> Vec<A> {
+        let Some((_, t)) = self.trace_files.iter().find(|(n, _)| n == name) else {
+            return Vec::new();
+        };
+        if A::FAMILY == 4 {
+            t.v4.iter()
+                .map(|&a| A::from_u128_truncate(a.into()))
+                .collect()
+        } else {
+            t.v6.iter().map(|&a| A::from_u128_truncate(a)).collect()
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

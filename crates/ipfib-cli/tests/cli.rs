@@ -960,3 +960,77 @@ fn a_million_addresses_through_stdin() {
         N as f64 / lookups
     );
 }
+
+#[test]
+fn bench_reads_a_trace_file_and_checksums_its_answers() {
+    let s = Scratch::new("bench-trace");
+    let table = s.write("t.txt", "10.0.0.0/8 a\n10.1.0.0/16 b\n2001:db8::/32 c\n");
+    // 10.1.2.3 -> b (value index 1), 10.2.0.0 -> a (0), 11.0.0.0 -> miss;
+    // the IPv6 line is another family's address and is measured apart.
+    let trace = s.write(
+        "tr.txt",
+        "10.1.2.3\n10.2.0.0\n# comment\n11.0.0.0\n2001:db8::1\n",
+    );
+    let out = s.dir.join("b.json");
+    let trace_arg = path_arg(&trace);
+    let run = ipfib(
+        &[
+            "bench",
+            "--table",
+            &path_arg(&table),
+            "--trace",
+            &trace_arg,
+            "--runs",
+            "1",
+            "--json",
+            &path_arg(&out),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // The checksum bench documents: h = h * 0x100000001b3 + (value + 1),
+    // a miss counting as value 2^32 - 1.
+    let fold = |vals: &[u64]| {
+        vals.iter().fold(0u64, |h, &v| {
+            h.wrapping_mul(0x100_0000_01b3).wrapping_add(v + 1)
+        })
+    };
+    let want_v4 = fold(&[1, 0, u32::MAX as u64]);
+    let want_v6 = fold(&[0]);
+    let results = json["results"].as_array().unwrap();
+    assert!(results.len() >= 2, "{json}");
+    for r in results {
+        assert_eq!(r["trace"], trace_arg.as_str(), "{r}");
+        let want = if r["family"] == 4 { want_v4 } else { want_v6 };
+        assert_eq!(r["checksum"].as_u64(), Some(want), "{r}");
+    }
+
+    let run = ipfib(
+        &[
+            "bench",
+            "--table",
+            &path_arg(&table),
+            "--trace",
+            "no-such-trace",
+        ],
+        None,
+    );
+    assert_cannot_run(
+        &run,
+        &["no-such-trace", "uniform, matched, or a trace file"],
+    );
+    let bad = s.write("bad-trace.txt", "10.0.0.1\nnonsense\n");
+    let run = ipfib(
+        &[
+            "bench",
+            "--table",
+            &path_arg(&table),
+            "--trace",
+            &path_arg(&bad),
+        ],
+        None,
+    );
+    assert_cannot_run(&run, &[&format!("{}:2: not an address", path_arg(&bad))]);
+}

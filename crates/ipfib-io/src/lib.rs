@@ -15,6 +15,8 @@
 //! - `parse.rs`: the text and ipasn line grammars.
 //! - `format.rs`: [`Format`] and `Auto` sniffing.
 //! - `error.rs`: [`ReadError`], naming the file and 1-based line.
+//! - `trace.rs`: [`read_trace`]: benchmark address traces (binary
+//!   `IPFIBTR1` or text), so ipfib and its peers look up the same addresses.
 //!
 //! # Formats
 //!
@@ -61,6 +63,7 @@ mod format;
 mod input;
 mod parse;
 mod read;
+mod trace;
 
 pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
@@ -70,3 +73,4 @@ pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,
 };
+pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
