@@ -54,11 +54,16 @@ def ipfib_results(path: Path) -> tuple[list[Result], int]:
 
 
 def peer_results(path: Path) -> list[Result]:
+    """Result lines; a peer stopped at the time limit (`TRACE NAME FAMILY
+    unfinished`) becomes a result with no figures (checksum -1)."""
     out = []
     if not path.exists():
         return out
     for line in path.read_text().splitlines():
         f = line.split()
+        if len(f) == 4 and f[3] == "unfinished":
+            out.append(Result(f[1], int(f[2]), f[0], (0.0, 0.0, 0.0), 0.0, 0, -1))
+            continue
         if len(f) != 10:
             continue
         out.append(
@@ -84,6 +89,9 @@ def main() -> None:
             for trace in ("uniform", "matched"):
                 ref = next((r.checksum for r in mine if r.trace == trace and r.name.startswith("ipfib planb")), None)
                 for r in sorted((r for r in rows if r.trace == trace), key=lambda r: -r.mlps[1]):
+                    if r.checksum == -1:
+                        print(f"| {r.name} | {trace} | - | - | - | did not finish in the time limit |")
+                        continue
                     ok = "same as ipfib" if r.checksum == ref else "**wrong** (checksum differs)"
                     print(f"| {r.name} | {trace} | {r.mlps[1]:.1f} [{r.mlps[0]:.1f}-{r.mlps[2]:.1f}] "
                           f"| {r.build_ms:.1f} | {r.bytes / max(prefixes, 1):.1f} | {ok} |")

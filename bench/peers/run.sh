@@ -8,8 +8,13 @@
 #        NAME FAMILY ADDRESSES min median max build_ms bytes checksum
 #   4. bench/peers/combine.py prints one table per table file; a peer whose
 #      checksum differs from ipfib's is marked wrong, never ranked.
+# Peers: DPDK rte_fib / rte_lpm / rte_fib6 / rte_lpm6 (Debian libdpdk-dev,
+# C driver in dpdk/), the crates prefix-trie, ip_network_table and poptrie
+# (rust/), Go's bart (go/), Python's pytricia and py-radix
+# (python_peers.py).
 # Usage: bench/peers/run.sh [CPU] (default 1). Installs what is missing
-# (Debian libdpdk-dev) when run as root. Output in bench-out/peers/.
+# (libdpdk-dev when run as root; the crates, Go module and PyPI packages
+# from their registries). Output in bench-out/peers/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cpu=${1:-1}
@@ -32,19 +37,34 @@ if pkg-config --exists libdpdk 2>/dev/null; then
         $(pkg-config --cflags --libs libdpdk)
     drivers+=("dpdk")
 fi
+cargo build --release --manifest-path bench/peers/rust/Cargo.toml && drivers+=("rust")
+(cd bench/peers/go && go build -o ../../../"$out"/bart-peer .) && drivers+=("go")
+python3 -c "import pytricia, radix" 2>/dev/null ||
+    python3 -m pip install -q pytricia py-radix || true
+python3 -c "import pytricia, radix" 2>/dev/null && drivers+=("python")
 cargo build --release -p ipfib-cli
 bin=target/release/ipfib
 
-# One driver for one algorithm: prints its result line (or nothing).
+# One driver for one algorithm: prints its result line (or nothing). A
+# peer that has not finished after PEER_TIMEOUT seconds (build included) is
+# stopped and reported as such by combine.py (no line).
+limit=${PEER_TIMEOUT:-300}
 peer() { # driver algo family table trace
     case $1 in
-        dpdk) taskset -c "$cpu" "$out/dpdk_lpm" "$2" "$4" "$5" "$runs" 2>/dev/null | tail -1 ;;
+        dpdk) timeout "$limit" taskset -c "$cpu" "$out/dpdk_lpm" "$2" "$4" "$5" "$runs" 2>/dev/null | tail -1 ;;
+        rust) timeout "$limit" taskset -c "$cpu" bench/peers/rust/target/release/ipfib-rust-peers "$2" "$4" "$5" "$runs" ;;
+        go) timeout "$limit" taskset -c "$cpu" "$out/bart-peer" "$2" "$4" "$5" "$runs" ;;
+        # Python answers 1-2M lookups/s: fewer passes keep the run short.
+        python) timeout "$limit" taskset -c "$cpu" python3 bench/peers/python_peers.py "$2" "$4" "$5" 1 ;;
     esac
 }
 algos() { # driver family
     case "$1:$2" in
         dpdk:4) echo fib lpm ;;
         dpdk:6) echo fib6 lpm6 ;;
+        rust:*) echo prefix-trie ip_network_table poptrie ;;
+        go:*) echo bart ;;
+        python:*) echo pytricia py-radix ;;
     esac
 }
 
@@ -68,8 +88,12 @@ for spec in \
         for d in "${drivers[@]}"; do
             for a in $(algos "$d" "$fam"); do
                 for t in uniform matched; do
-                    line=$(peer "$d" "$a" "$fam" "$dir/table.v$fam.txt" "$dir/$t.v$fam.trace")
-                    [ -n "$line" ] && echo "$t $line" >> "$dir/peers.txt"
+                    line=$(peer "$d" "$a" "$fam" "$dir/table.v$fam.txt" "$dir/$t.v$fam.trace" || true)
+                    if [ -n "$line" ]; then
+                        echo "$t $line" >> "$dir/peers.txt"
+                    else
+                        echo "$t $a $fam unfinished" >> "$dir/peers.txt"
+                    fi
                 done
             done
         done

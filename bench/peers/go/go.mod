@@ -1,0 +1,5 @@
+module ipfib/bench/peers/go
+
+go 1.24.0
+
+require github.com/gaissmai/bart v0.30.0
