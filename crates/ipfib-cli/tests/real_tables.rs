@@ -15,7 +15,7 @@ mod common;
 
 use common::ipfib;
 use ipfib::check::{boundary_queries, check_engines};
-use ipfib::engine::planb::Family;
+use ipfib::engine::Family;
 use ipfib::gen::{matched_trace, uniform_trace};
 use ipfib::oracle::Oracle;
 use ipfib::prefix::{AnyPrefix, Prefix};

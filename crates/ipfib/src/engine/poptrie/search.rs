@@ -1,0 +1,139 @@
+//! The Poptrie search (§3.2, Algorithm 1 with direct pointing), written once
+//! and compiled twice: for the baseline target (`Kernel::Scalar`) and
+//! inside a `#[target_feature(enable = "popcnt,bmi1,bmi2")]` wrapper
+//! (`Kernel::Popcnt`), where `count_ones` is one instruction. `lookup` and
+//! `lookup_batch` at the bottom are the one dispatch point.
+
+use super::{Chunks, Kernel, Node, Poptrie, DIRECT_LEAF};
+use crate::intervals::NO_ROUTE;
+
+/// The payload of a direct-pointing leaf entry.
+#[inline(always)]
+fn direct_payload(d: u32) -> u32 {
+    if d == NO_ROUTE {
+        NO_ROUTE
+    } else {
+        d & !DIRECT_LEAF
+    }
+}
+
+/// Bits `0..=v` of a vector (the slots up to and including `v`).
+#[inline(always)]
+fn upto(v: usize) -> u64 {
+    u64::MAX >> (63 - v)
+}
+
+/// One step from `node` along the top six bits of `key`: `Ok(child index)`
+/// or `Err(payload)`.
+#[inline(always)]
+fn step<A: Chunks>(e: &Poptrie<A>, node: &Node, key: A) -> Result<usize, u32> {
+    let v = key.top6();
+    let m = upto(v);
+    if node.vector & (1 << v) != 0 {
+        Ok(node.base1 as usize + (node.vector & m).count_ones() as usize - 1)
+    } else {
+        // The node's first leaf slot always starts a run, so the count is
+        // at least one for any leaf slot.
+        let i = node.base0 as usize + (node.leafvec & m).count_ones() as usize - 1;
+        Err(e.leaves[i])
+    }
+}
+
+#[inline(always)]
+fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+    let d = e.direct[addr.direct_index(e.s)];
+    if d & DIRECT_LEAF != 0 {
+        return direct_payload(d);
+    }
+    let mut node = &e.nodes[d as usize];
+    let mut key = addr.shl(e.s);
+    loop {
+        match step(e, node, key) {
+            Ok(child) => {
+                node = &e.nodes[child];
+                key = key.shl(6);
+            }
+            Err(payload) => return payload,
+        }
+    }
+}
+
+/// `M` lookups in flight: every lane's direct entry first, then one trie
+/// level per pass over the lanes still descending, so the lanes' node
+/// loads overlap instead of each lane waiting for its own chain.
+#[inline(always)]
+fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut [u32]) {
+    let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
+    for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
+        let mut node = [0usize; M];
+        let mut key = [A::ZERO; M];
+        let mut lane = [0usize; M];
+        let mut n = 0;
+        for i in 0..M {
+            let d = e.direct[a[i].direct_index(e.s)];
+            o[i] = direct_payload(d);
+            node[i] = d as usize;
+            key[i] = a[i].shl(e.s);
+            lane[n] = i;
+            n += (d & DIRECT_LEAF == 0) as usize;
+        }
+        while n > 0 {
+            let mut m = 0;
+            for j in 0..n {
+                let i = lane[j];
+                match step(e, &e.nodes[node[i]], key[i]) {
+                    Ok(child) => {
+                        node[i] = child;
+                        key[i] = key[i].shl(6);
+                        lane[m] = i;
+                        m += 1;
+                    }
+                    Err(payload) => o[i] = payload,
+                }
+            }
+            n = m;
+        }
+    }
+    let done = in_chunks.len();
+    for (k, &addr) in in_rest.iter().enumerate() {
+        out[done + k] = lookup_with(e, addr);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,bmi1,bmi2")]
+fn lookup_popcnt<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+    lookup_with(e, addr)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,bmi1,bmi2")]
+fn batch_popcnt<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut [u32]) {
+    batch_with::<A, M>(e, addrs, out)
+}
+
+/// Single lookup through the engine's kernel.
+#[inline]
+pub(super) fn lookup<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+    match e.kernel {
+        // SAFETY: `Poptrie::build` only accepts kernels the CPU supports.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Popcnt => unsafe { lookup_popcnt(e, addr) },
+        _ => lookup_with(e, addr),
+    }
+}
+
+/// Batch lookup through the engine's kernel.
+#[inline]
+pub(super) fn lookup_batch<A: Chunks, const M: usize>(
+    e: &Poptrie<A>,
+    addrs: &[A],
+    out: &mut [u32],
+) {
+    match e.kernel {
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Popcnt => unsafe { batch_popcnt::<A, M>(e, addrs, out) },
+        _ => batch_with::<A, M>(e, addrs, out),
+    }
+}
