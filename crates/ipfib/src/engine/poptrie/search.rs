@@ -60,10 +60,16 @@ fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
 
 /// `M` lookups in flight: every lane's direct entry first, then one trie
 /// level per pass over the lanes still descending, so the lanes' node
-/// loads overlap instead of each lane waiting for its own chain.
+/// loads overlap instead of each lane waiting for its own chain, and
+/// finally the leaves of the lanes that ended in a node.
+///
+/// No step branches on a lane's data (a mispredict stalls every lane
+/// behind it): a pass computes both the child and the leaf index of each
+/// lane and keeps the lane in the next pass by a conditional increment.
 #[inline(always)]
 fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut [u32]) {
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
+    let nodes = &e.nodes[..];
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
         let mut node = [0usize; M];
         let mut key = [A::ZERO; M];
@@ -77,21 +83,30 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
             lane[n] = i;
             n += (d & DIRECT_LEAF == 0) as usize;
         }
+        // Lanes that ended on a node leaf, with the leaf's index.
+        let mut leaf_lane = [0usize; M];
+        let mut leaf = [0usize; M];
+        let mut nl = 0;
         while n > 0 {
-            let mut m = 0;
+            let mut next = 0;
             for j in 0..n {
                 let i = lane[j];
-                match step(e, &e.nodes[node[i]], key[i]) {
-                    Ok(child) => {
-                        node[i] = child;
-                        key[i] = key[i].shl(6);
-                        lane[m] = i;
-                        m += 1;
-                    }
-                    Err(payload) => o[i] = payload,
-                }
+                let nd = &nodes[node[i]];
+                let v = key[i].top6();
+                let m = upto(v);
+                let internal = (nd.vector >> v) & 1 != 0;
+                node[i] = (nd.base1 as usize + (nd.vector & m).count_ones() as usize).wrapping_sub(1);
+                leaf[i] = (nd.base0 as usize + (nd.leafvec & m).count_ones() as usize).wrapping_sub(1);
+                key[i] = key[i].shl(6);
+                lane[next] = i;
+                next += internal as usize;
+                leaf_lane[nl] = i;
+                nl += !internal as usize;
             }
-            n = m;
+            n = next;
+        }
+        for &i in &leaf_lane[..nl] {
+            o[i] = e.leaves[leaf[i]];
         }
     }
     let done = in_chunks.len();
