@@ -218,7 +218,11 @@ pub fn run(args: Args) -> CmdResult {
     );
     let mut rows = Vec::new();
     let pop_kernels: Vec<poptrie::Kernel> = std::iter::once(poptrie::Kernel::detect())
-        .chain(kernels.contains(&Kernel::Scalar).then_some(poptrie::Kernel::Scalar))
+        .chain(
+            kernels
+                .contains(&Kernel::Scalar)
+                .then_some(poptrie::Kernel::Scalar),
+        )
         .fold(Vec::new(), |mut v, k| {
             if !v.contains(&k) {
                 v.push(k);

@@ -95,8 +95,10 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
                 let v = key[i].top6();
                 let m = upto(v);
                 let internal = (nd.vector >> v) & 1 != 0;
-                node[i] = (nd.base1 as usize + (nd.vector & m).count_ones() as usize).wrapping_sub(1);
-                leaf[i] = (nd.base0 as usize + (nd.leafvec & m).count_ones() as usize).wrapping_sub(1);
+                node[i] =
+                    (nd.base1 as usize + (nd.vector & m).count_ones() as usize).wrapping_sub(1);
+                leaf[i] =
+                    (nd.base0 as usize + (nd.leafvec & m).count_ones() as usize).wrapping_sub(1);
                 key[i] = key[i].shl(6);
                 lane[next] = i;
                 next += internal as usize;
