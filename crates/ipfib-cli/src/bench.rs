@@ -122,11 +122,15 @@ struct Row {
     footprint_bytes: usize,
     bytes_per_prefix: f64,
     checksum: u64,
-    /// Poptrie: internal nodes and leaves of this build.
+    /// Poptrie: internal nodes, leaves and bytes of the trie alone
+    /// (direct table, nodes, leaves; `footprint_bytes` adds the route list
+    /// of route-payload variants).
     #[serde(skip_serializing_if = "Option::is_none")]
     inodes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     leaves: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine_bytes: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -202,7 +206,7 @@ pub fn run(args: Args) -> CmdResult {
         args.runs
     );
     println!(
-        "{:<17} {:<7} {:>2} {:<8} {:>5} {:>8} {:>8} {:>8} {:>9} {:>10} {:>8} {:>20}  inodes/leaves",
+        "{:<17} {:<7} {:>2} {:<8} {:>5} {:>8} {:>8} {:>8} {:>9} {:>10} {:>8} {:>20}  inodes/leaves/trie_bytes",
         "engine",
         "kernel",
         "v",
@@ -388,7 +392,7 @@ impl Ctx<'_> {
                             let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
                             let v = Variant::<A, Poptrie<A>>::build(table, &opts, aggregate)?;
                             let e = v.engine();
-                            let counts = (e.internal_nodes(), e.leaves());
+                            let counts = (e.internal_nodes(), e.leaves(), e.footprint_bytes());
                             let run = Run {
                                 table,
                                 trace: &trace,
@@ -410,7 +414,7 @@ impl Ctx<'_> {
         &self,
         run: &Run<A>,
         v: &Variant<A, E>,
-        counts: Option<(usize, usize)>,
+        counts: Option<(usize, usize, usize)>,
         reference: &mut Option<u64>,
         rows: &mut Vec<Row>,
     ) -> Result<(), Box<dyn std::error::Error>> {
@@ -434,6 +438,7 @@ impl Ctx<'_> {
             );
             row.inodes = counts.map(|c| c.0);
             row.leaves = counts.map(|c| c.1);
+            row.engine_bytes = counts.map(|c| c.2);
             self.emit(row, reference, rows)?;
         }
         Ok(())
@@ -472,6 +477,7 @@ impl Ctx<'_> {
             checksum,
             inodes: None,
             leaves: None,
+            engine_bytes: None,
         }
     }
 
@@ -481,8 +487,8 @@ impl Ctx<'_> {
         reference: &mut Option<u64>,
         rows: &mut Vec<Row>,
     ) -> Result<(), Box<dyn std::error::Error>> {
-        let counts = match (row.inodes, row.leaves) {
-            (Some(n), Some(l)) => format!("  {n}/{l}"),
+        let counts = match (row.inodes, row.leaves, row.engine_bytes) {
+            (Some(n), Some(l), Some(b)) => format!("  {n}/{l}/{b}"),
             _ => String::new(),
         };
         println!(

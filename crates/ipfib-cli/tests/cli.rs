@@ -971,6 +971,11 @@ fn bench_runs_poptrie_variants_with_counts_and_prefix_traces() {
         if engine.starts_with("poptrie") {
             assert!(r["inodes"].as_u64().is_some(), "{r}");
             assert!(r["leaves"].as_u64().unwrap() > 0, "{r}");
+            let trie = r["engine_bytes"].as_u64().unwrap();
+            assert!(
+                0 < trie && trie <= r["footprint_bytes"].as_u64().unwrap(),
+                "{r}"
+            );
         } else {
             assert!(r.get("inodes").is_none(), "{r}");
         }
