@@ -4,7 +4,7 @@
 //! (`Kernel::Popcnt`), where `count_ones` is one instruction. `lookup` and
 //! `lookup_batch` at the bottom are the one dispatch point.
 
-use super::{Chunks, Kernel, Node, Poptrie, DIRECT_LEAF};
+use super::{Chunks, Kernel, Poptrie, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
 
 /// The payload of a direct-pointing leaf entry.
@@ -35,37 +35,30 @@ fn upto(v: usize) -> u64 {
     u64::MAX >> (63 - v)
 }
 
-/// One step from `node` along the top six bits of `key`: `Ok(child index)`
-/// or `Err(payload)`.
-#[inline(always)]
-fn step<A: Chunks>(e: &Poptrie<A>, node: &Node, key: A) -> Result<usize, u32> {
-    let v = key.top6();
-    let m = upto(v);
-    if node.vector & (1 << v) != 0 {
-        Ok(node.base1 as usize + (node.vector & m).count_ones() as usize - 1)
-    } else {
-        // The node's first leaf slot always starts a run, so the count is
-        // at least one for any leaf slot.
-        let i = node.base0 as usize + (node.leafvec & m).count_ones() as usize - 1;
-        Err(e.leaves[i])
-    }
-}
-
 #[inline(always)]
 fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
-    let d = e.direct[addr.direct_index(e.s)];
-    if d & DIRECT_LEAF != 0 {
-        return direct_payload(d);
-    }
-    let mut node = &e.nodes[d as usize];
-    let mut key = addr.shl(e.s);
-    loop {
-        match step(e, node, key) {
-            Ok(child) => {
-                node = &e.nodes[child];
-                key = key.shl(6);
+    // SAFETY: the direct table has 2^s entries and `direct_index(s) < 2^s`;
+    // a non-leaf entry and every child index computed from a node's
+    // `base1` lie inside `nodes`, and the leaf index of a leaf slot inside
+    // `leaves` (build.rs builds them so; the node's first leaf slot always
+    // starts a run, so the count is at least one).
+    unsafe {
+        let d = *e.direct.get_unchecked(addr.direct_index(e.s));
+        if d & DIRECT_LEAF != 0 {
+            return direct_payload(d);
+        }
+        let mut node = e.nodes.get_unchecked(d as usize);
+        let mut key = addr.shl(e.s);
+        loop {
+            let v = key.top6();
+            let m = upto(v);
+            if node.vector & (1 << v) == 0 {
+                let i = node.base0 as usize + (node.leafvec & m).count_ones() as usize - 1;
+                return *e.leaves.get_unchecked(i);
             }
-            Err(payload) => return payload,
+            let i = node.base1 as usize + (node.vector & m).count_ones() as usize - 1;
+            node = e.nodes.get_unchecked(i);
+            key = key.shl(6);
         }
     }
 }
