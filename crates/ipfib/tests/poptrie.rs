@@ -204,6 +204,29 @@ fn typed_errors_instead_of_panics() {
         Poptrie::<u32>::build(&iv, &opts(25, true)).err(),
         Some(PoptrieError::DirectBits(25))
     );
+    for bad in [
+        Intervals {
+            starts: vec![],
+            payloads: vec![],
+        },
+        Intervals {
+            starts: vec![0u32],
+            payloads: vec![],
+        },
+        Intervals {
+            starts: vec![5u32],
+            payloads: vec![1],
+        },
+        Intervals {
+            starts: vec![0u32, 9, 9],
+            payloads: vec![1, 2, 3],
+        },
+    ] {
+        assert!(matches!(
+            Poptrie::build(&bad, &PoptrieOptions::default()),
+            Err(PoptrieError::InvalidIntervals(_))
+        ));
+    }
     assert_eq!(
         "sse9".parse::<ipfib::engine::poptrie::Kernel>().err(),
         Some(PoptrieError::UnknownKernel("sse9".into()))

@@ -174,6 +174,8 @@ pub enum PoptrieError {
     TooManyNodes(usize),
     #[error("{0} leaves is more than poptrie indexes (2^32)")]
     TooManyLeaves(usize),
+    #[error("malformed intervals: {0}")]
+    InvalidIntervals(&'static str),
 }
 
 /// An address family Poptrie can search: the bit extraction it needs.
@@ -241,6 +243,7 @@ impl<A: Chunks> Poptrie<A> {
         if s > PoptrieOptions::MAX_DIRECT_BITS {
             return Err(PoptrieError::DirectBits(s));
         }
+        validate(iv)?;
         if let Some(&p) = iv
             .payloads
             .iter()
@@ -312,6 +315,22 @@ impl<A: Chunks> Poptrie<A> {
             + std::mem::size_of_val(&*self.nodes)
             + std::mem::size_of_val(&*self.leaves)
     }
+}
+
+/// The shape `intervals::compile` guarantees, checked so that hand-made
+/// `Intervals` get an error instead of a panic in the build.
+fn validate<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
+    let bad = PoptrieError::InvalidIntervals;
+    if iv.starts.len() != iv.payloads.len() {
+        return Err(bad("starts and payloads differ in length"));
+    }
+    if iv.starts.first() != Some(&A::ZERO) {
+        return Err(bad("the first interval must start at address zero"));
+    }
+    if iv.starts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("interval starts must be strictly increasing"));
+    }
+    Ok(())
 }
 
 impl<A: Chunks> super::Engine<A> for Poptrie<A> {
