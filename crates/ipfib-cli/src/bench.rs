@@ -332,6 +332,11 @@ impl Ctx<'_> {
                 continue;
             };
             let trace_name = &trace_spec.name();
+            let run = Run {
+                table,
+                trace: &trace,
+                trace_name,
+            };
             let mut reference: Option<u64> = None;
             for &engine in self.engines {
                 match engine {
@@ -368,14 +373,8 @@ impl Ctx<'_> {
                             let label = engine.label(0);
                             let aggregate = engine == EngineSpec::Planb;
                             let v = Variant::<A, PlanB<A>>::build(table, &opts, aggregate)?;
-                            let run = Run {
-                                table,
-                                trace: &trace,
-                                trace_name,
-                                label: &label,
-                                kernel: kernel.name(),
-                            };
-                            self.measure(&run, &v, None, &mut reference, rows)?;
+                            let who = (label.as_str(), kernel.name());
+                            self.measure(&run, who, &v, None, &mut reference, rows)?;
                         }
                     }
                     EngineSpec::Poptrie {
@@ -393,14 +392,8 @@ impl Ctx<'_> {
                             let v = Variant::<A, Poptrie<A>>::build(table, &opts, aggregate)?;
                             let e = v.engine();
                             let counts = (e.internal_nodes(), e.leaves(), e.footprint_bytes());
-                            let run = Run {
-                                table,
-                                trace: &trace,
-                                trace_name,
-                                label: &label,
-                                kernel: kernel.name(),
-                            };
-                            self.measure(&run, &v, Some(counts), &mut reference, rows)?;
+                            let who = (label.as_str(), kernel.name());
+                            self.measure(&run, who, &v, Some(counts), &mut reference, rows)?;
                         }
                     }
                 }
@@ -409,10 +402,12 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Time one built engine at every batch size and emit its rows.
+    /// Time one built engine (`who`: engine label and kernel name) at
+    /// every batch size and emit its rows.
     fn measure<A: Family, E: Engine<A>>(
         &self,
         run: &Run<A>,
+        who: (&str, &str),
         v: &Variant<A, E>,
         counts: Option<(usize, usize, usize)>,
         reference: &mut Option<u64>,
@@ -425,8 +420,8 @@ impl Ctx<'_> {
             });
             let checksum = checksum(&out, |p| v.resolve(p));
             let mut row = self.row(
-                run.label,
-                run.kernel,
+                who.0,
+                who.1,
                 A::FAMILY,
                 run.table.len(),
                 run.trace_name,
@@ -520,13 +515,11 @@ impl Ctx<'_> {
     }
 }
 
-/// One engine under test on one family's table and trace.
+/// One family's table and trace, as every engine is timed on them.
 struct Run<'a, A: Family> {
     table: &'a RouteTable<A, String>,
     trace: &'a [A],
     trace_name: &'a str,
-    label: &'a str,
-    kernel: &'a str,
 }
 
 /// An engine as benchmarked: value payloads (aggregated intervals), or

@@ -829,13 +829,25 @@ fn gzip_tables_are_read_transparently() {
 // ipfib bench --json
 // ---------------------------------------------------------------------------
 
+/// `ipfib bench ARGS --json FILE` in a scratch directory: the run (which
+/// must succeed) and the parsed JSON.
+fn bench_json(tag: &str, args: &[&str]) -> (Run, serde_json::Value) {
+    let s = Scratch::new(tag);
+    let out = s.dir.join("bench.json");
+    let mut all = vec!["bench".to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all.extend(["--json".to_string(), path_arg(&out)]);
+    let run = ipfib(&all, None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let json = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    (run, json)
+}
+
 #[test]
 fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
-    let s = Scratch::new("bench");
-    let out = s.dir.join("bench.json");
-    let run = ipfib(
+    let (run, json) = bench_json(
+        "bench",
         &[
-            "bench",
             "--v4-prefixes",
             "2000",
             "--v6-prefixes",
@@ -844,14 +856,8 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
             "20000",
             "--runs",
             "1",
-            "--json",
-            &path_arg(&out),
         ],
-        None,
     );
-    assert_eq!(run.code, 0, "{run:?}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(json["machine"].is_object(), "machine: {json}");
     let results = json["results"].as_array().expect("results is a list");
     assert!(!results.is_empty());
@@ -935,11 +941,9 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
 
 #[test]
 fn bench_runs_poptrie_variants_with_counts_and_prefix_traces() {
-    let s = Scratch::new("bench-poptrie");
-    let out = s.dir.join("bench.json");
-    let run = ipfib(
+    let (_, json) = bench_json(
+        "bench-poptrie",
         &[
-            "bench",
             "--v4-prefixes",
             "3000",
             "--v6-prefixes",
@@ -954,14 +958,8 @@ fn bench_runs_poptrie_variants_with_counts_and_prefix_traces() {
             "uniform,uniform-in:2000::/8",
             "--engines",
             "planb,poptrie,poptrie:0,poptrie-routes:16,poptrie-basic:18,radix",
-            "--json",
-            &path_arg(&out),
         ],
-        None,
     );
-    assert_eq!(run.code, 0, "{run:?}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let results = json["results"].as_array().expect("results is a list");
     let mut seen = std::collections::BTreeSet::new();
     for r in results {

@@ -6,6 +6,7 @@
 
 use super::{Chunks, Kernel, Poptrie, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
+use crate::mem::prefetch;
 
 /// The payload of a direct-pointing leaf entry.
 #[inline(always)]
@@ -15,18 +16,6 @@ fn direct_payload(d: u32) -> u32 {
     } else {
         d & !DIRECT_LEAF
     }
-}
-
-/// Hint that `p` will be read soon.
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Bits `0..=v` of a vector (the slots up to and including `v`).
