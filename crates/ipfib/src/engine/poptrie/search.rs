@@ -77,6 +77,9 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
             let d = e.direct[a[i].direct_index(e.s)];
             o[i] = direct_payload(d);
             node[i] = d as usize;
+            // Leaf entries prefetch a wild address, which is harmless; masking
+            // it to node 0 was measured 1.4-1.9x slower on IPv4 batches
+            // (the loop's code changed shape), so it stays unmasked.
             prefetch(nodes.as_ptr().wrapping_add(d as usize));
             key[i] = a[i].shl(e.s);
             lane[n] = i;
