@@ -66,7 +66,7 @@ pub struct Args {
     /// poptrie-basic[:S] (S: direct-pointing bits, 0-24).
     #[arg(
         long,
-        default_value = "planb,planb-routes,radix",
+        default_value = "planb,planb-routes,poptrie,radix",
         value_delimiter = ','
     )]
     engines: Vec<String>,

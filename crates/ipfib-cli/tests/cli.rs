@@ -929,7 +929,7 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
             "{key:?}: checksums differ: {rows:?}"
         );
     }
-    for e in ["planb", "planb-routes", "radix"] {
+    for e in ["planb", "planb-routes", "poptrie:18", "radix"] {
         assert!(
             engines.contains(e),
             "default engines include {e}: {engines:?}"
