@@ -11,21 +11,30 @@
 //!   (what a FIB answers: next hop / origin AS); the peers' task;
 //! - `planb-routes`: PlanB whose payload is the route, so the prefix is
 //!   known too (what `ipfib lookup` prints);
-//! - `radix`: the route table (path-compressed trie), single lookups.
+//! - `radix`: the route table (path-compressed trie), single lookups;
+//! - `poptrie[:S]`: Poptrie with leafvec over value payloads (route
+//!   aggregation), `S` direct-pointing bits; `poptrie-routes[:S]`: leafvec
+//!   over route payloads (no aggregation); `poptrie-basic[:S]`: neither
+//!   (the paper's Table 2 rows). Poptrie rows also report internal nodes
+//!   and leaves.
 
+use crate::engines::{EngineSpec, BENCH_ENGINES};
 use crate::load::{from_routes, load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::compiled::Compiled;
 use ipfib::engine::planb::kernel::Kernel;
-use ipfib::engine::planb::{Family, PlanB, PlanbOptions};
+use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::poptrie::{self, Poptrie, PoptrieOptions};
+use ipfib::engine::{Engine, Family};
 use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::{compile, NO_ROUTE};
+use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
 use ipfib::route_table::RouteTable;
 use ipfib::table::Table;
 use ipfib_io::{read_trace, Trace};
 use serde::Serialize;
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -47,28 +56,33 @@ pub struct Args {
     #[arg(long, default_value_t = 259_000)]
     v6_prefixes: usize,
     /// Traces: uniform (random addresses), matched (inside random prefixes
-    /// of the table), or a trace file (binary `IPFIBTR1` or one address per
-    /// line; `bench/peers/make_inputs.py` writes them for ipfib and peers).
+    /// of the table), uniform-in:PREFIX (random addresses inside PREFIX,
+    /// e.g. uniform-in:2000::/8; only that prefix's family is run), or a
+    /// trace file (binary `IPFIBTR1` or one address per line;
+    /// `bench/peers/make_inputs.py` writes them for ipfib and its peers).
     #[arg(long, default_value = "uniform,matched", value_delimiter = ',')]
     trace: Vec<String>,
     /// Addresses per trace.
     #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
-    /// Engines: planb, planb-routes, radix.
+    /// Engines: planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S],
+    /// poptrie-basic[:S] (S: direct-pointing bits, 0-24).
     #[arg(
         long,
-        default_value = "planb,planb-routes,radix",
+        default_value = "planb,planb-routes,poptrie,radix",
         value_delimiter = ','
     )]
     engines: Vec<String>,
     /// PlanB kernels, or `all` for every kernel this CPU supports
-    /// (default: the best one).
+    /// (default: the best one). Poptrie runs its best popcount kernel, and
+    /// the scalar one too when scalar (or all) is listed.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Batch sizes (1 = single lookups).
     #[arg(long, default_value = "1,16,32", value_delimiter = ',')]
     batch: Vec<usize>,
-    /// PlanB direct-pointing bits (default: chosen from the table size).
+    /// PlanB direct-pointing bits (default: chosen from the table size;
+    /// Poptrie takes its own from `poptrie:S`).
     #[arg(long)]
     direct_bits: Option<u8>,
     /// Timed passes (after one discarded warm-up).
@@ -111,6 +125,15 @@ struct Row {
     footprint_bytes: usize,
     bytes_per_prefix: f64,
     checksum: u64,
+    /// Poptrie: internal nodes, leaves and bytes of the trie alone
+    /// (direct table, nodes, leaves; `footprint_bytes` adds the route list
+    /// of route-payload variants).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inodes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leaves: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine_bytes: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -136,25 +159,16 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(k) = kernels.iter().find(|k| !k.is_supported()) {
         return Err(format!("kernel {k} is not supported by this CPU").into());
     }
-    for e in &args.engines {
-        if !matches!(e.as_str(), "planb" | "planb-routes" | "radix") {
-            return Err(
-                format!("unknown engine {e:?} (available: planb, planb-routes, radix)").into(),
-            );
-        }
-    }
-    let mut trace_files = Vec::new();
-    for t in &args.trace {
-        if !matches!(t.as_str(), "uniform" | "matched") {
-            if !std::path::Path::new(t).is_file() {
-                return Err(format!(
-                    "unknown trace {t:?} (available: uniform, matched, or a trace file)"
-                )
-                .into());
-            }
-            trace_files.push((t.clone(), read_trace(std::path::Path::new(t))?));
-        }
-    }
+    let engines = args
+        .engines
+        .iter()
+        .map(|e| EngineSpec::parse(e).map_err(|m| format!("{m} (available: {BENCH_ENGINES})")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let traces = args
+        .trace
+        .iter()
+        .map(|t| TraceSpec::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
     if args.batch.contains(&0) {
         return Err("batch size 0 makes no sense".into());
     }
@@ -195,7 +209,7 @@ pub fn run(args: Args) -> CmdResult {
         args.runs
     );
     println!(
-        "{:<13} {:<7} {:>2} {:<8} {:>5} {:>8} {:>8} {:>8} {:>9} {:>10} {:>8} {:>20}",
+        "{:<17} {:<7} {:>2} {:<8} {:>5} {:>8} {:>8} {:>8} {:>9} {:>10} {:>8} {:>20}  inodes/leaves/trie_bytes",
         "engine",
         "kernel",
         "v",
@@ -210,10 +224,24 @@ pub fn run(args: Args) -> CmdResult {
         "checksum"
     );
     let mut rows = Vec::new();
+    let pop_kernels: Vec<poptrie::Kernel> = std::iter::once(poptrie::Kernel::detect())
+        .chain(
+            kernels
+                .contains(&Kernel::Scalar)
+                .then_some(poptrie::Kernel::Scalar),
+        )
+        .fold(Vec::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        });
     let ctx = Ctx {
         args: &args,
-        trace_files: &trace_files,
         kernels: &kernels,
+        pop_kernels: &pop_kernels,
+        engines: &engines,
+        traces: &traces,
         name: &name,
     };
     ctx.family(&table.v4, &mut rows)?;
@@ -231,10 +259,82 @@ pub fn run(args: Args) -> CmdResult {
 
 struct Ctx<'a> {
     args: &'a Args,
-    /// Trace files by the name given in `--trace`.
-    trace_files: &'a [(String, Trace)],
     kernels: &'a [Kernel],
+    pop_kernels: &'a [poptrie::Kernel],
+    engines: &'a [EngineSpec],
+    traces: &'a [TraceSpec],
     name: &'a str,
+}
+
+/// A trace as named on the command line.
+#[derive(Clone, Debug)]
+enum TraceSpec {
+    Uniform,
+    Matched,
+    /// Uniform inside one prefix (of one family).
+    UniformIn(AnyPrefix),
+    /// The addresses of a trace file, by the name given.
+    File(String, Trace),
+}
+
+impl TraceSpec {
+    fn parse(t: &str) -> Result<TraceSpec, String> {
+        match t {
+            "uniform" => Ok(TraceSpec::Uniform),
+            "matched" => Ok(TraceSpec::Matched),
+            _ => match t.strip_prefix("uniform-in:") {
+                Some(p) => AnyPrefix::parse(p, HostBits::Reject)
+                    .map(TraceSpec::UniformIn)
+                    .map_err(|e| format!("trace {t:?}: {e}")),
+                None if Path::new(t).is_file() => read_trace(Path::new(t))
+                    .map(|trace| TraceSpec::File(t.to_string(), trace))
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "unknown trace {t:?} (available: uniform, matched, uniform-in:PREFIX, \
+                     or a trace file)"
+                )),
+            },
+        }
+    }
+
+    /// The trace for family `A`, or `None` when it belongs to the other one.
+    fn generate<A: Family>(&self, prefixes: &[Prefix<A>], n: usize, seed: u64) -> Option<Vec<A>> {
+        match self {
+            TraceSpec::Uniform => Some(uniform_trace(n, seed)),
+            TraceSpec::Matched => Some(matched_trace(prefixes, n, seed + 1)),
+            TraceSpec::UniformIn(p) => {
+                let (addr, len) = match *p {
+                    AnyPrefix::V4(p) => (p.addr() as u128, p.len()),
+                    AnyPrefix::V6(p) => (p.addr(), p.len()),
+                };
+                if p.family() != A::FAMILY {
+                    return None;
+                }
+                let p = Prefix::new(A::from_u128_truncate(addr), len).ok()?;
+                Some(matched_trace(&[p], n, seed + 2))
+            }
+            TraceSpec::File(_, t) => {
+                let addrs: Vec<A> = if A::FAMILY == 4 {
+                    t.v4.iter()
+                        .map(|&a| A::from_u128_truncate(a.into()))
+                        .collect()
+                } else {
+                    t.v6.iter().map(|&a| A::from_u128_truncate(a)).collect()
+                };
+                // A file without addresses of this family: nothing to run.
+                (!addrs.is_empty()).then_some(addrs)
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            TraceSpec::Uniform => "uniform".into(),
+            TraceSpec::Matched => "matched".into(),
+            TraceSpec::UniformIn(p) => format!("in:{p}"),
+            TraceSpec::File(name, _) => name.clone(),
+        }
+    }
 }
 
 impl Ctx<'_> {
@@ -247,19 +347,21 @@ impl Ctx<'_> {
             return Ok(());
         }
         let prefixes: Vec<_> = table.iter().map(|(p, _)| p).collect();
-        for trace_name in &self.args.trace {
-            let trace: Vec<A> = match trace_name.as_str() {
-                "matched" => matched_trace(&prefixes, self.args.trace_len, self.args.seed + 1),
-                "uniform" => uniform_trace(self.args.trace_len, self.args.seed),
-                file => self.file_trace(file),
+        for trace_spec in self.traces {
+            let Some(trace) = trace_spec.generate(&prefixes, self.args.trace_len, self.args.seed)
+            else {
+                continue;
             };
-            if trace.is_empty() {
-                continue; // a trace file without addresses of this family
-            }
+            let trace_name = &trace_spec.name();
+            let run = Run {
+                table,
+                trace: &trace,
+                trace_name,
+            };
             let mut reference: Option<u64> = None;
-            for engine in &self.args.engines {
-                match engine.as_str() {
-                    "radix" => {
+            for &engine in self.engines {
+                match engine {
+                    EngineSpec::Radix => {
                         let mut out = vec![0u32; trace.len()];
                         let pass = |out: &mut [u32]| {
                             for (o, &a) in out.iter_mut().zip(&trace) {
@@ -282,66 +384,80 @@ impl Ctx<'_> {
                         );
                         self.emit(row, &mut reference, rows)?;
                     }
-                    "planb" | "planb-routes" => {
+                    EngineSpec::Planb | EngineSpec::PlanbRoutes => {
                         for &kernel in self.kernels {
                             let opts = PlanbOptions {
                                 kernel: Some(kernel),
                                 direct_bits: self.args.direct_bits,
                                 ..Default::default()
                             };
-                            let t0 = Instant::now();
-                            let variant = if engine == "planb" {
-                                Variant::Values(PlanB::build(
-                                    &compile(table.iter_indices()),
-                                    &opts,
-                                )?)
-                            } else {
-                                let vi = table.iter_indices().map(|(_, v)| v).collect();
-                                Variant::Routes(Compiled::build(table, &opts)?, vi)
-                            };
-                            let build_ms = t0.elapsed().as_secs_f64() * 1e3;
-                            for &m in &self.args.batch {
-                                let mut out = vec![0u32; trace.len()];
-                                let mlps = time_passes(self.args.runs, trace.len(), || {
-                                    batch(variant.engine(), &trace, &mut out, m)
-                                });
-                                let checksum = checksum(&out, |p| variant.resolve(p));
-                                let footprint = variant.footprint_bytes();
-                                let row = self.row(
-                                    engine,
-                                    kernel.name(),
-                                    A::FAMILY,
-                                    table.len(),
-                                    trace_name,
-                                    m,
-                                    mlps,
-                                    build_ms,
-                                    footprint,
-                                    checksum,
-                                );
-                                self.emit(row, &mut reference, rows)?;
-                            }
+                            let label = engine.label(0);
+                            let aggregate = engine == EngineSpec::Planb;
+                            let v = Variant::<A, PlanB<A>>::build(table, &opts, aggregate)?;
+                            let who = (label.as_str(), kernel.name());
+                            self.measure(&run, who, &v, None, &mut reference, rows)?;
                         }
                     }
-                    _ => unreachable!("engine names are checked in run()"),
+                    EngineSpec::Poptrie {
+                        s,
+                        leafvec,
+                        aggregate,
+                    } => {
+                        for &kernel in self.pop_kernels {
+                            let opts = PoptrieOptions {
+                                direct_bits: s,
+                                leafvec,
+                                kernel: Some(kernel),
+                            };
+                            let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
+                            let v = Variant::<A, Poptrie<A>>::build(table, &opts, aggregate)?;
+                            let e = v.engine();
+                            let counts = (e.internal_nodes(), e.leaves(), e.footprint_bytes());
+                            let who = (label.as_str(), kernel.name());
+                            self.measure(&run, who, &v, Some(counts), &mut reference, rows)?;
+                        }
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// The addresses of this family in trace file `name`.
-    fn file_trace<A: Family>(&self, name: &str) -> Vec<A> {
-        let Some((_, t)) = self.trace_files.iter().find(|(n, _)| n == name) else {
-            return Vec::new();
-        };
-        if A::FAMILY == 4 {
-            t.v4.iter()
-                .map(|&a| A::from_u128_truncate(a.into()))
-                .collect()
-        } else {
-            t.v6.iter().map(|&a| A::from_u128_truncate(a)).collect()
+    /// Time one built engine (`who`: engine label and kernel name) at
+    /// every batch size and emit its rows.
+    fn measure<A: Family, E: Engine<A>>(
+        &self,
+        run: &Run<A>,
+        who: (&str, &str),
+        v: &Variant<A, E>,
+        counts: Option<(usize, usize, usize)>,
+        reference: &mut Option<u64>,
+        rows: &mut Vec<Row>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        for &m in &self.args.batch {
+            let mut out = vec![0u32; run.trace.len()];
+            let mlps = time_passes(self.args.runs, run.trace.len(), || {
+                batch(v.engine(), run.trace, &mut out, m)
+            });
+            let checksum = checksum(&out, |p| v.resolve(p));
+            let mut row = self.row(
+                who.0,
+                who.1,
+                A::FAMILY,
+                run.table.len(),
+                run.trace_name,
+                m,
+                mlps,
+                v.build_ms,
+                v.footprint_bytes(),
+                checksum,
+            );
+            row.inodes = counts.map(|c| c.0);
+            row.leaves = counts.map(|c| c.1);
+            row.engine_bytes = counts.map(|c| c.2);
+            self.emit(row, reference, rows)?;
         }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -375,6 +491,9 @@ impl Ctx<'_> {
             footprint_bytes: footprint,
             bytes_per_prefix: footprint as f64 / prefixes.max(1) as f64,
             checksum,
+            inodes: None,
+            leaves: None,
+            engine_bytes: None,
         }
     }
 
@@ -384,8 +503,12 @@ impl Ctx<'_> {
         reference: &mut Option<u64>,
         rows: &mut Vec<Row>,
     ) -> Result<(), Box<dyn std::error::Error>> {
+        let counts = match (row.inodes, row.leaves, row.engine_bytes) {
+            (Some(n), Some(l), Some(b)) => format!("  {n}/{l}/{b}"),
+            _ => String::new(),
+        };
         println!(
-            "{:<13} {:<7} {:>2} {:<8} {:>5} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>10} {:>8.1} {:>20}",
+            "{:<17} {:<7} {:>2} {:<8} {:>5} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>10} {:>8.1} {:>20}{counts}",
             row.engine,
             row.kernel,
             row.family,
@@ -413,37 +536,68 @@ impl Ctx<'_> {
     }
 }
 
-/// A PlanB engine as benchmarked: value payloads, or route payloads with
-/// the route -> value-index map used to resolve them for the checksum.
-enum Variant<A: Family> {
-    Values(PlanB<A>),
-    Routes(Compiled<A, String>, Vec<u32>),
+/// One family's table and trace, as every engine is timed on them.
+struct Run<'a, A: Family> {
+    table: &'a RouteTable<A, String>,
+    trace: &'a [A],
+    trace_name: &'a str,
 }
 
-impl<A: Family> Variant<A> {
-    fn engine(&self) -> &PlanB<A> {
-        match self {
-            Variant::Values(e) => e,
-            Variant::Routes(c, _) => c.engine(),
+/// An engine as benchmarked: value payloads (aggregated intervals), or
+/// route payloads with the route -> value-index map used to resolve them
+/// for the checksum; with its build time (interval compile + engine build).
+struct Variant<A: Family, E: Engine<A>> {
+    kind: Payloads<A, E>,
+    build_ms: f64,
+}
+
+enum Payloads<A: Family, E: Engine<A>> {
+    Values(E),
+    Routes(Compiled<A, String, E>, Vec<u32>),
+}
+
+impl<A: Family, E: Engine<A>> Variant<A, E> {
+    fn build(
+        table: &RouteTable<A, String>,
+        opts: &E::Options,
+        aggregate: bool,
+    ) -> Result<Self, E::Error> {
+        let t0 = Instant::now();
+        let kind = if aggregate {
+            Payloads::Values(E::build(&compile(table.iter_indices()), opts)?)
+        } else {
+            let vi = table.iter_indices().map(|(_, v)| v).collect();
+            Payloads::Routes(Compiled::with_engine(table, opts)?, vi)
+        };
+        Ok(Variant {
+            kind,
+            build_ms: t0.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    fn engine(&self) -> &E {
+        match &self.kind {
+            Payloads::Values(e) => e,
+            Payloads::Routes(c, _) => c.engine(),
         }
     }
 
     fn resolve(&self, p: u32) -> u32 {
-        match self {
-            Variant::Routes(_, vi) if p != NO_ROUTE => vi[p as usize],
+        match &self.kind {
+            Payloads::Routes(_, vi) if p != NO_ROUTE => vi[p as usize],
             _ => p,
         }
     }
 
     fn footprint_bytes(&self) -> usize {
-        match self {
-            Variant::Values(e) => e.footprint_bytes(),
-            Variant::Routes(c, _) => c.footprint_bytes(),
+        match &self.kind {
+            Payloads::Values(e) => e.footprint_bytes(),
+            Payloads::Routes(c, _) => c.footprint_bytes(),
         }
     }
 }
 
-fn batch<A: Family>(e: &PlanB<A>, trace: &[A], out: &mut [u32], m: usize) {
+fn batch<A: Family, E: Engine<A>>(e: &E, trace: &[A], out: &mut [u32], m: usize) {
     match m {
         1 => {
             for (o, &a) in out.iter_mut().zip(trace) {

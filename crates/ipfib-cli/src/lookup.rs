@@ -4,10 +4,12 @@
 //! with its line (or argument) number and the rest is still answered; the
 //! exit status is then 1.
 
+use crate::engines::{EngineSpec, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::PlanbOptions;
+use ipfib::engine::poptrie::{self, Poptrie, PoptrieOptions};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::{CompiledTable, Table};
 use std::io::{self, BufRead, BufWriter, Write};
@@ -16,10 +18,13 @@ use std::io::{self, BufRead, BufWriter, Write};
 pub struct Args {
     #[command(flatten)]
     table: TableArgs,
-    /// Lookup engine: planb (linearized B+-tree) or radix (the route table itself).
+    /// Lookup engine: planb (linearized B+-tree), poptrie[:S] (Poptrie with
+    /// S direct-pointing bits, 0-24, default 18) or radix (the route table itself).
     #[arg(long, default_value = "planb")]
     engine: String,
-    /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best this CPU supports.
+    /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best
+    /// this CPU supports. Poptrie: scalar forces the portable popcount,
+    /// any other the hardware one.
     #[arg(long)]
     kernel: Option<String>,
     /// Addresses to look up; with none, read stdin one per line.
@@ -28,6 +33,7 @@ pub struct Args {
 
 enum Engine {
     Planb(Box<CompiledTable<String>>),
+    Poptrie(Box<CompiledTable<String, Poptrie<u32>, Poptrie<u128>>>),
     Radix,
 }
 
@@ -41,14 +47,42 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(k) = kernel.filter(|k| !k.is_supported()) {
         return Err(format!("kernel {k} is not supported by this CPU").into());
     }
-    let engine_name = args.engine.as_str();
-    if !matches!(engine_name, "planb" | "radix") {
-        return Err(format!("unknown engine {engine_name:?} (available: planb, radix)").into());
-    }
+    let spec = match EngineSpec::parse(&args.engine) {
+        Ok(
+            spec @ (EngineSpec::Planb
+            | EngineSpec::Radix
+            | EngineSpec::Poptrie {
+                leafvec: true,
+                aggregate: true,
+                ..
+            }),
+        ) => spec,
+        Ok(_) => {
+            return Err(format!(
+                "engine {:?} is for `ipfib bench` (lookup takes: {LOOKUP_ENGINES})",
+                args.engine
+            )
+            .into())
+        }
+        Err(e) => return Err(format!("{e} (available: {LOOKUP_ENGINES})").into()),
+    };
     let loaded = load(&args.table)?;
     let table = loaded.table;
-    let engine = match engine_name {
-        "radix" => Engine::Radix,
+    let engine = match spec {
+        EngineSpec::Radix => Engine::Radix,
+        // Route payloads (`Compiled`), so the matching prefix is printed.
+        EngineSpec::Poptrie { s, .. } => {
+            let opts = PoptrieOptions {
+                direct_bits: s,
+                kernel: kernel
+                    .filter(|&k| k == Kernel::Scalar)
+                    .map(|_| poptrie::Kernel::Scalar),
+                ..Default::default()
+            };
+            Engine::Poptrie(Box::new(
+                table.compile_with::<Poptrie<u32>, Poptrie<u128>>(&opts)?,
+            ))
+        }
         _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
             kernel,
             direct_bits: None,
@@ -130,6 +164,7 @@ fn lookup<'a>(
 ) -> Option<(AnyPrefix, &'a String)> {
     match engine {
         Engine::Planb(c) => c.lookup(a),
+        Engine::Poptrie(c) => c.lookup(a),
         Engine::Radix => table.lookup(a),
     }
 }

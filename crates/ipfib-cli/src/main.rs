@@ -4,6 +4,7 @@
 //! were bad (the rest was processed), 2 the command could not run.
 
 mod bench;
+mod engines;
 mod load;
 mod lookup;
 

@@ -1,12 +1,13 @@
 //! The real-table differential test: every real table in `../shared/data`
 //! (a sibling of the repository root) is read with `ipfib_io::read_routes`,
 //! inserted in file order into one `RouteTable` per family, and every PlanB
-//! variant (each supported kernel x direct-pointing setting x batch size x
+//! and Poptrie variant (each supported kernel x layout x batch size x
 //! payload kind, see `ipfib::check::check_engines`) is compared with the
 //! route table on at least a million uniform and a million matched
 //! addresses plus the boundaries of every prefix. The route table itself is
 //! compared with the brute-force oracle on a small sample, and the `ipfib`
-//! binary is run on the file for a few thousand addresses.
+//! binary is run on the file for a few thousand addresses (`--engine
+//! planb` and `--engine poptrie`).
 //!
 //! One `#[test]` per table so they run in parallel. Without the data folder
 //! the tests say SKIPPED and pass, except under `CI=true`, where they fail.
@@ -15,7 +16,7 @@ mod common;
 
 use common::ipfib;
 use ipfib::check::{boundary_queries, check_engines};
-use ipfib::engine::planb::Family;
+use ipfib::engine::Family;
 use ipfib::gen::{matched_trace, uniform_trace};
 use ipfib::oracle::Oracle;
 use ipfib::prefix::{AnyPrefix, Prefix};
@@ -189,24 +190,28 @@ fn cli_agrees(
     }
     let mut input = addrs.join("\n");
     input.push('\n');
-    let out = ipfib(
-        &[
-            OsStr::new("lookup"),
-            OsStr::new("--table"),
-            path.as_os_str(),
-        ],
-        Some(input.as_bytes()),
-    );
-    assert_eq!(out.code, 0, "{name}: ipfib lookup: {}", out.stderr);
-    let got = out.stdout;
-    if let Some((g, w)) = got.lines().zip(want.lines()).find(|(g, w)| g != w) {
-        panic!("{name}: ipfib lookup printed {g:?}, want {w:?}");
+    for engine in ["planb", "poptrie"] {
+        let out = ipfib(
+            &[
+                OsStr::new("lookup"),
+                OsStr::new("--engine"),
+                OsStr::new(engine),
+                OsStr::new("--table"),
+                path.as_os_str(),
+            ],
+            Some(input.as_bytes()),
+        );
+        assert_eq!(out.code, 0, "{name}: ipfib lookup: {}", out.stderr);
+        let got = out.stdout;
+        if let Some((g, w)) = got.lines().zip(want.lines()).find(|(g, w)| g != w) {
+            panic!("{name}: ipfib lookup --engine {engine} printed {g:?}, want {w:?}");
+        }
+        assert_eq!(
+            got.lines().count(),
+            addrs.len(),
+            "{name}: ipfib lookup --engine {engine} lines"
+        );
     }
-    assert_eq!(
-        got.lines().count(),
-        addrs.len(),
-        "{name}: ipfib lookup lines"
-    );
     addrs.len()
 }
 

@@ -8,8 +8,10 @@
 
 use crate::compiled::Compiled;
 use crate::engine::planb::kernel::Kernel;
-use crate::engine::planb::{Family, PlanB, PlanbOptions};
-use crate::intervals::{compile, NO_ROUTE};
+use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
+use crate::engine::poptrie::{self, Poptrie, PoptrieOptions};
+use crate::engine::{Engine, Family};
+use crate::intervals::{compile, Intervals, NO_ROUTE};
 use crate::oracle::Oracle;
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
@@ -58,9 +60,17 @@ pub const LAYOUTS: [(Option<u8>, Option<usize>); 4] = [
     (None, None),
 ];
 
-/// Check every PlanB variant (each supported kernel x layout, single and batch paths, route and value payloads) against the
-/// route table on `queries`. With `oracle`, the route table is itself
-/// checked against the oracle on every query first.
+/// Poptrie layouts worth testing, as `(direct bits, leafvec)`: every `s`
+/// of the paper with leaf compression, and the basic trie (no `leafvec`)
+/// at the default `s`.
+pub const POPTRIE_LAYOUTS: [(u8, bool); 4] = [(0, true), (16, true), (18, true), (18, false)];
+
+/// Check every engine variant against the route table on `queries`:
+/// PlanB (each supported kernel x layout) and Poptrie (the best kernel x
+/// [`POPTRIE_LAYOUTS`], the others at the default layout), each with route payloads (through
+/// `Compiled`: prefix and value) and value payloads (aggregated
+/// intervals: value index), single and batch paths. With `oracle`, the
+/// route table is itself checked against the oracle on every query first.
 pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     table: &RouteTable<A, V>,
     oracle: Option<&Oracle<A, V>>,
@@ -75,7 +85,12 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             }
         }
     }
-    let value_iv = compile(table.iter_indices());
+    let c = Checker {
+        table,
+        want: &want,
+        value_iv: compile(table.iter_indices()),
+        queries,
+    };
     for kernel in Kernel::supported() {
         for (direct_bits, sub_min_keys) in LAYOUTS {
             let opts = PlanbOptions {
@@ -84,58 +99,93 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
                 sub_min_keys,
             };
             let name = format!("planb[{kernel}, s={direct_bits:?}, sub>{sub_min_keys:?}]");
-            let c = Compiled::build(table, &opts).map_err(|e| Mismatch {
-                engine: name.clone(),
-                addr: "-".into(),
-                got: format!("build error {e}"),
-                want: "an engine".into(),
-            })?;
-            for (&a, w) in queries.iter().zip(&want) {
-                let got = c.lookup(a);
-                if got != *w {
-                    return Err(mismatch(&name, a, w, &got));
-                }
-                // A miss must be exactly NO_ROUTE, a hit a real ordinal.
-                let ordinal = c.engine().lookup(a);
-                if (ordinal == NO_ROUTE) != w.is_none()
-                    || (ordinal != NO_ROUTE && ordinal as usize >= c.len())
-                {
-                    return Err(mismatch(&name, a, &format!("ordinal for {w:?}"), &ordinal));
-                }
-            }
-            check_batches(&name, queries, c.engine())?;
-            // Value payloads (aggregated intervals): value index must match.
-            let e = PlanB::build(&value_iv, &opts).map_err(|err| Mismatch {
-                engine: format!("{name}/values"),
-                addr: "-".into(),
-                got: format!("build error {err}"),
-                want: "an engine".into(),
-            })?;
-            let vname = format!("{name}/values");
-            for (i, &a) in queries.iter().enumerate() {
-                let p = e.lookup(a);
-                let w = want[i].map(|(_, v)| v);
-                // A miss must be exactly NO_ROUTE, a hit a live value index.
-                let got = if p == NO_ROUTE {
-                    None
-                } else {
-                    Some(table.values().get(p))
-                };
-                if got != w.map(Some) {
-                    return Err(mismatch(&vname, a, &w, &(p, got)));
-                }
-            }
-            check_batches(&vname, queries, &e)?;
+            c.variant::<PlanB<A>>(&name, &opts)?;
+        }
+    }
+    // The kernels share every line of the search but the popcount's code,
+    // so the ones the CPU would not pick by itself run one layout.
+    for kernel in poptrie::Kernel::supported() {
+        let layouts: &[(u8, bool)] = if kernel == poptrie::Kernel::detect() {
+            &POPTRIE_LAYOUTS
+        } else {
+            &POPTRIE_LAYOUTS[2..3]
+        };
+        for &(s, leafvec) in layouts {
+            let opts = PoptrieOptions {
+                direct_bits: Some(s),
+                leafvec,
+                kernel: Some(kernel),
+            };
+            let name = format!("poptrie[{kernel}, s={s}, leafvec={leafvec}]");
+            c.variant::<Poptrie<A>>(&name, &opts)?;
         }
     }
     Ok(())
 }
 
-fn check_batches<A: Family>(name: &str, queries: &[A], e: &PlanB<A>) -> Result<(), Mismatch> {
+/// The reference answers and the intervals every variant is built from.
+struct Checker<'a, A: Family, V> {
+    table: &'a RouteTable<A, V>,
+    want: &'a [Option<(Prefix<A>, &'a V)>],
+    value_iv: Intervals<A>,
+    queries: &'a [A],
+}
+
+impl<A: Family, V: Clone + Eq + std::hash::Hash + Debug> Checker<'_, A, V> {
+    /// One engine configuration, with route payloads and with value payloads.
+    fn variant<E: Engine<A>>(&self, name: &str, opts: &E::Options) -> Result<(), Mismatch> {
+        let build_error = |e: &dyn std::fmt::Display, name: &str| Mismatch {
+            engine: name.to_string(),
+            addr: "-".into(),
+            got: format!("build error {e}"),
+            want: "an engine".into(),
+        };
+        let c = Compiled::<A, V, E>::with_engine(self.table, opts)
+            .map_err(|e| build_error(&e, name))?;
+        for (&a, w) in self.queries.iter().zip(self.want) {
+            let got = c.lookup(a);
+            if got != *w {
+                return Err(mismatch(name, a, w, &got));
+            }
+            // A miss must be exactly NO_ROUTE, a hit a real ordinal.
+            let ordinal = c.engine().lookup(a);
+            if (ordinal == NO_ROUTE) != w.is_none()
+                || (ordinal != NO_ROUTE && ordinal as usize >= c.len())
+            {
+                return Err(mismatch(name, a, &format!("ordinal for {w:?}"), &ordinal));
+            }
+        }
+        check_batches(name, self.queries, c.engine())?;
+        // Value payloads (aggregated intervals): value index must match.
+        let vname = format!("{name}/values");
+        let e = E::build(&self.value_iv, opts).map_err(|e| build_error(&e, &vname))?;
+        for (i, &a) in self.queries.iter().enumerate() {
+            let p = e.lookup(a);
+            let w = self.want[i].map(|(_, v)| v);
+            // A miss must be exactly NO_ROUTE, a hit a live value index.
+            let got = if p == NO_ROUTE {
+                None
+            } else {
+                Some(self.table.values().get(p))
+            };
+            if got != w.map(Some) {
+                return Err(mismatch(&vname, a, &w, &(p, got)));
+            }
+        }
+        check_batches(&vname, self.queries, &e)
+    }
+}
+
+/// Every batch size of [`BATCH_SIZES`] must answer what single lookups do.
+pub fn check_batches<A: Family, E: Engine<A>>(
+    name: &str,
+    queries: &[A],
+    e: &E,
+) -> Result<(), Mismatch> {
     let single: Vec<u32> = queries.iter().map(|&a| e.lookup(a)).collect();
     // A filler no engine writes, so a skipped output slot cannot pass.
     let mut out = vec![NO_ROUTE - 1; queries.len()];
-    for m in crate::engine::planb::BATCH_SIZES {
+    for m in BATCH_SIZES {
         out.fill(NO_ROUTE - 1);
         match m {
             8 => e.lookup_batch::<8>(queries, &mut out),

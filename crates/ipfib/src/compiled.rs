@@ -1,5 +1,7 @@
-//! `Compiled<A, V>`: an immutable lookup snapshot of one family's route
-//! table, answering the matching prefix and value.
+//! `Compiled<A, V, E>`: an immutable lookup snapshot of one family's route
+//! table, answering the matching prefix and value, over any [`Engine`]
+//! (PlanB by default; `Compiled::<_, _, Poptrie<_>>::with_engine` for
+//! Poptrie).
 //!
 //! The engine's payload is a route ordinal (position in pre-order); the
 //! snapshot keeps each route's prefix and a copy of the values, so it never
@@ -9,25 +11,35 @@
 //! Thread safety: `Send + Sync` when `V` is; lookups never lock or
 //! allocate. A miss returns `None`.
 
-use crate::engine::planb::{BuildError, Family, PlanB, PlanbOptions};
+use crate::engine::planb::{BuildError, PlanB, PlanbOptions};
+use crate::engine::{Engine, Family};
 use crate::intervals::{compile, NO_ROUTE};
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
 
-/// A compiled PlanB snapshot that answers `(prefix, &value)`.
-pub struct Compiled<A: Family, V> {
-    engine: PlanB<A>,
+/// A compiled snapshot that answers `(prefix, &value)`.
+pub struct Compiled<A: Family, V, E: Engine<A> = PlanB<A>> {
+    engine: E,
     /// Route ordinal -> (prefix, index into `values`).
     routes: Vec<(Prefix<A>, u32)>,
     values: Vec<Option<V>>,
 }
 
-impl<A: Family, V: Clone> Compiled<A, V> {
-    /// Compile `table` (one ordered walk, then a linear build).
+impl<A: Family, V: Clone> Compiled<A, V, PlanB<A>> {
+    /// Compile `table` with PlanB (one ordered walk, then a linear build).
     pub fn build(table: &RouteTable<A, V>, opts: &PlanbOptions) -> Result<Self, BuildError> {
+        Self::with_engine(table, opts)
+    }
+}
+
+impl<A: Family, V: Clone, E: Engine<A>> Compiled<A, V, E> {
+    /// Compile `table` with engine `E`: one ordered walk into intervals
+    /// whose payloads are route ordinals (no aggregation, so the prefix is
+    /// known), then the engine's build.
+    pub fn with_engine(table: &RouteTable<A, V>, opts: &E::Options) -> Result<Self, E::Error> {
         let routes: Vec<(Prefix<A>, u32)> = table.iter_indices().collect();
         let iv = compile(routes.iter().enumerate().map(|(i, (p, _))| (*p, i as u32)));
-        let engine = PlanB::build(&iv, opts)?;
+        let engine = E::build(&iv, opts)?;
         Ok(Compiled {
             engine,
             routes,
@@ -36,14 +48,14 @@ impl<A: Family, V: Clone> Compiled<A, V> {
     }
 }
 
-impl<A: Family, V> Compiled<A, V> {
+impl<A: Family, V, E: Engine<A>> Compiled<A, V, E> {
     /// Longest-prefix match: the matching route's prefix and value.
     #[inline]
     pub fn lookup(&self, addr: A) -> Option<(Prefix<A>, &V)> {
         self.route(self.engine.lookup(addr))
     }
 
-    /// Route ordinals for a batch of addresses (see [`PlanB::lookup_batch`]);
+    /// Route ordinals for a batch of addresses (see [`Engine::lookup_batch`]);
     /// resolve each with [`Compiled::route`].
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
@@ -62,7 +74,7 @@ impl<A: Family, V> Compiled<A, V> {
     }
 
     /// The engine.
-    pub fn engine(&self) -> &PlanB<A> {
+    pub fn engine(&self) -> &E {
         &self.engine
     }
 

@@ -1,5 +1,6 @@
 //! ipfib: exact longest-prefix match for IPv4 and IPv6, compiled from a
-//! route table into a linearized B+-tree (PlanB) searched with SIMD.
+//! route table into a linearized B+-tree (PlanB) searched with SIMD, or a
+//! popcount-indexed 64-ary trie (Poptrie).
 //!
 //! ```text
 //!   text / ipasn file ──(ipfib-io)──► Table<V> ─┬─ RouteTable<u32, V>   radix trie: the mutable
@@ -12,8 +13,10 @@
 //!                                                        ▼
 //!        engine::planb::PlanB<A>: direct table (top s bits) ─► window | local B+-tree
 //!                                  ─► payload ─► (IPv6 >/64: stage 2)
-//!                                                        │
-//!                  compiled::Compiled<A, V> / table::CompiledTable<V>: (prefix, &value)
+//!        engine::poptrie::Poptrie<A>: direct table (top s bits) ─► leaf | 64-ary node
+//!                                  ─► (6 bits per level, popcount) ─► leaf
+//!                                                        │ both implement engine::Engine
+//!           compiled::Compiled<A, V, E> / table::CompiledTable<V, E4, E6>: (prefix, &value)
 //! ```
 //!
 //! Where to start reading:
@@ -26,6 +29,11 @@
 //!   kernel dispatch point), `stage2.rs` (IPv6 beyond /64), `kernel/` (one
 //!   file per instruction set).
 //!   "Why is this IPv6 lookup slow?": `search.rs` then `tree.rs`.
+//! - `engine/poptrie/`: `mod.rs` (node layout, options, kernels), `build.rs`
+//!   (intervals to direct table, nodes, leaves), `search.rs` (single and
+//!   batch search, the one popcount dispatch point).
+//! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
+//!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
 //! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
 //!   (seeded synthetic tables and traces): test and benchmark support.

@@ -77,6 +77,19 @@ impl<T: Copy> LookupBuf<T> {
     }
 }
 
+/// Hint that `p` will be read soon (a lookup structure's next line while
+/// other lanes work). Never faults, whatever the address.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge(ptr: *mut u8, size: usize, align: usize) {
     if align >= HUGE && std::env::var_os("IPFIB_NO_HUGEPAGES").is_none() {

@@ -11,7 +11,8 @@
 //! immutable snapshot, `Send + Sync` when `V` is. Misses return `None`.
 
 use crate::compiled::Compiled;
-use crate::engine::planb::{BuildError, PlanbOptions};
+use crate::engine::planb::{BuildError, PlanB, PlanbOptions};
+use crate::engine::Engine;
 use crate::prefix::{AnyAddr, AnyPrefix};
 use crate::route_table::RouteTable;
 use crate::values::TooManyValues;
@@ -63,9 +64,23 @@ impl<V: Clone + Eq + Hash> Table<V> {
 
     /// Compile both families with PlanB.
     pub fn compile(&self, opts: &PlanbOptions) -> Result<CompiledTable<V>, BuildError> {
+        self.compile_with::<PlanB<u32>, PlanB<u128>>(opts)
+    }
+
+    /// Compile both families with the engines `E4` (IPv4) and `E6` (IPv6),
+    /// which share their options and error type (e.g. `Poptrie<u32>` and
+    /// `Poptrie<u128>`).
+    pub fn compile_with<E4, E6>(
+        &self,
+        opts: &E4::Options,
+    ) -> Result<CompiledTable<V, E4, E6>, E4::Error>
+    where
+        E4: Engine<u32>,
+        E6: Engine<u128, Options = E4::Options, Error = E4::Error>,
+    {
         Ok(CompiledTable {
-            v4: Compiled::build(&self.v4, opts)?,
-            v6: Compiled::build(&self.v6, opts)?,
+            v4: Compiled::with_engine(&self.v4, opts)?,
+            v6: Compiled::with_engine(&self.v6, opts)?,
         })
     }
 }
@@ -98,13 +113,13 @@ impl<V> Table<V> {
     }
 }
 
-/// PlanB snapshots of both families.
-pub struct CompiledTable<V> {
-    pub v4: Compiled<u32, V>,
-    pub v6: Compiled<u128, V>,
+/// Snapshots of both families (PlanB unless other engines are named).
+pub struct CompiledTable<V, E4: Engine<u32> = PlanB<u32>, E6: Engine<u128> = PlanB<u128>> {
+    pub v4: Compiled<u32, V, E4>,
+    pub v6: Compiled<u128, V, E6>,
 }
 
-impl<V> CompiledTable<V> {
+impl<V, E4: Engine<u32>, E6: Engine<u128>> CompiledTable<V, E4, E6> {
     /// Longest-prefix match.
     #[inline]
     pub fn lookup(&self, addr: AnyAddr) -> Option<(AnyPrefix, &V)> {

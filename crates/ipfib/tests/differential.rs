@@ -5,7 +5,8 @@
 
 use ipfib::check::{boundary_queries, check_engines};
 use ipfib::compiled::Compiled;
-use ipfib::engine::planb::{Family, PlanbOptions};
+use ipfib::engine::planb::PlanbOptions;
+use ipfib::engine::Family;
 use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::compile;
 use ipfib::oracle::Oracle;

@@ -2,9 +2,73 @@
 //! answer a `u32` payload (or [`NO_ROUTE`]) per address.
 //!
 //! - [`planb`]: linearized B+-tree over elementary intervals.
+//! - [`poptrie`]: 64-ary multiway trie indexed by popcount (Poptrie,
+//!   SIGCOMM 2015).
 //!
-//! The route table itself (`crate::route_table`) is the `radix` baseline.
+//! Every engine implements [`Engine`], so the tests, the benchmarks, the
+//! CLI and [`crate::compiled::Compiled`] treat them alike. The route table
+//! itself (`crate::route_table`) is the `radix` baseline; it is not an
+//! [`Engine`] because it is the source the engines are compiled from, not
+//! something built from intervals.
 
 pub mod planb;
+pub mod poptrie;
 
+use crate::intervals::Intervals;
 pub use crate::intervals::NO_ROUTE;
+
+/// An address family every engine can search (`u32` and `u128`).
+pub trait Family: planb::Family + poptrie::Chunks {}
+impl<A: planb::Family + poptrie::Chunks> Family for A {}
+
+/// A lookup structure compiled from elementary intervals.
+///
+/// Contract, for every engine:
+/// - `lookup(a)` returns exactly the payload of the interval holding `a`
+///   (as [`Intervals::resolve`] does), [`NO_ROUTE`] on a miss;
+/// - `lookup_batch::<M>` writes the same answers for a slice of addresses,
+///   working on `M` of them at a time (`out.len() >= addrs.len()`, else it
+///   panics);
+/// - an engine is immutable once built: `Send + Sync`, and lookups neither
+///   allocate nor lock.
+pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
+    /// Build options (`Default` is the recommended configuration).
+    type Options: Clone + Default + std::fmt::Debug;
+    /// Why a build failed.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Build from compiled intervals.
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error>;
+    /// Payload for `addr`, or [`NO_ROUTE`].
+    fn lookup(&self, addr: A) -> u32;
+    /// Payloads for `addrs` into `out`, `M` addresses in flight.
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]);
+    /// Heap bytes of the lookup structure.
+    fn footprint_bytes(&self) -> usize;
+    /// A short description of this build: engine name and its layout
+    /// (e.g. `planb[avx512,s=20]`, `poptrie[s=18,popcnt]`).
+    fn name(&self) -> String;
+}
+
+impl<A: planb::Family> Engine<A> for planb::PlanB<A> {
+    type Options = planb::PlanbOptions;
+    type Error = planb::BuildError;
+
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
+        planb::PlanB::build(iv, opts)
+    }
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        planb::PlanB::lookup(self, addr)
+    }
+    #[inline]
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        planb::PlanB::lookup_batch::<M>(self, addrs, out)
+    }
+    fn footprint_bytes(&self) -> usize {
+        planb::PlanB::footprint_bytes(self)
+    }
+    fn name(&self) -> String {
+        format!("planb[{},s={}]", self.kernel(), self.direct_bits())
+    }
+}

@@ -1,0 +1,115 @@
+//! Engine names on the command line: `planb`, `planb-routes`, `radix`,
+//! `poptrie[:S]`, `poptrie-routes[:S]`, `poptrie-basic[:S]`.
+
+use ipfib::engine::poptrie::PoptrieOptions;
+
+/// One engine as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineSpec {
+    /// PlanB over value payloads (aggregated intervals).
+    Planb,
+    /// PlanB over route payloads (the matching prefix is known).
+    PlanbRoutes,
+    /// The route table (radix trie).
+    Radix,
+    /// Poptrie with direct-pointing bits `s` (`None`: the default).
+    Poptrie {
+        s: Option<u8>,
+        /// Leaf compression (`leafvec`, §3.3); off for `poptrie-basic`.
+        leafvec: bool,
+        /// Route aggregation (value payloads); off for `poptrie-routes`
+        /// and `poptrie-basic` (route payloads: no two prefixes merge).
+        aggregate: bool,
+    },
+}
+
+/// What the commands accept, for error messages.
+pub const BENCH_ENGINES: &str =
+    "planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], poptrie-basic[:S]";
+pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], radix";
+
+impl EngineSpec {
+    /// Parse one name; the error says what was wrong.
+    pub fn parse(text: &str) -> Result<EngineSpec, String> {
+        let (base, s) = match text.split_once(':') {
+            Some((base, bits)) => (base, Some(bits)),
+            None => (text, None),
+        };
+        let poptrie = |leafvec, aggregate| -> Result<EngineSpec, String> {
+            let s = s
+                .map(parse_bits)
+                .transpose()
+                .map_err(|e| format!("{text:?}: {e}"))?;
+            Ok(EngineSpec::Poptrie {
+                s,
+                leafvec,
+                aggregate,
+            })
+        };
+        match (base, s) {
+            ("planb", None) => Ok(EngineSpec::Planb),
+            ("planb-routes", None) => Ok(EngineSpec::PlanbRoutes),
+            ("radix", None) => Ok(EngineSpec::Radix),
+            ("poptrie", _) => poptrie(true, true),
+            ("poptrie-routes", _) => poptrie(true, false),
+            ("poptrie-basic", _) => poptrie(false, false),
+            _ => Err(format!("unknown engine {text:?}")),
+        }
+    }
+
+    /// The name as printed in reports (`poptrie:18`, with the `s` in use).
+    pub fn label(&self, default_s: u8) -> String {
+        match self {
+            EngineSpec::Planb => "planb".into(),
+            EngineSpec::PlanbRoutes => "planb-routes".into(),
+            EngineSpec::Radix => "radix".into(),
+            EngineSpec::Poptrie {
+                s,
+                leafvec,
+                aggregate,
+            } => {
+                let base = match (leafvec, aggregate) {
+                    (true, true) => "poptrie",
+                    (true, false) => "poptrie-routes",
+                    _ => "poptrie-basic",
+                };
+                format!("{base}:{}", s.unwrap_or(default_s))
+            }
+        }
+    }
+}
+
+fn parse_bits(bits: &str) -> Result<u8, String> {
+    let max = PoptrieOptions::MAX_DIRECT_BITS;
+    match bits.parse::<u8>() {
+        Ok(s) if s <= max => Ok(s),
+        _ => Err(format!(
+            "direct-pointing bits must be a number from 0 to {max} (e.g. poptrie:18), not {bits:?}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(EngineSpec::parse("planb"), Ok(EngineSpec::Planb));
+        assert_eq!(
+            EngineSpec::parse("poptrie:16"),
+            Ok(EngineSpec::Poptrie {
+                s: Some(16),
+                leafvec: true,
+                aggregate: true
+            })
+        );
+        assert_eq!(
+            EngineSpec::parse("poptrie-basic").map(|e| e.label(18)),
+            Ok("poptrie-basic:18".into())
+        );
+        for bad in ["poptrie:x", "poptrie:25", "poptrie:", "planb:3", "bogus"] {
+            assert!(EngineSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

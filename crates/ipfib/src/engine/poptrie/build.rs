@@ -1,0 +1,190 @@
+//! From elementary intervals to the direct-pointing table, nodes and
+//! leaves.
+//!
+//! A slot (or direct-pointing bucket) whose whole address range lies in one
+//! interval is a leaf holding that interval's payload; any other slot is an
+//! internal child one level (6 bits) down. Ranks are found by a cursor that
+//! only moves forward: slots are visited in address order within a node,
+//! and a child starts from the rank of its first address, so the build is
+//! linear in slots plus intervals per level.
+//!
+//! Children and leaves of a node are allocated as one contiguous block each
+//! when the node is built, then the children are built depth first (each
+//! appending its own blocks), which is all §3.2 asks of the layout.
+
+use super::{Chunks, Node, PoptrieError, DIRECT_LEAF};
+use crate::intervals::{Intervals, NO_ROUTE};
+
+/// Nodes are named by 31 bits in direct-pointing entries.
+const MAX_NODES: usize = DIRECT_LEAF as usize;
+/// Leaves are named by `u32` bases.
+const MAX_LEAVES: usize = u32::MAX as usize;
+
+pub(super) struct Built {
+    pub direct: Vec<u32>,
+    pub nodes: Vec<Node>,
+    pub leaves: Vec<u32>,
+}
+
+/// Build the trie for `iv` with `s` direct-pointing bits.
+pub(super) fn build<A: Chunks>(
+    iv: &Intervals<A>,
+    s: u32,
+    leafvec: bool,
+) -> Result<Built, PoptrieError> {
+    let mut b = Builder {
+        starts: &iv.starts,
+        payloads: &iv.payloads,
+        bits: A::BITS as u32,
+        leafvec,
+        nodes: Vec::new(),
+        leaves: Vec::new(),
+    };
+    let width = b.bits - s; // address bits below a bucket index
+    let mut direct = Vec::with_capacity(1 << s);
+    let mut r = 0;
+    for bucket in 0..1u128 << s {
+        let first = if s == 0 { 0 } else { bucket << width };
+        b.advance(&mut r, first);
+        if b.single(r, first | low_mask(width)) {
+            direct.push(direct_leaf(b.payloads[r]));
+        } else {
+            let idx = b.nodes.len();
+            if idx >= MAX_NODES {
+                return Err(PoptrieError::TooManyNodes(idx));
+            }
+            b.nodes.push(Node::default());
+            direct.push(idx as u32);
+            b.node(idx, first, s, r)?;
+        }
+    }
+    Ok(Built {
+        direct,
+        nodes: b.nodes,
+        leaves: b.leaves,
+    })
+}
+
+/// The direct-pointing entry of a bucket inside one interval.
+fn direct_leaf(payload: u32) -> u32 {
+    // Payloads were checked against MAX_PAYLOAD, so `DIRECT_LEAF | p` is
+    // never u32::MAX unless p is NO_ROUTE.
+    if payload == NO_ROUTE {
+        NO_ROUTE
+    } else {
+        DIRECT_LEAF | payload
+    }
+}
+
+/// The low `w` bits set (`w <= 128`).
+fn low_mask(w: u32) -> u128 {
+    u128::MAX
+        .checked_shr(128 - w)
+        .filter(|_| w > 0)
+        .unwrap_or(0)
+}
+
+struct Builder<'a, A> {
+    starts: &'a [A],
+    payloads: &'a [u32],
+    bits: u32,
+    leafvec: bool,
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+}
+
+impl<A: Chunks> Builder<'_, A> {
+    /// Move the rank cursor `r` to the interval holding `addr` (never back).
+    #[inline]
+    fn advance(&self, r: &mut usize, addr: u128) {
+        while *r + 1 < self.starts.len() && self.starts[*r + 1].to_u128() <= addr {
+            *r += 1;
+        }
+    }
+
+    /// Whether `r`'s interval reaches up to `last` (no interval starts
+    /// after `r`'s and at or before `last`).
+    #[inline]
+    fn single(&self, r: usize, last: u128) -> bool {
+        self.starts
+            .get(r + 1)
+            .is_none_or(|next| next.to_u128() > last)
+    }
+
+    /// Fill node `idx`, which covers the addresses whose top `offset` bits
+    /// are those of `first`; `r` is the rank of `first`.
+    fn node(
+        &mut self,
+        idx: usize,
+        first: u128,
+        offset: u32,
+        mut r: usize,
+    ) -> Result<(), PoptrieError> {
+        let mut vector = 0u64;
+        let mut leafvec = 0u64;
+        let base0 = self.leaves.len();
+        // Children: (first address, rank) per internal slot, in slot order.
+        let mut children = [(0u128, 0usize); 64];
+        let mut n_children = 0;
+        let mut last_leaf: Option<u32> = None;
+        for slot in 0..64u32 {
+            let (lo, hi) = if offset + 6 <= self.bits {
+                let w = self.bits - offset - 6;
+                let lo = first | ((slot as u128) << w);
+                (lo, lo | low_mask(w))
+            } else {
+                // The last, partial level: slots read zero padding past the
+                // address's end, so 2^extra slots share one address.
+                let extra = offset + 6 - self.bits;
+                let a = first | (slot >> extra) as u128;
+                (a, a)
+            };
+            self.advance(&mut r, lo);
+            if self.single(r, hi) {
+                let p = self.payloads[r];
+                // §3.3: a leaf is stored where it differs from the previous
+                // leaf slot; internal slots in between are holes.
+                if !self.leafvec || last_leaf != Some(p) {
+                    leafvec |= 1 << slot;
+                    self.leaves.push(p);
+                    last_leaf = Some(p);
+                }
+            } else {
+                vector |= 1 << slot;
+                children[n_children] = (lo, r);
+                n_children += 1;
+            }
+        }
+        if self.leaves.len() > MAX_LEAVES {
+            return Err(PoptrieError::TooManyLeaves(self.leaves.len()));
+        }
+        let base1 = self.nodes.len();
+        if base1 + n_children > MAX_NODES {
+            return Err(PoptrieError::TooManyNodes(base1 + n_children));
+        }
+        self.nodes.resize(base1 + n_children, Node::default());
+        self.nodes[idx] = Node {
+            vector,
+            leafvec,
+            base0: base0 as u32,
+            base1: base1 as u32,
+        };
+        for (k, &(lo, r)) in children[..n_children].iter().enumerate() {
+            self.node(base1 + k, lo, offset + 6, r)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks() {
+        assert_eq!(low_mask(0), 0);
+        assert_eq!(low_mask(1), 1);
+        assert_eq!(low_mask(32), 0xffff_ffff);
+        assert_eq!(low_mask(128), u128::MAX);
+    }
+}

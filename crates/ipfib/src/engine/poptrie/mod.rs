@@ -1,0 +1,362 @@
+//! Poptrie (Asai and Ohara, SIGCOMM 2015), written from the paper: a
+//! 64-ary multiway trie (k = 6) whose nodes find their children and leaves
+//! by counting bits (popcount) instead of storing pointers.
+//!
+//! - **Nodes** (§3.2): `vector` marks the slots that hold an internal
+//!   child, `leafvec` the slots that start a run of leaves, `base1` is the
+//!   index of the first child and `base0` of the first leaf; children and
+//!   leaves of one node are contiguous, so slot `v`'s child is
+//!   `nodes[base1 + popcnt(vector & mask(v)) - 1]`.
+//! - **Leaf compression** (§3.3): with `leafvec`, a leaf is stored only
+//!   where its value differs from the previous *leaf* slot's; slots under
+//!   internal children are holes that neither store a leaf nor break a run.
+//!   Without it ("basic"), every leaf slot stores its leaf (`leafvec` is
+//!   then `!vector`, so the search is the same code).
+//! - **Direct pointing** (§3.4): the top `s` bits index a table of `2^s`
+//!   entries, each a leaf (bit 31 set) or the index of a root node;
+//!   `s = 0` means a single root.
+//! - **Route aggregation** (§3.5): the trie is built from the interval
+//!   compiler's output, which already merges neighbours with the same
+//!   payload; with value payloads equal neighbouring routes share leaves.
+//!   Compiling route ordinals instead (what `Compiled` does) is "no
+//!   aggregation": no two prefixes ever merge.
+//!
+//! IPv6 covers every length /0-/128: a node at bit offset `o` reads the 6
+//! bits `o..o + 6` of the address, padded with zeros past the last bit, so
+//! the deepest level is partial (e.g. `s = 18`: offsets 18, 24, ..., 126,
+//! whose slots read bits 126-127 and two zeros). Such a slot covers a
+//! single address and is always a leaf.
+//!
+//! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
+//! (single and batch lookups; the one popcount dispatch point).
+
+mod build;
+mod search;
+
+use crate::addr::Addr;
+use crate::intervals::{Intervals, NO_ROUTE};
+use crate::mem::LookupBuf;
+use std::fmt;
+use std::str::FromStr;
+
+/// Direct-pointing entries with this bit set are leaves (their payload in
+/// the low 31 bits, or `u32::MAX` for `NO_ROUTE`); others index `nodes`.
+const DIRECT_LEAF: u32 = 0x8000_0000;
+/// Largest payload a direct-pointing leaf can carry.
+const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
+
+/// One 64-ary internal node (§3.2): 24 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct Node {
+    /// Bit `v` set: slot `v` holds an internal child.
+    vector: u64,
+    /// Bit `v` set: slot `v` holds a leaf that starts a run.
+    leafvec: u64,
+    /// Index of this node's first leaf.
+    base0: u32,
+    /// Index of this node's first child.
+    base1: u32,
+}
+
+/// How the search counts bits: the one choice made per build (STYLE §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// `count_ones()` compiled for the baseline target (a bit-twiddling
+    /// sequence on x86-64 without `popcnt`); always available, always tested.
+    Scalar,
+    /// The search compiled with `popcnt`, `bmi1` and `bmi2` enabled
+    /// (x86-64): one `popcnt` per level.
+    Popcnt,
+}
+
+impl Kernel {
+    /// Every kernel, best first.
+    pub const ALL: [Kernel; 2] = [Kernel::Popcnt, Kernel::Scalar];
+
+    /// The best kernel this CPU supports.
+    pub fn detect() -> Kernel {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.is_supported())
+            .unwrap_or(Kernel::Scalar)
+    }
+
+    /// Whether this CPU can run the kernel.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Kernel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Popcnt => {
+                std::arch::is_x86_feature_detected!("popcnt")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Popcnt => false,
+        }
+    }
+
+    /// Every kernel this CPU supports (scalar always included).
+    pub fn supported() -> Vec<Kernel> {
+        Self::ALL.into_iter().filter(|k| k.is_supported()).collect()
+    }
+
+    /// Lower-case name, as accepted by `FromStr`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Scalar => "scalar",
+            Kernel::Popcnt => "popcnt",
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Kernel {
+    type Err = PoptrieError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| PoptrieError::UnknownKernel(s.to_string()))
+    }
+}
+
+/// Build options for [`Poptrie`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoptrieOptions {
+    /// Direct-pointing bits `s` (0 to [`PoptrieOptions::MAX_DIRECT_BITS`]);
+    /// `None`: [`PoptrieOptions::DEFAULT_DIRECT_BITS`].
+    pub direct_bits: Option<u8>,
+    /// Leaf compression with `leafvec` (§3.3); `false` builds the basic
+    /// Poptrie (one leaf per leaf slot), for comparison.
+    pub leafvec: bool,
+    /// Popcount kernel; `None` picks the best the CPU supports.
+    pub kernel: Option<Kernel>,
+}
+
+impl Default for PoptrieOptions {
+    fn default() -> Self {
+        PoptrieOptions {
+            direct_bits: None,
+            leafvec: true,
+            kernel: None,
+        }
+    }
+}
+
+impl PoptrieOptions {
+    /// Largest accepted `s` (a 64 MiB direct table).
+    pub const MAX_DIRECT_BITS: u8 = 24;
+    /// Default `s` for both families: 18, the paper's choice, and the
+    /// fastest of 0 / 16 / 18 in our measurements (BENCHMARKS.md,
+    /// "Poptrie (issue 3)").
+    pub const DEFAULT_DIRECT_BITS: u8 = 18;
+}
+
+/// Why a Poptrie could not be built (or configured).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PoptrieError {
+    #[error("direct-pointing bits {0} out of range (0..={max})", max = PoptrieOptions::MAX_DIRECT_BITS)]
+    DirectBits(u8),
+    #[error("popcount kernel {0} is not supported by this CPU")]
+    UnsupportedKernel(Kernel),
+    #[error("unknown poptrie kernel {0:?} (expected popcnt or scalar)")]
+    UnknownKernel(String),
+    #[error("payload {0} is too large (poptrie payloads must stay below 2^31 - 1)")]
+    PayloadTooLarge(u32),
+    #[error("{0} internal nodes is more than poptrie indexes (2^31)")]
+    TooManyNodes(usize),
+    #[error("{0} leaves is more than poptrie indexes (2^32)")]
+    TooManyLeaves(usize),
+    #[error("malformed intervals: {0}")]
+    InvalidIntervals(&'static str),
+}
+
+/// An address family Poptrie can search: the bit extraction it needs.
+pub trait Chunks: Addr {
+    #[doc(hidden)]
+    /// The top `s` bits as an index (`s <= 24`; 0 gives 0).
+    fn direct_index(self, s: u32) -> usize;
+    #[doc(hidden)]
+    /// `self << n` (`n < BITS`).
+    fn shl(self, n: u32) -> Self;
+    #[doc(hidden)]
+    /// The top 6 bits.
+    fn top6(self) -> usize;
+}
+
+macro_rules! impl_chunks {
+    ($t:ty) => {
+        impl Chunks for $t {
+            #[inline(always)]
+            fn direct_index(self, s: u32) -> usize {
+                // Two shifts so that s = 0 never shifts by the full width.
+                ((self >> 1) >> (<$t>::BITS - 1 - s)) as usize
+            }
+            #[inline(always)]
+            fn shl(self, n: u32) -> Self {
+                self << n
+            }
+            #[inline(always)]
+            fn top6(self) -> usize {
+                (self >> (<$t>::BITS - 6)) as usize
+            }
+        }
+    };
+}
+impl_chunks!(u32);
+impl_chunks!(u128);
+
+/// The Poptrie engine for one address family: answers `u32` payloads (as
+/// compiled into the intervals) or [`NO_ROUTE`].
+///
+/// Immutable once built: `Send + Sync`, lookups never allocate or lock.
+/// Payloads must be below `2^31 - 1` (so at least 2^31 - 1 distinct values
+/// or routes; larger ones are refused with [`PoptrieError::PayloadTooLarge`]).
+pub struct Poptrie<A: Chunks> {
+    direct: LookupBuf<u32>,
+    nodes: LookupBuf<Node>,
+    leaves: LookupBuf<u32>,
+    s: u32,
+    kernel: Kernel,
+    leafvec: bool,
+    _family: std::marker::PhantomData<A>,
+}
+
+impl<A: Chunks> Poptrie<A> {
+    /// Build from compiled intervals: one pass over the `2^s` buckets and,
+    /// per internal node, its 64 slots.
+    pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
+        let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
+        if !kernel.is_supported() {
+            return Err(PoptrieError::UnsupportedKernel(kernel));
+        }
+        let s = opts
+            .direct_bits
+            .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
+        if s > PoptrieOptions::MAX_DIRECT_BITS {
+            return Err(PoptrieError::DirectBits(s));
+        }
+        validate(iv)?;
+        if let Some(&p) = iv
+            .payloads
+            .iter()
+            .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
+        {
+            return Err(PoptrieError::PayloadTooLarge(p));
+        }
+        let built = build::build(iv, s as u32, opts.leafvec)?;
+        Ok(Poptrie {
+            direct: LookupBuf::from_slice(&built.direct),
+            nodes: LookupBuf::from_slice(&built.nodes),
+            leaves: LookupBuf::from_slice(&built.leaves),
+            s: s as u32,
+            kernel,
+            leafvec: opts.leafvec,
+            _family: std::marker::PhantomData,
+        })
+    }
+
+    /// Payload for `addr`, or [`NO_ROUTE`].
+    #[inline]
+    pub fn lookup(&self, addr: A) -> u32 {
+        search::lookup(self, addr)
+    }
+
+    /// Payloads for `addrs` into `out`, `M` addresses in flight.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    #[inline]
+    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        assert!(out.len() >= addrs.len(), "output shorter than input");
+        search::lookup_batch::<A, M>(self, addrs, out)
+    }
+
+    /// Direct-pointing bits `s`.
+    pub fn direct_bits(&self) -> u8 {
+        self.s as u8
+    }
+
+    /// The popcount kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Whether leaves are compressed with `leafvec`.
+    pub fn has_leafvec(&self) -> bool {
+        self.leafvec
+    }
+
+    /// Internal nodes (not counting the direct-pointing table).
+    pub fn internal_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Leaves stored in the leaf array (direct-pointing leaves not counted).
+    pub fn leaves(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// Entries of the direct-pointing table (`2^s`).
+    pub fn direct_entries(&self) -> usize {
+        self.direct.len()
+    }
+
+    /// Heap bytes: direct table (4 B/entry), nodes (24 B), leaves (4 B).
+    pub fn footprint_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.direct)
+            + std::mem::size_of_val(&*self.nodes)
+            + std::mem::size_of_val(&*self.leaves)
+    }
+}
+
+/// The shape `intervals::compile` guarantees, checked so that hand-made
+/// `Intervals` get an error instead of a panic in the build.
+fn validate<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
+    let bad = PoptrieError::InvalidIntervals;
+    if iv.starts.len() != iv.payloads.len() {
+        return Err(bad("starts and payloads differ in length"));
+    }
+    if iv.starts.first() != Some(&A::ZERO) {
+        return Err(bad("the first interval must start at address zero"));
+    }
+    if iv.starts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("interval starts must be strictly increasing"));
+    }
+    Ok(())
+}
+
+impl<A: Chunks> super::Engine<A> for Poptrie<A> {
+    type Options = PoptrieOptions;
+    type Error = PoptrieError;
+
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
+        Poptrie::build(iv, opts)
+    }
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        Poptrie::lookup(self, addr)
+    }
+    #[inline]
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        Poptrie::lookup_batch::<M>(self, addrs, out)
+    }
+    fn footprint_bytes(&self) -> usize {
+        Poptrie::footprint_bytes(self)
+    }
+    fn name(&self) -> String {
+        format!(
+            "poptrie[s={},{}{}]",
+            self.s,
+            self.kernel,
+            if self.leafvec { "" } else { ",basic" }
+        )
+    }
+}
