@@ -4,6 +4,7 @@
 //! were bad (the rest was processed), 2 the command could not run.
 
 mod bench;
+mod info;
 mod load;
 mod lookup;
 
@@ -28,6 +29,8 @@ enum Command {
     Lookup(lookup::Args),
     /// Benchmark the engines side by side (a built-in synthetic table by default).
     Bench(bench::Args),
+    /// Describe a table file: format, counts, lengths, values, peers, damage.
+    Info(info::Args),
 }
 
 /// How a command ended.
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lookup(a) => lookup::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Info(a) => info::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
