@@ -134,15 +134,85 @@ impl Origins {
     }
 }
 
-/// Per-origin peer counts for one prefix; small (one or two origins).
+/// A set of peer indices: a bitmap for the first 128 (every RouteViews
+/// and RIS collector today), a sorted list beyond. Sets, not counts, so
+/// that a prefix spread over several records (bird writes a plain and an
+/// ADD-PATH record per prefix) still counts each peer once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PeerSet {
+    Bits(u128),
+    List(Vec<u32>),
+}
+
+impl Default for PeerSet {
+    fn default() -> Self {
+        PeerSet::Bits(0)
+    }
+}
+
+impl PeerSet {
+    pub fn insert(&mut self, peer: u32) {
+        match self {
+            PeerSet::Bits(bits) if peer < 128 => *bits |= 1 << peer,
+            PeerSet::Bits(bits) => {
+                let mut list: Vec<u32> = (0..128).filter(|i| *bits & (1 << i) != 0).collect();
+                list.push(peer);
+                *self = PeerSet::List(list);
+            }
+            PeerSet::List(list) => {
+                if let Err(at) = list.binary_search(&peer) {
+                    list.insert(at, peer);
+                }
+            }
+        }
+    }
+
+    pub fn union(&mut self, other: &PeerSet) {
+        match (&mut *self, other) {
+            (PeerSet::Bits(a), PeerSet::Bits(b)) => *a |= *b,
+            (_, PeerSet::Bits(b)) => {
+                for i in (0..128).filter(|i| b & (1 << i) != 0) {
+                    self.insert(i);
+                }
+            }
+            (_, PeerSet::List(list)) => {
+                for &p in list {
+                    self.insert(p);
+                }
+            }
+        }
+    }
+
+    pub fn len(&self) -> u32 {
+        match self {
+            PeerSet::Bits(b) => b.count_ones(),
+            PeerSet::List(l) => l.len() as u32,
+        }
+    }
+}
+
+/// The peers behind each origin of one prefix; small (one or two origins).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Tally(pub Vec<(Origin, u32)>);
+pub(crate) struct Tally(pub Vec<(Origin, PeerSet)>);
 
 impl Tally {
-    pub fn add(&mut self, o: Origin, peers: u32) {
+    pub fn add(&mut self, o: Origin, peer: u32) {
         match self.0.iter_mut().find(|(k, _)| *k == o) {
-            Some((_, n)) => *n += peers,
-            None => self.0.push((o, peers)),
+            Some((_, peers)) => peers.insert(peer),
+            None => {
+                let mut peers = PeerSet::default();
+                peers.insert(peer);
+                self.0.push((o, peers));
+            }
+        }
+    }
+
+    pub fn merge(&mut self, other: Tally) {
+        for (o, peers) in other.0 {
+            match self.0.iter_mut().find(|(k, _)| *k == o) {
+                Some((_, mine)) => mine.union(&peers),
+                None => self.0.push((o, peers)),
+            }
         }
     }
 
@@ -150,7 +220,7 @@ impl Tally {
     pub fn winner(&self, origins: &Origins) -> Option<Origin> {
         self.0
             .iter()
-            .copied()
+            .map(|(o, peers)| (*o, peers.len()))
             .reduce(|best, c| {
                 if c.1 > best.1 || (c.1 == best.1 && origins.cmp(c.0, best.0).is_lt()) {
                     c
@@ -159,5 +229,47 @@ impl Tally {
                 }
             })
             .map(|(o, _)| o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_sets_count_each_peer_once() {
+        let mut a = PeerSet::default();
+        for p in [0, 5, 5, 127] {
+            a.insert(p);
+        }
+        assert_eq!(a.len(), 3);
+        let mut b = PeerSet::default();
+        b.insert(5);
+        b.insert(300);
+        b.insert(300);
+        assert_eq!(b.len(), 2);
+        a.union(&b);
+        assert_eq!(a.len(), 4);
+        let mut c = PeerSet::default();
+        c.insert(1);
+        c.union(&a);
+        assert_eq!(c.len(), 5);
+    }
+
+    #[test]
+    fn tally_winner_most_peers_then_lowest() {
+        let mut origins = Origins::default();
+        let set = origins.set(vec![7, 3, 7]);
+        assert_eq!(origins.text(set), "{3,7}");
+        let mut t = Tally::default();
+        t.add(Origin::Asn(20), 0);
+        t.add(Origin::Asn(10), 1);
+        t.add(set, 2);
+        assert_eq!(t.winner(&origins), Some(Origin::Asn(10)));
+        t.add(set, 3);
+        assert_eq!(t.winner(&origins), Some(set));
+        t.add(Origin::Asn(20), 3);
+        t.add(Origin::Asn(20), 3); // the same peer again: no extra vote
+        assert_eq!(t.winner(&origins), Some(Origin::Asn(20)));
     }
 }

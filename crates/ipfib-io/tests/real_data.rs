@@ -5,34 +5,12 @@
 //! with Python's `ipaddress.ip_network(strict=True)` for canonical distinct
 //! prefixes (no file has duplicates or host bits set) and distinct values.
 
+mod common;
+
+use common::{data_file, data_file_in};
 use ipfib_io::{read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
-
-/// The path of a data file, or `None` (after saying so) when the shared data
-/// is absent; in CI (`CI=true`) its absence is a failure.
-fn data_file(name: &str) -> Option<PathBuf> {
-    data_file_in(Path::new(DATA), name)
-}
-
-fn data_file_in(dir: &Path, name: &str) -> Option<PathBuf> {
-    if !dir.is_dir() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "../shared/data not found at {}, and CI=true requires it",
-                dir.display()
-            );
-        }
-        eprintln!(
-            "SKIPPED: ../shared/data not found (looked in {})",
-            dir.display()
-        );
-        return None;
-    }
-    Some(dir.join(name))
-}
+use std::path::Path;
 
 #[test]
 fn missing_data_skips_locally_and_fails_in_ci() {

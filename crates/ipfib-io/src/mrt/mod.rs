@@ -191,8 +191,8 @@ impl Replayer {
         match ev {
             Event::PeerState { peer, old, new, .. } => {
                 self.stats.state_changes += 1;
+                let p = peer_of(peer);
                 if *old == ESTABLISHED && *new != ESTABLISHED {
-                    let p = peer_of(peer);
                     self.builder.flush_peer(p);
                 }
             }

@@ -7,7 +7,7 @@
 //! into a per-prefix, per-peer map (announce replaces, withdraw removes, a
 //! session leaving Established flushes the peer) that is reduced at the end.
 
-use crate::policy::{Origin, Origins, PeerSelector, Tally, ValuePolicy};
+use crate::policy::{Origin, Origins, PeerSelector, PeerSet, Tally, ValuePolicy};
 use crate::read::Route;
 use ipfib::prefix::AnyPrefix;
 use std::collections::HashMap;
@@ -33,7 +33,7 @@ pub(crate) struct PeerRoute {
 #[derive(Debug)]
 enum Slot {
     Tally(Tally),
-    Count(u32),
+    Count(PeerSet),
     NextHop(Option<IpAddr>),
 }
 
@@ -124,8 +124,9 @@ impl RibBuilder {
         self.rib_entries += routes.len() as u64;
         let slot = self.reduce(routes);
         match self.slot_index.get(&prefix) {
-            // RFC 6396 puts all of a prefix's routes in one record; should a
-            // dump split them anyway, the records add up.
+            // RFC 6396 puts a prefix's routes in one record per subtype, but
+            // bird writes a plain and an ADD-PATH record for the same prefix:
+            // merge by peer sets, so each peer still counts once.
             Some(&i) => {
                 if let Some((_, _, old)) = self.slots.get_mut(i) {
                     merge(old, slot);
@@ -169,31 +170,17 @@ impl RibBuilder {
         match self.policy {
             ValuePolicy::OriginAsn => {
                 let mut tally = Tally::default();
-                for (i, r) in routes.iter().enumerate() {
-                    // One vote per peer per origin (ADD-PATH may repeat both).
-                    let before = routes.get(..i).unwrap_or(&[]);
-                    if !before
-                        .iter()
-                        .any(|b| b.peer == r.peer && b.origin == r.origin)
-                    {
-                        tally.add(r.origin, 1);
-                    }
+                for r in routes {
+                    tally.add(r.origin, r.peer);
                 }
                 Slot::Tally(tally)
             }
             ValuePolicy::PeerCount => {
-                let distinct = routes
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, r)| {
-                        !routes
-                            .get(..*i)
-                            .unwrap_or(&[])
-                            .iter()
-                            .any(|b| b.peer == r.peer)
-                    })
-                    .count();
-                Slot::Count(distinct as u32)
+                let mut peers = PeerSet::default();
+                for r in routes {
+                    peers.insert(r.peer);
+                }
+                Slot::Count(peers)
             }
             ValuePolicy::NextHop(_) => Slot::NextHop(
                 routes
@@ -242,7 +229,7 @@ impl RibBuilder {
                     }
                     self.origins.text(o)
                 }
-                Slot::Count(n) => n.to_string(),
+                Slot::Count(peers) => peers.len().to_string(),
                 Slot::NextHop(Some(nh)) => nh.to_string(),
                 Slot::NextHop(None) => {
                     stats.without_value += 1;
@@ -261,12 +248,8 @@ impl RibBuilder {
 
 fn merge(old: &mut Slot, new: Slot) {
     match (old, new) {
-        (Slot::Tally(a), Slot::Tally(b)) => {
-            for (o, n) in b.0 {
-                a.add(o, n);
-            }
-        }
-        (Slot::Count(a), Slot::Count(b)) => *a += b,
+        (Slot::Tally(a), Slot::Tally(b)) => a.merge(b),
+        (Slot::Count(a), Slot::Count(b)) => a.union(&b),
         (Slot::NextHop(a), Slot::NextHop(b)) => {
             if a.is_none() {
                 *a = b;
