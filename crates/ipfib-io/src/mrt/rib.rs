@@ -47,8 +47,10 @@ pub(crate) struct RibBuilder {
     /// Reduced prefixes in first-seen order, with the record they came from.
     slots: Vec<(AnyPrefix, u64, Slot)>,
     slot_index: HashMap<AnyPrefix, usize>,
-    /// Replayed routes (TABLE_DUMP, BGP4MP), reduced in `finish`.
-    replay: HashMap<AnyPrefix, (u64, Vec<PeerRoute>)>,
+    /// Replayed routes (TABLE_DUMP, BGP4MP), reduced in `finish`: the
+    /// record first seen in, an arrival number (several prefixes share a
+    /// record; the output order must not depend on hashing), the routes.
+    replay: HashMap<AnyPrefix, (u64, u64, Vec<PeerRoute>)>,
     pub rib_entries: u64,
 }
 
@@ -142,7 +144,11 @@ impl RibBuilder {
     /// Replay: `route` replaces the same peer's route (and path id) for `prefix`.
     pub fn announce(&mut self, prefix: AnyPrefix, record: u64, route: PeerRoute) {
         self.rib_entries += 1;
-        let (_, routes) = self.replay.entry(prefix).or_insert((record, Vec::new()));
+        let arrival = self.replay.len() as u64;
+        let (_, _, routes) = self
+            .replay
+            .entry(prefix)
+            .or_insert((record, arrival, Vec::new()));
         match routes
             .iter_mut()
             .find(|r| r.peer == route.peer && r.path_id == route.path_id)
@@ -154,14 +160,14 @@ impl RibBuilder {
 
     /// Replay: remove the peer's route (and path id) for `prefix`.
     pub fn withdraw(&mut self, prefix: AnyPrefix, peer: u32, path_id: u32) {
-        if let Some((_, routes)) = self.replay.get_mut(&prefix) {
+        if let Some((_, _, routes)) = self.replay.get_mut(&prefix) {
             routes.retain(|r| !(r.peer == peer && r.path_id == path_id));
         }
     }
 
     /// Replay: the peer's session went down; its routes go with it.
     pub fn flush_peer(&mut self, peer: u32) {
-        for (_, routes) in self.replay.values_mut() {
+        for (_, _, routes) in self.replay.values_mut() {
             routes.retain(|r| r.peer != peer);
         }
     }
@@ -194,8 +200,8 @@ impl RibBuilder {
     /// The routes, in first-seen order, and what the reduction found.
     pub fn finish(mut self) -> (Vec<Route>, ReduceStats, RibBuilder) {
         let mut replay: Vec<_> = std::mem::take(&mut self.replay).into_iter().collect();
-        replay.sort_by_key(|(_, (record, _))| *record);
-        for (prefix, (record, routes)) in replay {
+        replay.sort_by_key(|(_, (_, arrival, _))| *arrival);
+        for (prefix, (record, _, routes)) in replay {
             if routes.is_empty() {
                 continue;
             }
