@@ -1,8 +1,15 @@
 //! One framed record's body through bgpkit-parser
 //! (`parse_mrt_body(type, subtype, Bytes)`), sorted into what the loaders
-//! use. RIB_GENERIC records for unicast IPv4/IPv6, which bgpkit-parser
-//! 0.23 does not parse, are rewritten as the equivalent RIB_IPV4/IPV6
-//! record first (the layouts differ only by the AFI/SAFI fields).
+//! use. Two rewrites happen first, both keeping the RFC 6396 layout:
+//! - RIB_GENERIC records for unicast IPv4/IPv6, which bgpkit-parser 0.23
+//!   does not parse, become the equivalent RIB_IPV4/IPV6 record (the
+//!   layouts differ only by the AFI/SAFI fields);
+//! - in RIB_IPV4/IPV6_UNICAST records (the bulk of a dump), each entry's
+//!   path attributes are cut to the ones a value policy reads (ORIGIN,
+//!   AS_PATH, NEXT_HOP, MP_REACH_NLRI, AS4_PATH): communities and the rest
+//!   are most of the parsing and allocation bgpkit-parser would do, for
+//!   nothing. A body the walk cannot follow goes to bgpkit-parser whole, so
+//!   its error names the problem.
 
 use super::frame::Frame;
 use super::rib::PeerInfo;
@@ -39,8 +46,10 @@ pub(crate) enum Body {
     Unsupported,
 }
 
-/// Parse one body; `Err` carries bgpkit-parser's reason.
-pub(crate) fn parse(frame: &Frame) -> Result<Body, String> {
+/// Parse one body, cutting RIB entries' attributes to `kept` (attribute
+/// type codes; see [`kept_attributes`]); `Err` carries bgpkit-parser's
+/// reason.
+pub(crate) fn parse(frame: &Frame, kept: &[u8]) -> Result<Body, String> {
     let (entry_type, mut subtype, mut body) = (frame.entry_type, frame.subtype, frame.body.clone());
     match entry_type {
         TABLE_DUMP if matches!(subtype, 1 | 2) => {}
@@ -54,6 +63,9 @@ pub(crate) fn parse(frame: &Frame) -> Result<Body, String> {
             }
             if is_multicast(subtype) {
                 return Ok(Body::Unsupported);
+            }
+            if let Some(slim) = slim_rib(subtype, &body, kept) {
+                body = slim;
             }
         }
         _ => return Ok(Body::Unsupported),
@@ -125,4 +137,65 @@ fn rib_generic_as_afi(subtype: u16, body: &Bytes) -> Option<(u16, Bytes)> {
     out.put_slice(body.get(..4)?);
     out.put_slice(body.get(7..)?);
     Some((u16::from(as_subtype), out.freeze()))
+}
+
+/// The path attribute types (RFC 4271, 4760, 6793) a policy reads: ORIGIN
+/// always (bgpkit-parser records a warning when a mandatory attribute is
+/// missing), AS_PATH and AS4_PATH for origins, NEXT_HOP and MP_REACH_NLRI
+/// for next hops.
+pub(crate) fn kept_attributes(origin: bool, next_hop: bool) -> Vec<u8> {
+    let mut kept = vec![1];
+    if origin {
+        kept.extend_from_slice(&[2, 17]);
+    }
+    if next_hop {
+        kept.extend_from_slice(&[3, 14]);
+    }
+    kept
+}
+
+/// A RIB_IPV4/IPV6_UNICAST body (ADD-PATH too) with each entry's path
+/// attributes cut to `kept`; `None` for other subtypes or a body whose
+/// structure does not hold together.
+fn slim_rib(subtype: u16, body: &[u8], kept: &[u8]) -> Option<Bytes> {
+    let addpath = match subtype {
+        2 | 4 => false,
+        8 | 10 => true,
+        _ => return None,
+    };
+    let mut out = BytesMut::with_capacity(body.len());
+    let prefix_bytes = usize::from(*body.get(4)?).div_ceil(8);
+    let head = 4 + 1 + prefix_bytes + 2; // sequence, length, prefix, entry count
+    let count = u16::from_be_bytes([*body.get(head - 2)?, *body.get(head - 1)?]);
+    out.put_slice(body.get(..head)?);
+    let mut at = head;
+    let fixed = if addpath { 10 } else { 6 }; // peer index, time, path id
+    for _ in 0..count {
+        out.put_slice(body.get(at..at + fixed)?);
+        at += fixed;
+        let len = usize::from(u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]));
+        let attrs = body.get(at + 2..at + 2 + len)?;
+        at += 2 + len;
+        let len_at = out.len();
+        out.put_u16(0);
+        let mut a = 0;
+        while a < attrs.len() {
+            let flags = *attrs.get(a)?;
+            let kind = *attrs.get(a + 1)?;
+            let (hdr, value) = if flags & 0x10 != 0 {
+                (4, usize::from(u16::from_be_bytes([*attrs.get(a + 2)?, *attrs.get(a + 3)?])))
+            } else {
+                (3, usize::from(*attrs.get(a + 2)?))
+            };
+            let whole = attrs.get(a..a + hdr + value)?;
+            if kept.contains(&kind) {
+                out.put_slice(whole);
+            }
+            a += hdr + value;
+        }
+        let kept = u16::try_from(out.len() - len_at - 2).ok()?;
+        out.get_mut(len_at..len_at + 2)?.copy_from_slice(&kept.to_be_bytes());
+    }
+    out.put_slice(body.get(at..)?);
+    Some(out.freeze())
 }

@@ -63,6 +63,10 @@ pub(crate) fn load(
     let mut scratch = Vec::new();
     let mut events = Vec::new();
     let mut framer = Framer::new(reader);
+    let kept = body::kept_attributes(
+        policy == ValuePolicy::OriginAsn,
+        matches!(policy, ValuePolicy::NextHop(_)),
+    );
     while let Some(frame) = framer.next_frame() {
         let frame = match frame {
             Ok(f) => f,
@@ -79,7 +83,7 @@ pub(crate) fn load(
         };
         report.records += 1;
         let record = report.records;
-        let applied = body::parse(&frame).and_then(|b| match b {
+        let applied = body::parse(&frame, &kept).and_then(|b| match b {
             Body::Unsupported => {
                 report.unsupported((frame.entry_type, frame.subtype));
                 Ok(())
@@ -365,7 +369,8 @@ impl<R: BufRead> MrtEvents<R> {
             };
             self.report.records += 1;
             self.buf.clear();
-            let result = body::parse(&frame).and_then(|b| match b {
+            // Update streams carry no RIB entries to cut.
+            let result = body::parse(&frame, &[]).and_then(|b| match b {
                 Body::Bgp4mp(m) => updates::events(&frame, m, &mut self.buf),
                 Body::Unsupported => {
                     self.report.unsupported((frame.entry_type, frame.subtype));
