@@ -68,7 +68,9 @@ fn table(data: &[u8], format: Format, value: Option<ValuePolicy>) {
         assert!(r.errors.len() as u64 <= r.bad);
         // Nothing wrong leniently: strict reads the same table.
         if r.bad == 0 && r.damage.is_none() {
-            let s = strict.as_ref().expect("strict fails where lenient found nothing");
+            let s = strict
+                .as_ref()
+                .expect("strict fails where lenient found nothing");
             assert_eq!(s.routes, l.routes);
         }
     }

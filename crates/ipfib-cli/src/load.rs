@@ -101,8 +101,12 @@ pub fn load_file(
 /// draws nothing when stderr is not a terminal.
 fn progress(finished: mpsc::Receiver<()>, read: &AtomicU64, size: u64) {
     // The sender is dropped when loading ends: `Disconnected`, not `Timeout`.
-    let still_loading =
-        |wait| matches!(finished.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Timeout));
+    let still_loading = |wait| {
+        matches!(
+            finished.recv_timeout(wait),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        )
+    };
     if !still_loading(Duration::from_secs(1)) {
         return;
     }

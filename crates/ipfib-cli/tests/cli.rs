@@ -527,7 +527,12 @@ fn wrong_and_unknown_formats() {
     assert_eq!(run.stdout, "10.1.2.3 - -\n");
     assert!(run.stderr.contains("damaged at byte 0"), "{run:?}");
     assert!(run.stderr.contains("unknown MRT type"), "{run:?}");
-    let run = lookup(&table, &["--format", "mrt", "--strict"], &["10.1.2.3"], None);
+    let run = lookup(
+        &table,
+        &["--format", "mrt", "--strict"],
+        &["10.1.2.3"],
+        None,
+    );
     assert_cannot_run(&run, &["damaged at byte 0"]);
     let run = lookup(&table, &["--format", "csv"], &["10.1.2.3"], None);
     assert_cannot_run(&run, &["csv"]);

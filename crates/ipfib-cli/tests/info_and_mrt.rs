@@ -36,7 +36,11 @@ fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn info_json(path: &std::path::Path, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec!["info".to_string(), path.display().to_string(), "--json".into()];
+    let mut args = vec![
+        "info".to_string(),
+        path.display().to_string(),
+        "--json".into(),
+    ];
     args.extend(extra.iter().map(|s| s.to_string()));
     let run = ipfib(&args, None);
     let v = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
@@ -64,7 +68,11 @@ fn info_json_has_the_contract_fields() {
     let run = ipfib(&["info", path.to_str().unwrap()], None);
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("format: text"), "{}", run.stdout);
-    assert!(run.stdout.contains("prefixes: 2 IPv4, 1 IPv6"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("prefixes: 2 IPv4, 1 IPv6"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -83,15 +91,28 @@ fn info_exit_statuses() {
     let run = ipfib(&["info", "/nonexistent/table"], None);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("/nonexistent/table"));
-    let run = ipfib(&["info", bad.to_str().unwrap(), "--value", "peer-count"], None);
+    let run = ipfib(
+        &["info", bad.to_str().unwrap(), "--value", "peer-count"],
+        None,
+    );
     assert_eq!(run.code, 2, "a policy on a text table: {}", run.stderr);
 }
 
 #[test]
 fn truncated_dumps_report_their_damage_offset() {
     for (name, offset, records, prefixes) in [
-        ("rib.20140523.0600.first1MiB.mrt.bz2", 15_273_283u64, 9073u64, ("prefixes_v4", 9072u64)),
-        ("rib6.20260730.1400.first1MiB.mrt.bz2", 15_707_590, 11_038, ("prefixes_v6", 11_037)),
+        (
+            "rib.20140523.0600.first1MiB.mrt.bz2",
+            15_273_283u64,
+            9073u64,
+            ("prefixes_v4", 9072u64),
+        ),
+        (
+            "rib6.20260730.1400.first1MiB.mrt.bz2",
+            15_707_590,
+            11_038,
+            ("prefixes_v6", 11_037),
+        ),
     ] {
         let Some(path) = data_file(name) else {
             return;
@@ -109,7 +130,10 @@ fn truncated_dumps_report_their_damage_offset() {
         assert!(!stderr.contains("loading"), "{stderr}");
         let (code, _, stderr) = info_json(&path, &["--strict"]);
         assert_eq!(code, 2);
-        assert!(stderr.contains(&format!("damaged at byte {offset}")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("damaged at byte {offset}")),
+            "{stderr}"
+        );
     }
 }
 
@@ -135,9 +159,16 @@ fn lookup_on_a_bzip2_rib_dump() {
         input.push('\n');
         want.push_str(&format!("{addr} {p} {v}\n"));
     }
-    let run = ipfib(&["lookup", "--table", path.to_str().unwrap()], Some(input.as_bytes()));
+    let run = ipfib(
+        &["lookup", "--table", path.to_str().unwrap()],
+        Some(input.as_bytes()),
+    );
     assert_eq!(run.code, 1, "damage makes it exit 1: {}", run.stderr);
-    assert!(run.stderr.contains("damaged at byte 12131168"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("damaged at byte 12131168"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stdout, want);
 }
 
@@ -148,12 +179,57 @@ fn lookup_value_policies_on_a_sample() {
     };
     let t = path.to_str().unwrap();
     let run = ipfib(&["lookup", "--table", t, "172.17.0.1"], None);
-    assert_eq!((run.code, run.stdout.as_str()), (0, "172.17.0.1 172.17.0.0/24 64512\n"), "{}", run.stderr);
-    let run = ipfib(&["lookup", "--table", t, "--value", "next-hop", "--peer", "0", "172.17.0.1"], None);
-    assert_eq!(run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n", "{}", run.stderr);
-    let run = ipfib(&["lookup", "--table", t, "--peer", "192.168.0.10", "172.17.0.1"], None);
-    assert_eq!(run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n", "{}", run.stderr);
-    let run = ipfib(&["lookup", "--table", t, "--value", "peer-count", "172.17.0.1"], None);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "172.17.0.1 172.17.0.0/24 64512\n"),
+        "{}",
+        run.stderr
+    );
+    let run = ipfib(
+        &[
+            "lookup",
+            "--table",
+            t,
+            "--value",
+            "next-hop",
+            "--peer",
+            "0",
+            "172.17.0.1",
+        ],
+        None,
+    );
+    assert_eq!(
+        run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n",
+        "{}",
+        run.stderr
+    );
+    let run = ipfib(
+        &[
+            "lookup",
+            "--table",
+            t,
+            "--peer",
+            "192.168.0.10",
+            "172.17.0.1",
+        ],
+        None,
+    );
+    assert_eq!(
+        run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n",
+        "{}",
+        run.stderr
+    );
+    let run = ipfib(
+        &[
+            "lookup",
+            "--table",
+            t,
+            "--value",
+            "peer-count",
+            "172.17.0.1",
+        ],
+        None,
+    );
     assert_eq!(run.stdout, "172.17.0.1 172.17.0.0/24 1\n", "{}", run.stderr);
     for bad in [
         &["--value", "next-hop"][..],

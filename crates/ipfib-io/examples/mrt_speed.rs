@@ -15,6 +15,7 @@
 //!   most bgpkit users iterate);
 //! - `ipfib-io load_table`: framing, `parse_mrt_body`, the origin-asn
 //!   table (one value per prefix), everything kept.
+//!
 //! Files other than MRT (text tables) time `load_table` alone.
 
 use bgpkit_parser::BgpkitParser;

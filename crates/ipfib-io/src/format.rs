@@ -49,7 +49,10 @@ impl Format {
     /// `read_routes` family); MRT and update streams go through
     /// [`load_table`](crate::load_table).
     pub fn is_line_table(self) -> bool {
-        matches!(self, Format::Auto | Format::Text | Format::Ipasn | Format::Pfx2as)
+        matches!(
+            self,
+            Format::Auto | Format::Text | Format::Ipasn | Format::Pfx2as
+        )
     }
 
     /// The line format `Auto` resolves to in the line readers, given the

@@ -63,7 +63,10 @@ pub fn open_maybe_compressed(path: &Path) -> Result<Box<dyn BufRead + Send>, Rea
 
 /// Open `path`; when `progress` is given, it counts the file's (compressed)
 /// bytes read so far, for a progress bar.
-pub(crate) fn open_input(path: &Path, progress: Option<Arc<AtomicU64>>) -> Result<Input, ReadError> {
+pub(crate) fn open_input(
+    path: &Path,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<Input, ReadError> {
     let io_error = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -140,7 +143,7 @@ struct ZstdFrames<R: Read> {
 enum ZstdState<R: Read> {
     /// Between frames: the source, positioned at the next frame (or its end).
     Between(BufReader<R>),
-    InFrame(ZstdDecoder<BufReader<R>>),
+    InFrame(Box<ZstdDecoder<BufReader<R>>>),
     Done,
 }
 
@@ -162,7 +165,7 @@ impl<R: Read> Read for ZstdFrames<R> {
                         return Ok(0);
                     }
                     let frame = ZstdDecoder::new(source).map_err(io::Error::other)?;
-                    self.state = ZstdState::InFrame(frame);
+                    self.state = ZstdState::InFrame(Box::new(frame));
                 }
                 ZstdState::InFrame(mut frame) => {
                     let n = frame.read(buf)?;

@@ -45,7 +45,10 @@ impl<R: BufRead> TextEvents<R> {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
-                    let kind = if e.get_ref().is_some_and(|i| i.is::<crate::input::LineTooLong>()) {
+                    let kind = if e
+                        .get_ref()
+                        .is_some_and(|i| i.is::<crate::input::LineTooLong>())
+                    {
                         DamageKind::LineTooLong {
                             limit: crate::input::MAX_LINE_BYTES,
                         }
@@ -143,7 +146,10 @@ mod tests {
 
     #[test]
     fn lines() {
-        let e = parse_update("1418774413 a 206.152.15.0/24 195.66.226.74", HostBits::Reject);
+        let e = parse_update(
+            "1418774413 a 206.152.15.0/24 195.66.226.74",
+            HostBits::Reject,
+        );
         let Ok(Some(Event::Update(u))) = e else {
             panic!("{e:?}")
         };
@@ -157,7 +163,13 @@ mod tests {
             }
         );
         let w = parse_update("1418774413 w 202.70.88.0/21 0.0.0.0", HostBits::Reject);
-        assert!(matches!(w, Ok(Some(Event::Update(Update { change: Change::Withdraw, .. })))));
+        assert!(matches!(
+            w,
+            Ok(Some(Event::Update(Update {
+                change: Change::Withdraw,
+                ..
+            })))
+        ));
         assert_eq!(parse_update("  # x", HostBits::Reject), Ok(None));
         assert_eq!(parse_update("", HostBits::Reject), Ok(None));
         for bad in [

@@ -173,7 +173,14 @@ where
                 let error = ReadError::Binary {
                     path: path.to_path_buf(),
                 };
-                return Err(damage_behind(error, reader, &mut buf, (line, offset), path, compression));
+                return Err(damage_behind(
+                    error,
+                    reader,
+                    &mut buf,
+                    (line, offset),
+                    path,
+                    compression,
+                ));
             }
             format = Format::sniff(start);
         }
@@ -197,7 +204,14 @@ where
             },
         };
         if let Err(e) = f(result) {
-            return Err(damage_behind(e, reader, &mut buf, (line, offset), path, compression));
+            return Err(damage_behind(
+                e,
+                reader,
+                &mut buf,
+                (line, offset),
+                path,
+                compression,
+            ));
         }
     }
     if format == Format::Auto {

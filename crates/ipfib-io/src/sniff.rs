@@ -66,9 +66,7 @@ pub(crate) fn line_format(line: &[u8]) -> Format {
         {
             Format::Updates
         }
-        [addr, len, _]
-            if addr.parse::<IpAddr>().is_ok() && len.parse::<u8>().is_ok() =>
-        {
+        [addr, len, _] if addr.parse::<IpAddr>().is_ok() && len.parse::<u8>().is_ok() => {
             Format::Pfx2as
         }
         _ => Format::Text,

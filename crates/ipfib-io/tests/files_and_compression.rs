@@ -97,7 +97,11 @@ fn truncated_gzip_is_damage_naming_the_file_and_line() {
     };
     assert!(line > 1 && line <= 20_000, "line {line}");
     // Every line of big_table() before `line` is complete.
-    let want_offset: usize = big_table().lines().take(line as usize - 1).map(|l| l.len() + 1).sum();
+    let want_offset: usize = big_table()
+        .lines()
+        .take(line as usize - 1)
+        .map(|l| l.len() + 1)
+        .sum();
     assert_eq!(offset, want_offset as u64);
     let want = format!(
         "{}: damaged gzip stream (at line {line}, byte {offset} decompressed): ",
@@ -128,7 +132,10 @@ fn corrupt_gzip_is_damage_not_a_panic() {
     ] {
         let path = s.write(name, &bytes);
         let (e, msg) = read_error(&path, &LoadOptions::default());
-        assert!(matches!(e, ReadError::DamagedStream { .. }), "{name}: {e:?}");
+        assert!(
+            matches!(e, ReadError::DamagedStream { .. }),
+            "{name}: {e:?}"
+        );
         assert!(
             msg.starts_with(&format!("{}: damaged gzip stream", path.display())),
             "{msg}"
@@ -153,7 +160,10 @@ fn corrupt_gzip_is_damage_not_a_panic() {
     tail.extend_from_slice(b"garbage");
     let path = s.write("tail.gz", &tail);
     let (e, _) = read_error(&path, &LoadOptions::default());
-    assert!(matches!(e, ReadError::DamagedStream { line: 5, .. }), "{e:?}");
+    assert!(
+        matches!(e, ReadError::DamagedStream { line: 5, .. }),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -201,14 +211,20 @@ fn damaged_bzip2_and_zstd_are_damage_not_a_panic() {
         let cut = &bytes[..bytes.len() * 2 / 3];
         let path = s.write(name, cut);
         let (e, msg) = read_error(&path, &LoadOptions::default());
-        assert!(matches!(e, ReadError::DamagedStream { .. }), "{name}: {e:?}");
+        assert!(
+            matches!(e, ReadError::DamagedStream { .. }),
+            "{name}: {e:?}"
+        );
         assert!(msg.contains("damaged"), "{msg}");
         let mut flipped = bytes.clone();
         for b in flipped.iter_mut().skip(bytes.len() / 2).take(8) {
             *b ^= 0xa5;
         }
         let path = s.write(name, &flipped);
-        assert!(read_routes(&path, &LoadOptions::default()).is_err(), "{name}");
+        assert!(
+            read_routes(&path, &LoadOptions::default()).is_err(),
+            "{name}"
+        );
     }
 }
 

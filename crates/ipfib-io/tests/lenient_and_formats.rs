@@ -67,7 +67,12 @@ fn bad_lines_are_skipped_and_counted_or_fail_when_strict() {
     let e = from(&text, Format::Pfx2as, true).unwrap_err();
     assert_eq!(e.line(), Some(5));
     // Text tables the same way.
-    let l = from("10.0.0.0/8 1\nnot a line\n10.1.0.0/16 2\n", Format::Text, false).unwrap();
+    let l = from(
+        "10.0.0.0/8 1\nnot a line\n10.1.0.0/16 2\n",
+        Format::Text,
+        false,
+    )
+    .unwrap();
     assert_eq!((l.routes.len(), l.report.bad, l.report.records), (2, 1, 3));
 }
 
@@ -80,12 +85,19 @@ fn auto_sniffs_every_format_and_lists_what_it_tried() {
         ("1418774413 a 1.0.0.0/24 195.66.226.74\n", Format::Updates),
         ("", Format::Text),
     ] {
-        assert_eq!(from(text, Format::Auto, false).unwrap().report.format, want, "{text:?}");
+        assert_eq!(
+            from(text, Format::Auto, false).unwrap().report.format,
+            want,
+            "{text:?}"
+        );
     }
     let e = from("\u{1}\u{2}garbage that is no format", Format::Auto, false).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, ReadError::UnknownFormat { .. }));
-    assert!(msg.starts_with("t: unrecognised format; tried mrt ("), "{msg}");
+    assert!(
+        msg.starts_with("t: unrecognised format; tried mrt ("),
+        "{msg}"
+    );
     assert!(msg.contains("ipasn, pfx2as, updates, text"), "{msg}");
 }
 
@@ -122,14 +134,23 @@ fn text_updates_replay_to_the_final_fib_and_iterate_as_events() {
     };
     assert!(load_table_from(Cursor::new(UPDATES.as_bytes().to_vec()), "u", &opts).is_ok());
 
-    let events: Vec<Event> = read_updates_from(Cursor::new(UPDATES.as_bytes().to_vec()), "u", &Default::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let events: Vec<Event> = read_updates_from(
+        Cursor::new(UPDATES.as_bytes().to_vec()),
+        "u",
+        &Default::default(),
+    )
+    .unwrap()
+    .map(Result::unwrap)
+    .collect();
     assert_eq!(events.len(), 5);
     // A bad line is skipped and counted; strict stops at it.
     let bad = format!("{UPDATES}1418774416 x 10.3.0.0/16 1.1.1.1\n");
-    let mut r = read_updates_from(Cursor::new(bad.clone().into_bytes()), "u", &Default::default()).unwrap();
+    let mut r = read_updates_from(
+        Cursor::new(bad.clone().into_bytes()),
+        "u",
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(r.by_ref().count(), 5);
     assert_eq!(r.report().bad, 1);
     assert_eq!(r.report().errors[0].line(), Some(7));
@@ -137,7 +158,9 @@ fn text_updates_replay_to_the_final_fib_and_iterate_as_events() {
         strict: true,
         ..Default::default()
     };
-    let results: Vec<_> = read_updates_from(Cursor::new(bad.into_bytes()), "u", &strict).unwrap().collect();
+    let results: Vec<_> = read_updates_from(Cursor::new(bad.into_bytes()), "u", &strict)
+        .unwrap()
+        .collect();
     assert!(results.last().unwrap().is_err());
 }
 
@@ -149,13 +172,24 @@ fn line_tables_refuse_a_value_policy() {
     };
     let e = load_table_from(Cursor::new(b"10.0.0.0/8 1\n".to_vec()), "t", &opts).unwrap_err();
     assert!(matches!(e, ReadError::Policy { .. }));
-    assert!(e.to_string().contains("a text table carries its own value"), "{e}");
+    assert!(
+        e.to_string().contains("a text table carries its own value"),
+        "{e}"
+    );
 }
 
 /// A table long enough that a cut lands mid-stream.
 fn big_table() -> String {
     (0..20_000u32)
-        .map(|i| format!("{}.{}.{}.0/24 {}\n", 1 + i / 65536, (i / 256) % 256, i % 256, i))
+        .map(|i| {
+            format!(
+                "{}.{}.{}.0/24 {}\n",
+                1 + i / 65536,
+                (i / 256) % 256,
+                i % 256,
+                i
+            )
+        })
         .collect()
 }
 
@@ -170,7 +204,11 @@ fn truncated_compressed_text_keeps_every_complete_line() {
     ] {
         let path = s.write(name, &bytes[..bytes.len() * 3 / 5]);
         let l = load_table(&path, &TableOptions::default()).unwrap();
-        let d = l.report.damage.as_ref().unwrap_or_else(|| panic!("{name}: no damage"));
+        let d = l
+            .report
+            .damage
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no damage"));
         assert_eq!(d.kind, DamageKind::Stream, "{name}");
         assert!(d.stream_error.is_some());
         let n = l.routes.len();
@@ -203,6 +241,11 @@ fn a_line_without_end_is_bounded() {
     let l = load_table_from(Cursor::new(text), "t", &opts).unwrap();
     assert_eq!(l.routes.len(), 1);
     let d = l.report.damage.unwrap();
-    assert_eq!(d.kind, DamageKind::LineTooLong { limit: MAX_LINE_BYTES });
+    assert_eq!(
+        d.kind,
+        DamageKind::LineTooLong {
+            limit: MAX_LINE_BYTES
+        }
+    );
     assert_eq!(d.offset, 13);
 }

@@ -51,8 +51,8 @@ fn value_policies_on_a_small_dump() {
     assert_eq!(
         table(&l),
         map(&[
-            ("10.0.0.0/8", "100"),          // two peers say 100, one 200
-            ("10.1.0.0/16", "200"),         // 300 and 200 tie: the lowest
+            ("10.0.0.0/8", "100"),               // two peers say 100, one 200
+            ("10.1.0.0/16", "200"),              // 300 and 200 tie: the lowest
             ("192.168.0.0/22", "{65009,65010}"), // the path ends in an AS_SET
             ("198.51.100.0/24", "400"),
         ])
@@ -77,7 +77,9 @@ fn value_policies_on_a_small_dump() {
         ])
     );
     let by_index = Some(ValuePolicy::NextHop(PeerSelector::Index(2)));
-    let by_addr = Some(ValuePolicy::NextHop(PeerSelector::Addr("192.0.2.3".parse().unwrap())));
+    let by_addr = Some(ValuePolicy::NextHop(PeerSelector::Addr(
+        "192.0.2.3".parse().unwrap(),
+    )));
     let want = map(&[
         ("10.0.0.0/8", "192.0.2.3"),
         ("10.1.0.0/16", "192.0.2.3"),
@@ -89,7 +91,12 @@ fn value_policies_on_a_small_dump() {
         // The prefix that peer has no route for is left out, and counted.
         assert_eq!(l.report.mrt.as_ref().unwrap().reduce.without_value, 1);
     }
-    let e = load(&bytes, Some(ValuePolicy::NextHop(PeerSelector::Index(9))), false).unwrap_err();
+    let e = load(
+        &bytes,
+        Some(ValuePolicy::NextHop(PeerSelector::Index(9))),
+        false,
+    )
+    .unwrap_err();
     assert!(matches!(e, ReadError::Policy { .. }), "{e}");
     assert!(e.to_string().contains("no peer with index 9"), "{e}");
 }
@@ -98,13 +105,21 @@ fn value_policies_on_a_small_dump() {
 fn cut_at_every_byte_loads_every_complete_record() {
     let (bytes, starts) = mrt::small_rib();
     let full = load(&bytes, None, false).unwrap();
-    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([bytes.len()]).collect();
+    let ends: Vec<usize> = starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain([bytes.len()])
+        .collect();
     for cut in 0..bytes.len() {
         let l = load(&bytes[..cut], None, false).unwrap();
         let complete = ends.iter().filter(|&&e| e <= cut).count();
         assert_eq!(l.report.records, complete as u64, "cut {cut}");
         match &l.report.damage {
-            None => assert!(starts.contains(&cut) || cut == 0, "cut {cut}: damage missed"),
+            None => assert!(
+                starts.contains(&cut) || cut == 0,
+                "cut {cut}: damage missed"
+            ),
             Some(d) => {
                 let start = starts[complete];
                 assert_eq!(d.offset, start as u64, "cut {cut}");
@@ -157,7 +172,12 @@ fn framing_damage_kinds() {
     let l = load(&huge, None, false).unwrap();
     let d = l.report.damage.as_ref().unwrap();
     assert_eq!((d.offset, d.records_before), (starts[2] as u64, 2));
-    assert_eq!(d.kind, DamageKind::Oversized { length: u32::MAX as u64 });
+    assert_eq!(
+        d.kind,
+        DamageKind::Oversized {
+            length: u32::MAX as u64
+        }
+    );
     assert_eq!(table(&l), map(&[("10.0.0.0/8", "100")]));
 
     // Garbage after the last record: framing lost there.
@@ -199,7 +219,11 @@ fn a_body_that_does_not_parse_is_skipped_and_counted() {
         matches!(e, ReadError::BadRecord { record: 3, offset, entry_type: 13, subtype: 2, .. } if *offset == starts[2] as u64),
         "{e:?}"
     );
-    assert!(e.to_string().starts_with(&format!("rib.mrt: MRT record 3 at byte {}", starts[2])), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("rib.mrt: MRT record 3 at byte {}", starts[2])),
+        "{e}"
+    );
     assert_eq!(l.routes.len(), 3, "the other records are loaded");
     let e = load(&bytes, None, true).unwrap_err();
     assert!(matches!(e, ReadError::BadRecord { .. }), "{e}");
@@ -212,15 +236,30 @@ fn bgp4mp_replay_and_events() {
     let attrs = |origin| mrt::attributes(&[64501, origin], &[], ip("192.0.2.1"));
     let attrs_b = mrt::attributes(&[64502, 777], &[64800, 64700], ip("192.0.2.2"));
     let stream = [
-        mrt::bgp4mp_update(false, peer_a, &[], &attrs(100), &[(ip("10.0.0.0"), 8), (ip("10.2.0.0"), 16)]),
-        mrt::bgp4mp_update(true, peer_b, &[], &attrs_b, &[(ip("10.0.0.0"), 8), (ip("10.3.0.0"), 16)]),
+        mrt::bgp4mp_update(
+            false,
+            peer_a,
+            &[],
+            &attrs(100),
+            &[(ip("10.0.0.0"), 8), (ip("10.2.0.0"), 16)],
+        ),
+        mrt::bgp4mp_update(
+            true,
+            peer_b,
+            &[],
+            &attrs_b,
+            &[(ip("10.0.0.0"), 8), (ip("10.3.0.0"), 16)],
+        ),
         mrt::bgp4mp_update(false, peer_a, &[(ip("10.2.0.0"), 16)], &[], &[]),
         mrt::state_change(peer_b, 6, 1), // B's session drops: its routes go
         mrt::bgp4mp_update(false, peer_a, &[], &attrs(200), &[(ip("10.4.0.0"), 16)]),
     ]
     .concat();
     let l = load(&stream, None, false).unwrap();
-    assert_eq!(table(&l), map(&[("10.0.0.0/8", "100"), ("10.4.0.0/16", "200")]));
+    assert_eq!(
+        table(&l),
+        map(&[("10.0.0.0/8", "100"), ("10.4.0.0/16", "200")])
+    );
     let m = l.report.mrt.as_ref().unwrap();
     assert_eq!((m.announcements, m.withdrawals, m.state_changes), (5, 1, 1));
 
@@ -245,9 +284,18 @@ fn bgp4mp_replay_and_events() {
     assert_eq!(next_hop.unwrap().to_string(), "192.0.2.2");
     assert_eq!(
         as_path.as_deref().unwrap(),
-        [AsSegment::Sequence(vec![64502, 777]), AsSegment::Set(vec![64800, 64700])]
+        [
+            AsSegment::Sequence(vec![64502, 777]),
+            AsSegment::Set(vec![64800, 64700])
+        ]
     );
-    assert!(matches!(events[4], Event::Update(Update { change: Change::Withdraw, .. })));
+    assert!(matches!(
+        events[4],
+        Event::Update(Update {
+            change: Change::Withdraw,
+            ..
+        })
+    ));
     assert!(matches!(events[5], Event::PeerState { old: 6, new: 1, .. }));
 }
 
@@ -266,13 +314,31 @@ fn shared_samples_cut_and_flipped() {
         let bytes = std::fs::read(&path).unwrap();
         let whole = load(&bytes, None, false).unwrap();
         let starts = record_starts(&bytes);
-        assert_eq!(starts.len() as u64, whole.report.records, "{}", path.display());
+        assert_eq!(
+            starts.len() as u64,
+            whole.report.records,
+            "{}",
+            path.display()
+        );
         for cut in (0..bytes.len()).step_by(7) {
             let l = load(&bytes[..cut], None, false).unwrap();
-            let complete = starts.iter().filter(|&&s| s + 12 <= cut && end(&bytes, s) <= cut).count();
-            assert_eq!(l.report.records, complete as u64, "{} cut {cut}", path.display());
+            let complete = starts
+                .iter()
+                .filter(|&&s| s + 12 <= cut && end(&bytes, s) <= cut)
+                .count();
+            assert_eq!(
+                l.report.records,
+                complete as u64,
+                "{} cut {cut}",
+                path.display()
+            );
             let at_boundary = cut == 0 || starts.contains(&cut);
-            assert_eq!(l.report.damage.is_none(), at_boundary, "{} cut {cut}", path.display());
+            assert_eq!(
+                l.report.damage.is_none(),
+                at_boundary,
+                "{} cut {cut}",
+                path.display()
+            );
         }
         for i in (0..bytes.len()).step_by(3) {
             let mut b = bytes.clone();

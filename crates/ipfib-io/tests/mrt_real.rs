@@ -69,13 +69,22 @@ fn check(e: &Expect) {
                     "{}: {d}",
                     e.name
                 );
-                assert!(d.stream_error.is_some(), "{}: the bzip2 stream is cut too", e.name);
+                assert!(
+                    d.stream_error.is_some(),
+                    "{}: the bzip2 stream is cut too",
+                    e.name
+                );
                 assert_eq!(r.bytes, at, "{}", e.name);
             }
             (got, want) => panic!("{}: damage {got:?}, expected at {want:?}", e.name),
         }
         let m = r.mrt.as_ref().expect("MRT stats");
-        assert_eq!(m.peers.iter().flatten().count(), e.peers, "{}: peers", e.name);
+        assert_eq!(
+            m.peers.iter().flatten().count(),
+            e.peers,
+            "{}: peers",
+            e.name
+        );
         assert_eq!(m.rib_entries, e.rib_entries, "{}: routes", e.name);
         assert_eq!(
             (m.announcements, m.withdrawals, m.state_changes),
@@ -84,10 +93,18 @@ fn check(e: &Expect) {
             e.name
         );
         if policy == ValuePolicy::OriginAsn {
-            assert_eq!(m.reduce.multi_origin, e.multi_origin, "{}: multi-origin", e.name);
+            assert_eq!(
+                m.reduce.multi_origin, e.multi_origin,
+                "{}: multi-origin",
+                e.name
+            );
             assert_eq!(m.reduce.as_set_origins, e.as_set_origins, "{}", e.name);
         }
-        let v4 = loaded.routes.iter().filter(|r| r.prefix.family() == 4).count() as u64;
+        let v4 = loaded
+            .routes
+            .iter()
+            .filter(|r| r.prefix.family() == 4)
+            .count() as u64;
         let v6 = loaded.routes.len() as u64 - v4;
         let values: std::collections::HashSet<&str> =
             loaded.routes.iter().map(|r| r.value.as_str()).collect();
@@ -241,7 +258,10 @@ fn update_streams_as_typed_events() {
         ("mrt-samples/bird_bgp", (14, 0, 12, true)),
         ("mrt-samples/openbgpd_bgp", (93, 0, 16, false)),
         ("mrt-samples/quagga_bgp", (18, 0, 20, false)),
-        ("linx-update.20141217.0000-p52.txt.gz", (18_141, 5_305, 0, false)),
+        (
+            "linx-update.20141217.0000-p52.txt.gz",
+            (18_141, 5_305, 0, false),
+        ),
     ] {
         let Some(path) = data_file(name) else {
             return;

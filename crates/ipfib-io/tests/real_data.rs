@@ -11,7 +11,9 @@
 mod common;
 
 use common::{data_file, data_file_in};
-use ipfib_io::{load_table, read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes, TableOptions};
+use ipfib_io::{
+    load_table, read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes, TableOptions,
+};
 use std::collections::HashSet;
 use std::path::Path;
 

@@ -14,7 +14,8 @@
 use super::frame::Frame;
 use super::rib::PeerInfo;
 use bgpkit_parser::models::{
-    Bgp4MpEnum, Bgp4MpType, MrtMessage, RibEntry, TableDumpMessage, TableDumpV2Message, TableDumpV2Type,
+    Bgp4MpEnum, Bgp4MpType, MrtMessage, RibEntry, TableDumpMessage, TableDumpV2Message,
+    TableDumpV2Type,
 };
 use bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body;
 use bgpkit_parser::ParserError;
@@ -79,7 +80,11 @@ pub(crate) fn parse(frame: &Frame, kept: &[u8]) -> Result<Body, String> {
         MrtMessage::TableDumpMessage(m) => Body::TableDump(vec![m]),
         MrtMessage::TableDumpMessageBatch(ms) => Body::TableDump(ms),
         MrtMessage::TableDumpV2Message(TableDumpV2Message::PeerIndexTable(t)) => {
-            let len = t.id_peer_map.keys().max().map_or(0, |&m| usize::from(m) + 1);
+            let len = t
+                .id_peer_map
+                .keys()
+                .max()
+                .map_or(0, |&m| usize::from(m) + 1);
             let mut peers = vec![None; len];
             for (&i, p) in &t.id_peer_map {
                 if let Some(slot) = peers.get_mut(usize::from(i)) {
@@ -183,7 +188,10 @@ fn slim_rib(subtype: u16, body: &[u8], kept: &[u8]) -> Option<Bytes> {
             let flags = *attrs.get(a)?;
             let kind = *attrs.get(a + 1)?;
             let (hdr, value) = if flags & 0x10 != 0 {
-                (4, usize::from(u16::from_be_bytes([*attrs.get(a + 2)?, *attrs.get(a + 3)?])))
+                (
+                    4,
+                    usize::from(u16::from_be_bytes([*attrs.get(a + 2)?, *attrs.get(a + 3)?])),
+                )
             } else {
                 (3, usize::from(*attrs.get(a + 2)?))
             };
@@ -194,7 +202,8 @@ fn slim_rib(subtype: u16, body: &[u8], kept: &[u8]) -> Option<Bytes> {
             a += hdr + value;
         }
         let kept = u16::try_from(out.len() - len_at - 2).ok()?;
-        out.get_mut(len_at..len_at + 2)?.copy_from_slice(&kept.to_be_bytes());
+        out.get_mut(len_at..len_at + 2)?
+            .copy_from_slice(&kept.to_be_bytes());
     }
     out.put_slice(body.get(at..)?);
     Some(out.freeze())

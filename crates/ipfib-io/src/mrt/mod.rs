@@ -99,7 +99,13 @@ pub(crate) fn load(
                     let peer = u32::from(e.peer_index);
                     let path_id = e.path_id.unwrap_or(0);
                     let family = prefix.family();
-                    scratch.push(route(&mut rib.builder, peer, path_id, &e.attributes, family));
+                    scratch.push(route(
+                        &mut rib.builder,
+                        peer,
+                        path_id,
+                        &e.attributes,
+                        family,
+                    ));
                 }
                 rib.builder.add_rib(prefix, record, &scratch);
                 Ok(())
@@ -241,7 +247,13 @@ impl Replayer {
 }
 
 /// A RIB entry's route, reading only what the policy needs.
-fn route(builder: &mut RibBuilder, peer: u32, path_id: u32, attrs: &Attributes, family: u8) -> PeerRoute {
+fn route(
+    builder: &mut RibBuilder,
+    peer: u32,
+    path_id: u32,
+    attrs: &Attributes,
+    family: u8,
+) -> PeerRoute {
     let origin = if builder.wants_origin() {
         let peer_asn = builder.peer_asn(peer);
         origin_of(attrs, peer_asn, &mut builder.origins)

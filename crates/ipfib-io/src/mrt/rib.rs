@@ -103,14 +103,23 @@ impl RibBuilder {
     }
 
     pub fn peer_asn(&self, peer: u32) -> Option<u32> {
-        self.peers.get(peer as usize).copied().flatten().map(|p| p.asn)
+        self.peers
+            .get(peer as usize)
+            .copied()
+            .flatten()
+            .map(|p| p.asn)
     }
 
     pub fn is_selected(&self, peer: u32) -> bool {
         match self.policy {
             ValuePolicy::NextHop(PeerSelector::Index(i)) => peer == i,
             ValuePolicy::NextHop(PeerSelector::Addr(a)) => {
-                self.peers.get(peer as usize).copied().flatten().map(|p| p.addr) == Some(a)
+                self.peers
+                    .get(peer as usize)
+                    .copied()
+                    .flatten()
+                    .map(|p| p.addr)
+                    == Some(a)
             }
             _ => false,
         }
@@ -256,11 +265,7 @@ fn merge(old: &mut Slot, new: Slot) {
     match (old, new) {
         (Slot::Tally(a), Slot::Tally(b)) => a.merge(b),
         (Slot::Count(a), Slot::Count(b)) => a.union(&b),
-        (Slot::NextHop(a), Slot::NextHop(b)) => {
-            if a.is_none() {
-                *a = b;
-            }
-        }
+        (Slot::NextHop(a @ None), Slot::NextHop(b)) => *a = b,
         _ => {}
     }
 }

@@ -45,7 +45,9 @@ pub(crate) fn events(frame: &Frame, msg: Bgp4MpEnum, out: &mut Vec<Event>) -> Re
                 }))
             };
             let attrs = &u.attributes;
-            let unreach = attrs.get_unreachable_nlri().filter(|n| n.safi == Safi::Unicast);
+            let unreach = attrs
+                .get_unreachable_nlri()
+                .filter(|n| n.safi == Safi::Unicast);
             for p in u
                 .withdrawn_prefixes
                 .iter()
@@ -53,7 +55,9 @@ pub(crate) fn events(frame: &Frame, msg: Bgp4MpEnum, out: &mut Vec<Event>) -> Re
             {
                 out.push(update(p, Change::Withdraw)?);
             }
-            let reach = attrs.get_reachable_nlri().filter(|n| n.safi == Safi::Unicast);
+            let reach = attrs
+                .get_reachable_nlri()
+                .filter(|n| n.safi == Safi::Unicast);
             if u.announced_prefixes.is_empty() && reach.is_none() {
                 return Ok(());
             }
