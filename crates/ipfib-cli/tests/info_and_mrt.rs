@@ -178,59 +178,23 @@ fn lookup_value_policies_on_a_sample() {
         return;
     };
     let t = path.to_str().unwrap();
-    let run = ipfib(&["lookup", "--table", t, "172.17.0.1"], None);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (0, "172.17.0.1 172.17.0.0/24 64512\n"),
-        "{}",
-        run.stderr
-    );
-    let run = ipfib(
-        &[
-            "lookup",
-            "--table",
-            t,
-            "--value",
-            "next-hop",
-            "--peer",
-            "0",
-            "172.17.0.1",
-        ],
-        None,
-    );
-    assert_eq!(
-        run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n",
-        "{}",
-        run.stderr
-    );
-    let run = ipfib(
-        &[
-            "lookup",
-            "--table",
-            t,
-            "--peer",
-            "192.168.0.10",
-            "172.17.0.1",
-        ],
-        None,
-    );
-    assert_eq!(
-        run.stdout, "172.17.0.1 172.17.0.0/24 192.168.0.10\n",
-        "{}",
-        run.stderr
-    );
-    let run = ipfib(
-        &[
-            "lookup",
-            "--table",
-            t,
-            "--value",
-            "peer-count",
-            "172.17.0.1",
-        ],
-        None,
-    );
-    assert_eq!(run.stdout, "172.17.0.1 172.17.0.0/24 1\n", "{}", run.stderr);
+    for (flags, want) in [
+        (&[][..], "64512"),
+        (&["--value", "next-hop", "--peer", "0"], "192.168.0.10"),
+        (&["--peer", "192.168.0.10"], "192.168.0.10"),
+        (&["--value", "peer-count"], "1"),
+    ] {
+        let mut args = vec!["lookup", "--table", t];
+        args.extend_from_slice(flags);
+        args.push("172.17.0.1");
+        let run = ipfib(&args, None);
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        assert_eq!(
+            run.stdout,
+            format!("172.17.0.1 172.17.0.0/24 {want}\n"),
+            "{flags:?}"
+        );
+    }
     for bad in [
         &["--value", "next-hop"][..],
         &["--peer", "99"],

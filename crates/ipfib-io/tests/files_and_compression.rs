@@ -3,26 +3,11 @@
 
 mod common;
 
-use common::{gzip, read_error, Scratch};
+use common::{big_table, gzip, read_error, Scratch};
 use ipfib_io::{open_maybe_compressed, read_routes, Format, LoadOptions, ReadError};
 use std::io::Read;
 
 const TABLE: &str = "# t\n10.0.0.0/8 1\n2001:db8::/32 2\n10.0.0.0/8 3\n";
-
-/// A table long enough that damage in the middle leaves whole lines before it.
-fn big_table() -> String {
-    (0..20_000u32)
-        .map(|i| {
-            format!(
-                "{}.{}.{}.0/24 {}\n",
-                1 + i / 65536,
-                (i / 256) % 256,
-                i % 256,
-                i
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn gzip_is_detected_by_magic_not_by_name() {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{gzip, Scratch};
+use common::{big_table, gzip, Scratch};
 use ipfib_io::{
     load_table, load_table_from, read_updates_from, DamageKind, Event, Format, HostBits,
     PeerSelector, ReadError, TableLoad, TableOptions, ValuePolicy, MAX_LINE_BYTES,
@@ -176,21 +176,6 @@ fn line_tables_refuse_a_value_policy() {
         e.to_string().contains("a text table carries its own value"),
         "{e}"
     );
-}
-
-/// A table long enough that a cut lands mid-stream.
-fn big_table() -> String {
-    (0..20_000u32)
-        .map(|i| {
-            format!(
-                "{}.{}.{}.0/24 {}\n",
-                1 + i / 65536,
-                (i / 256) % 256,
-                i % 256,
-                i
-            )
-        })
-        .collect()
 }
 
 #[test]

@@ -134,10 +134,15 @@ impl RibBuilder {
     pub fn add_rib(&mut self, prefix: AnyPrefix, record: u64, routes: &[PeerRoute]) {
         self.rib_entries += routes.len() as u64;
         let slot = self.reduce(routes);
+        self.put(prefix, record, slot);
+    }
+
+    /// Keep `slot` for `prefix`, merged into what the prefix already has:
+    /// RFC 6396 puts a prefix's routes in one record per subtype, but bird
+    /// writes a plain and an ADD-PATH record for the same prefix; merging by
+    /// peer sets counts each peer once.
+    fn put(&mut self, prefix: AnyPrefix, record: u64, slot: Slot) {
         match self.slot_index.get(&prefix) {
-            // RFC 6396 puts a prefix's routes in one record per subtype, but
-            // bird writes a plain and an ADD-PATH record for the same prefix:
-            // merge by peer sets, so each peer still counts once.
             Some(&i) => {
                 if let Some((_, _, old)) = self.slots.get_mut(i) {
                     merge(old, slot);
@@ -215,17 +220,7 @@ impl RibBuilder {
                 continue;
             }
             let slot = self.reduce(&routes);
-            match self.slot_index.get(&prefix) {
-                Some(&i) => {
-                    if let Some((_, _, old)) = self.slots.get_mut(i) {
-                        merge(old, slot);
-                    }
-                }
-                None => {
-                    self.slot_index.insert(prefix, self.slots.len());
-                    self.slots.push((prefix, record, slot));
-                }
-            }
+            self.put(prefix, record, slot);
         }
         let mut stats = ReduceStats::default();
         let mut out = Vec::with_capacity(self.slots.len());

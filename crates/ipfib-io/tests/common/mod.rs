@@ -124,3 +124,19 @@ pub fn bzip2(bytes: &[u8]) -> Vec<u8> {
 pub fn zstd(bytes: &[u8]) -> Vec<u8> {
     ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
 }
+
+/// A 20,000-line text table (value i on line i + 1), long enough that damage
+/// in the middle of its compressed form leaves whole lines before it.
+pub fn big_table() -> String {
+    (0..20_000u32)
+        .map(|i| {
+            format!(
+                "{}.{}.{}.0/24 {}\n",
+                1 + i / 65536,
+                (i / 256) % 256,
+                i % 256,
+                i
+            )
+        })
+        .collect()
+}
