@@ -118,6 +118,7 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
     json!({
         "file": file.display().to_string(),
         "format": r.format.name(),
+        "compression": r.compression.name(),
         "records": r.records,
         "bytes": r.bytes,
         "prefixes_v4": s.v4,
@@ -146,7 +147,7 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
 
 fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
     println!("file: {}", file.display());
-    println!("format: {}", r.format);
+    println!("format: {} ({})", r.format, r.compression.name());
     println!("records: {} ({} bytes decompressed)", r.records, r.bytes);
     println!("prefixes: {} IPv4, {} IPv6", s.v4, s.v6);
     println!("distinct values: {}", s.values);

@@ -96,6 +96,8 @@ pub const KEPT_ERRORS: usize = 10;
 pub struct Report {
     /// The format the input was read as (never `Auto`).
     pub format: Format,
+    /// How the file was compressed.
+    pub compression: crate::input::Compression,
     /// Lines (text formats, comments included) or MRT records framed whole.
     pub records: u64,
     /// Lines or records that were skipped because they did not parse.

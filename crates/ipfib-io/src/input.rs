@@ -16,8 +16,9 @@ use std::sync::Arc;
 const BUFFER_BYTES: usize = 256 * 1024;
 
 /// How the bytes of an input are stored, by magic bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
+    #[default]
     None,
     Gzip,
     Bzip2,

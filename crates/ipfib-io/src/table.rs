@@ -84,7 +84,7 @@ fn load_stream(
 ) -> Result<TableLoad, ReadError> {
     let (format, mut reader) = resolve(reader, path, opts.format)?;
     let policy = policy_for(format, opts.value, path)?;
-    match format {
+    let mut loaded = match format {
         Format::Mrt => {
             let (routes, report) =
                 crate::mrt::load(&mut reader, path, policy.unwrap_or_default(), opts.strict)?;
@@ -103,7 +103,9 @@ fn load_stream(
             Ok(TableLoad { routes, report })
         }
         _ => load_lines(reader, compression, path, format, opts),
-    }
+    }?;
+    loaded.report.compression = compression;
+    Ok(loaded)
 }
 
 /// The format to read: as asked, or sniffed from the head of the stream
