@@ -230,6 +230,28 @@ fn a_body_that_does_not_parse_is_skipped_and_counted() {
 }
 
 #[test]
+fn unicast_rib_generic_reads_like_rib_ipv4_and_the_rest_is_unsupported() {
+    let peers = mrt::peer_table(&[(ip("192.0.2.1"), 64501)]);
+    let rib = mrt::rib_ipv4(
+        0,
+        ip("10.0.0.0"),
+        8,
+        &[(0, mrt::attributes(&[64501, 100], &[], ip("192.0.2.1")))],
+    );
+    let plain = load(&[peers.clone(), rib.clone()].concat(), None, false).unwrap();
+    let generic = [peers.clone(), mrt::rib_generic(1, 1, &rib)].concat();
+    let l = load(&generic, None, false).unwrap();
+    assert_eq!(table(&l), table(&plain));
+    assert_eq!(table(&l), map(&[("10.0.0.0/8", "100")]));
+    assert!(!l.report.has_problems());
+    // SAFI 128 (VPN): not a unicast table; counted, not read.
+    let vpn = [peers, mrt::rib_generic(1, 128, &rib)].concat();
+    let l = load(&vpn, None, false).unwrap();
+    assert!(l.routes.is_empty());
+    assert_eq!(l.report.unsupported, [((13, 6), 1)]);
+}
+
+#[test]
 fn bgp4mp_replay_and_events() {
     let peer_a = (ip("192.0.2.1"), 64501);
     let peer_b = (ip("192.0.2.2"), 64502);

@@ -76,6 +76,17 @@ pub fn rib_ipv4(seq: u32, addr: Ipv4Addr, len: u8, entries: &[(u16, Vec<u8>)]) -
     record(13, 2, &b)
 }
 
+/// RIB_GENERIC (subtype 6) for `afi`/`safi`: the RIB_IPV4_UNICAST layout
+/// with AFI and SAFI after the sequence number.
+pub fn rib_generic(afi: u16, safi: u8, rib_ipv4_record: &[u8]) -> Vec<u8> {
+    let body = &rib_ipv4_record[12..];
+    let mut b = body[..4].to_vec();
+    b.extend_from_slice(&afi.to_be_bytes());
+    b.push(safi);
+    b.extend_from_slice(&body[4..]);
+    record(13, 6, &b)
+}
+
 /// BGP4MP_MESSAGE_AS4 (or BGP4MP_ET when `et`) carrying one UPDATE from
 /// an IPv4 peer.
 pub fn bgp4mp_update(
