@@ -83,7 +83,7 @@ for spec in \
         [ -f "$dir/table.v$fam.txt" ] || continue
         traces="$dir/uniform.v$fam.trace,$dir/matched.v$fam.trace"
         "$bin" bench --table "$dir/table.v$fam.txt" --trace "$traces" \
-            --engines planb,radix --batch 1,16,32 --runs "$runs" --pin "$cpu" \
+            --engines planb,poptrie,radix --batch 1,16,32 --runs "$runs" --pin "$cpu" \
             --json "$dir/ipfib.v$fam.json" >&2
         for d in "${drivers[@]}"; do
             for a in $(algos "$d" "$fam"); do

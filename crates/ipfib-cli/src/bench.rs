@@ -178,6 +178,7 @@ pub fn run(args: Args) -> CmdResult {
                 table: path.clone(),
                 format: args.format.clone(),
                 mask_host_bits: args.mask_host_bits,
+                ..Default::default()
             })?;
             let name = path.file_name().map_or_else(
                 || path.display().to_string(),

@@ -1,49 +1,178 @@
-//! Loading a table file into both families' route tables.
+//! Loading a table file into both families' route tables, leniently by
+//! default: what is complete is loaded, damage and skipped records are
+//! reported on stderr (and make the exit status 1), `--strict` fails
+//! instead. Bad lines in text tables stay fatal (the text format's
+//! contract: an error naming the line).
 
 use ipfib::prefix::{AnyPrefix, HostBits};
 use ipfib::table::Table;
-use ipfib_io::{read_routes, Format, LoadOptions};
-use std::path::PathBuf;
+use ipfib_io::{
+    load_table_with_progress, Format, PeerSelector, Report, Route, TableLoad, TableOptions,
+    ValuePolicy,
+};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 /// Table options shared by the commands.
-#[derive(clap::Args, Clone, Debug)]
+#[derive(clap::Args, Clone, Debug, Default)]
 pub struct TableArgs {
-    /// Routing table file: text (`PREFIX/LEN VALUE`) or pyasn IPASN;
-    /// gzip-compressed files are read transparently.
+    /// Routing table file: text (`PREFIX/LEN VALUE`), pyasn IPASN, CAIDA
+    /// pfx2as, MRT (RIB dump or BGP4MP updates), text updates; gzip, bzip2
+    /// and zstd are read transparently.
     #[arg(long)]
     pub table: PathBuf,
-    /// File format: auto, text, ipasn (pfx2as and mrt arrive with the MRT reader).
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Clear host bits (`10.0.0.1/8` becomes `10.0.0.0/8`) instead of
     /// rejecting the line.
     #[arg(long)]
     pub mask_host_bits: bool,
+    /// MRT / updates: the value of a prefix: origin-asn (the origin announced
+    /// by the most peers, ties to the lowest ASN; the MRT default),
+    /// next-hop (of the peer given by --peer), peer-count.
+    #[arg(long)]
+    pub value: Option<String>,
+    /// With --value next-hop: the peer, by index (PEER_INDEX_TABLE order,
+    /// else first appearance) or address.
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Fail at the first damaged or unparsable record instead of loading
+    /// what is complete and reporting the rest.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// A loaded table.
 pub struct Loaded {
     pub table: Table<String>,
+    /// Damage, skipped records or unsupported records were reported on
+    /// stderr: the command should exit 1 when it is done.
+    pub had_problems: bool,
 }
 
-/// Read the file and insert its routes in file order (the later duplicate wins).
-pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
+/// The table options the arguments ask for.
+pub fn table_options(args: &TableArgs) -> Result<TableOptions, Box<dyn std::error::Error>> {
     let format: Format = args.format.parse()?;
-    let opts = LoadOptions {
+    let peer = args
+        .peer
+        .as_deref()
+        .map(str::parse::<PeerSelector>)
+        .transpose()?;
+    let value = match (&args.value, peer) {
+        (None, None) => None,
+        (None, Some(p)) => Some(ValuePolicy::NextHop(p)),
+        (Some(name), p) => Some(ValuePolicy::from_name(name, p)?),
+    };
+    Ok(TableOptions {
         format,
         host_bits: if args.mask_host_bits {
             HostBits::Mask
         } else {
             HostBits::Reject
         },
+        value,
+        strict: args.strict,
+    })
+}
+
+/// Read the file (with a progress bar on a terminal when it takes over a
+/// second) and report what went wrong on stderr.
+pub fn load_file(
+    path: &Path,
+    opts: &TableOptions,
+) -> Result<(TableLoad, Duration), Box<dyn std::error::Error>> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let read = Arc::new(AtomicU64::new(0));
+    let (done, finished) = mpsc::channel::<()>();
+    let start = Instant::now();
+    let loaded = std::thread::scope(|s| {
+        s.spawn(|| progress(finished, &read, size));
+        let r = load_table_with_progress(path, opts, Some(Arc::clone(&read)));
+        drop(done);
+        r
+    })?;
+    Ok((loaded, start.elapsed()))
+}
+
+/// A progress bar over the file's bytes, shown after one second; indicatif
+/// draws nothing when stderr is not a terminal.
+fn progress(finished: mpsc::Receiver<()>, read: &AtomicU64, size: u64) {
+    // The sender is dropped when loading ends: `Disconnected`, not `Timeout`.
+    let still_loading = |wait| {
+        matches!(
+            finished.recv_timeout(wait),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        )
     };
-    let loaded = read_routes(&args.table, &opts)?;
+    if !still_loading(Duration::from_secs(1)) {
+        return;
+    }
+    let bar = indicatif::ProgressBar::new(size);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("loading {bar:40} {bytes}/{total_bytes} ({eta})")
+    {
+        bar.set_style(style);
+    }
+    loop {
+        bar.set_position(read.load(Ordering::Relaxed));
+        if !still_loading(Duration::from_millis(100)) {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+}
+
+/// Print what a lenient load skipped or where it stopped; whether anything was.
+pub fn report_problems(path: &Path, report: &Report) -> bool {
+    for e in &report.errors {
+        eprintln!("ipfib: {e}");
+    }
+    if report.bad > report.errors.len() as u64 {
+        eprintln!(
+            "ipfib: {}: {} bad lines or records in all (the first {} shown)",
+            path.display(),
+            report.bad,
+            report.errors.len()
+        );
+    }
+    for ((t, s), n) in &report.unsupported {
+        eprintln!(
+            "ipfib: {}: {n} MRT records of type {t} subtype {s} not read (unsupported)",
+            path.display()
+        );
+    }
+    if let Some(d) = &report.damage {
+        eprintln!("ipfib: {}: {d}; loaded what was complete", path.display());
+    }
+    report.has_problems()
+}
+
+/// Read the file and insert its routes in file order (the later duplicate wins).
+pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
+    let opts = table_options(args)?;
+    let (mut loaded, _) = load_file(&args.table, &opts)?;
+    // A bad line in a text table is an error naming the line (exit 2).
+    if loaded.report.format.is_line_table() && !loaded.report.errors.is_empty() {
+        return Err(Box::new(loaded.report.errors.swap_remove(0)));
+    }
+    let had_problems = report_problems(&args.table, &loaded.report);
+    Ok(Loaded {
+        table: table_of(loaded.routes)?,
+        had_problems,
+    })
+}
+
+/// Insert routes in order into a compacted table.
+pub fn table_of(routes: Vec<Route>) -> Result<Table<String>, Box<dyn std::error::Error>> {
     let mut table = Table::new();
-    for r in loaded.routes {
+    for r in routes {
         table.insert(r.prefix, r.value)?;
     }
     table.compact();
-    Ok(Loaded { table })
+    Ok(table)
 }
 
 /// Build a table from in-memory routes (the synthetic generators).

@@ -91,7 +91,8 @@ pub fn run(args: Args) -> CmdResult {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut bad = 0usize;
+    // Damage or skipped records in the table (reported by `load`): exit 1.
+    let mut bad = usize::from(loaded.had_problems);
     // Answer one address; Ok(false) when the text was not an address.
     let answer = |text: &str,
                   out: &mut BufWriter<io::StdoutLock>,

@@ -5,6 +5,7 @@
 
 mod bench;
 mod engines;
+mod info;
 mod load;
 mod lookup;
 
@@ -29,6 +30,8 @@ enum Command {
     Lookup(lookup::Args),
     /// Benchmark the engines side by side (a built-in synthetic table by default).
     Bench(bench::Args),
+    /// Describe a table file: format, counts, lengths, values, peers, damage.
+    Info(info::Args),
 }
 
 /// How a command ended.
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Lookup(a) => lookup::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Info(a) => info::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

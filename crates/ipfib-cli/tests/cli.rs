@@ -545,11 +545,23 @@ fn bad_poptrie_direct_bits_exit_2() {
 }
 
 #[test]
-fn unsupported_and_unknown_formats_exit_2() {
+fn wrong_and_unknown_formats() {
     let s = Scratch::new("mrt");
     let table = s.write("table.txt", TABLE);
+    // A text file read as MRT: framing fails at byte 0, nothing loads, the
+    // damage is reported, the address is still answered (exit 1).
     let run = lookup(&table, &["--format", "mrt"], &["10.1.2.3"], None);
-    assert_cannot_run(&run, &["mrt", "not supported"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "10.1.2.3 - -\n");
+    assert!(run.stderr.contains("damaged at byte 0"), "{run:?}");
+    assert!(run.stderr.contains("unknown MRT type"), "{run:?}");
+    let run = lookup(
+        &table,
+        &["--format", "mrt", "--strict"],
+        &["10.1.2.3"],
+        None,
+    );
+    assert_cannot_run(&run, &["damaged at byte 0"]);
     let run = lookup(&table, &["--format", "csv"], &["10.1.2.3"], None);
     assert_cannot_run(&run, &["csv"]);
 }
@@ -819,10 +831,15 @@ fn gzip_tables_are_read_transparently() {
         assert_eq!(run.code, 0, "{name}: {run:?}");
         assert_eq!(run.stdout, expected_cases(), "{name}");
     }
-    // A truncated gzip stream cannot be read: exit 2 naming the file.
+    // A truncated gzip stream: what is complete is loaded, the damage is
+    // reported naming the file and the byte offset, exit 1; --strict: exit 2.
     let cut = s.write("cut.txt.gz", &gz[..gz.len() / 2]);
     let run = lookup(&cut, &[], &["10.1.2.3"], None);
-    assert_cannot_run(&run, &[&path_arg(&cut)]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains(&path_arg(&cut)), "{run:?}");
+    assert!(run.stderr.contains("damaged at byte "), "{run:?}");
+    let run = lookup(&cut, &["--strict"], &["10.1.2.3"], None);
+    assert_cannot_run(&run, &[&path_arg(&cut), "damaged gzip stream"]);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! `ReadError`: everything that can go wrong reading a table, each naming
 //! the file and, where there is one, the 1-based line.
 
+use crate::damage::Damage;
 use crate::format::Format;
 use ipfib::prefix::PrefixError;
 use std::io;
@@ -24,46 +25,88 @@ pub enum ReadError {
     #[error("{}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
 
-    /// Reading failed part way through an uncompressed input.
-    #[error("{}: read error at line {line}: {source}", .path.display())]
+    /// Reading failed part way through an uncompressed input (or a line
+    /// was longer than any table line); `offset` is where the line starts.
+    #[error("{}: read error at line {line} (byte {offset}): {source}", .path.display())]
     Read {
         path: PathBuf,
         line: u64,
+        offset: u64,
         source: io::Error,
     },
 
-    /// The gzip stream is damaged or truncated; `line` is the line being read
-    /// when the decoder failed. Lines before it may already be garbage (gzip
-    /// checks its CRC only at the end of a member), so a bad line in gzip
-    /// input is reported as this error when the stream behind it is damaged.
-    #[error("{}: damaged gzip stream (at line {line}): {source}", .path.display())]
-    DamagedGzip {
+    /// The compressed stream is damaged or truncated; `line` is the line
+    /// being read when the decoder failed, `offset` where that line starts in
+    /// the decompressed stream. Lines before it may already be garbage (gzip
+    /// checks its CRC only at the end of a member), so a bad line in
+    /// compressed input is reported as this error when the stream behind it
+    /// is damaged.
+    #[error(
+        "{}: damaged {compression} stream (at line {line}, byte {offset} decompressed): {source}",
+        .path.display()
+    )]
+    DamagedStream {
         path: PathBuf,
+        compression: &'static str,
         line: u64,
+        offset: u64,
         source: io::Error,
     },
 
-    /// The file is compressed with something we cannot decompress yet.
-    #[error("{}: {compression}-compressed input is not supported yet", .path.display())]
+    /// The file is compressed with something we cannot decompress.
+    #[error("{}: {compression}-compressed input is not supported", .path.display())]
     UnsupportedCompression {
         path: PathBuf,
         compression: &'static str,
     },
 
-    /// The format was asked for by name but has no reader yet.
-    #[error(
-        "format '{format}' is not supported yet (it arrives with the MRT/pfx2as reader); \
-         use --format text or ipasn"
-    )]
+    /// The format cannot be read by this function (MRT and update streams
+    /// go through [`load_table`](crate::load_table) or the update readers).
+    #[error("format '{format}' is not a line table here; use ipfib_io::load_table")]
     UnsupportedFormat { format: Format },
 
-    /// With `Format::Auto`, the first line is not text (an MRT dump, say).
+    /// With `Format::Auto`, the content matched no format we read.
+    #[error("{}: unrecognised format; tried {tried}", .path.display())]
+    UnknownFormat { path: PathBuf, tried: String },
+
+    /// With `Format::Auto` in a line reader, the input is binary (an MRT dump).
     #[error(
-        "{}: input is binary, not a text route table (an MRT dump? format 'mrt' is not \
-         supported yet); use a text or ipasn table",
+        "{}: input is binary, not a text route table (an MRT dump? use --format mrt or auto)",
         .path.display()
     )]
     Binary { path: PathBuf },
+
+    /// Strict mode: the input is damaged (see [`Damage`]).
+    #[error("{}: {damage}", .path.display())]
+    Damaged { path: PathBuf, damage: Damage },
+
+    /// One MRT record frames correctly but its body does not parse (strict
+    /// mode; otherwise it is skipped and counted).
+    #[error(
+        "{}: MRT record {record} at byte {offset} (type {entry_type}, subtype {subtype}): {reason}",
+        .path.display()
+    )]
+    BadRecord {
+        path: PathBuf,
+        record: u64,
+        offset: u64,
+        entry_type: u16,
+        subtype: u16,
+        reason: String,
+    },
+
+    /// A bad line in a text update stream.
+    #[error("{}:{line}: {reason}", .path.display())]
+    BadUpdate {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+
+    /// A value policy that the format cannot give (`--peer` on a table
+    /// without peers, a peer that is not in the dump).
+    #[error("{}: {reason}", .path.display())]
+    Policy { path: PathBuf, reason: String },
 
     /// The line is not valid UTF-8 (`text` shows it lossily).
     #[error("{}:{line}: line is not valid UTF-8: {text:?}", .path.display())]
@@ -119,7 +162,8 @@ impl ReadError {
             | ReadError::Prefix { line, .. }
             | ReadError::MissingValue { line, .. }
             | ReadError::InvalidValue { line, .. }
-            | ReadError::ExtraText { line, .. } => Some(*line),
+            | ReadError::ExtraText { line, .. }
+            | ReadError::BadUpdate { line, .. } => Some(*line),
             _ => None,
         }
     }

@@ -4,35 +4,33 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The format of a route table file.
-///
-/// `Text` and `Ipasn` are read today; `Pfx2as` (CAIDA's `ADDR<TAB>LEN<TAB>ASN`)
-/// and `Mrt` (RFC 6396 dumps) are named so the CLI can accept them, and
-/// reading them fails with [`ReadError::UnsupportedFormat`](crate::ReadError)
-/// until their reader lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Format {
-    /// Decide from the content: `Ipasn` when the first non-blank line starts
-    /// with `;`, `Text` otherwise (see the crate docs for why).
+    /// Decide from the content (see `sniff.rs`).
     #[default]
     Auto,
     /// `PREFIX/LEN VALUE` per line, `#` comments.
     Text,
     /// pyasn's IPASN `.dat`: `;` comment lines, then `PREFIX/LEN<TAB>ASN`.
     Ipasn,
-    /// CAIDA RouteViews pfx2as (not supported yet).
+    /// CAIDA RouteViews pfx2as: `ADDR<TAB>LEN<TAB>ASN`, where ASN may be a
+    /// multi-origin list (`_`) of AS sets (`,`), kept as written.
     Pfx2as,
-    /// MRT RIB dump (not supported yet).
+    /// MRT (RFC 6396): TABLE_DUMP, TABLE_DUMP_V2, BGP4MP.
     Mrt,
+    /// Text updates (the LINX files): `UNIXTIME a|w PREFIX/LEN NEXTHOP`.
+    Updates,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
+        Format::Updates,
     ];
 
     /// The name used on the command line and in messages.
@@ -43,23 +41,24 @@ impl Format {
             Format::Ipasn => "ipasn",
             Format::Pfx2as => "pfx2as",
             Format::Mrt => "mrt",
+            Format::Updates => "updates",
         }
     }
 
-    /// Whether this crate can read the format now (`Auto` always resolves to
-    /// one that it can).
-    pub fn is_supported(self) -> bool {
-        !matches!(self, Format::Pfx2as | Format::Mrt)
+    /// Whether the format is read line by line into routes (the
+    /// `read_routes` family); MRT and update streams go through
+    /// [`load_table`](crate::load_table).
+    pub fn is_line_table(self) -> bool {
+        matches!(
+            self,
+            Format::Auto | Format::Text | Format::Ipasn | Format::Pfx2as
+        )
     }
 
-    /// The format `Auto` resolves to, given the first non-blank line (with
-    /// its leading whitespace already removed).
+    /// The line format `Auto` resolves to in the line readers, given the
+    /// first non-blank line (leading whitespace removed).
     pub(crate) fn sniff(first_line: &[u8]) -> Format {
-        if first_line.starts_with(b";") {
-            Format::Ipasn
-        } else {
-            Format::Text
-        }
+        crate::sniff::line_format(first_line)
     }
 }
 
@@ -69,9 +68,10 @@ impl fmt::Display for Format {
     }
 }
 
-/// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`.
+/// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
+/// `updates`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as or mrt)")]
+#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt or updates)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -98,24 +98,8 @@ mod tests {
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as or mrt)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt or updates)"
         );
         assert_eq!(Format::default(), Format::Auto);
-    }
-
-    #[test]
-    fn sniffs_ipasn_by_its_semicolon() {
-        assert_eq!(Format::sniff(b"; IP-ASN32-DAT file"), Format::Ipasn);
-        assert_eq!(Format::sniff(b"# source"), Format::Text);
-        assert_eq!(Format::sniff(b"1.0.0.0/24\t15169"), Format::Text);
-    }
-
-    #[test]
-    fn only_text_and_ipasn_are_supported() {
-        let supported: Vec<Format> = Format::ALL
-            .into_iter()
-            .filter(|f| f.is_supported())
-            .collect();
-        assert_eq!(supported, [Format::Auto, Format::Text, Format::Ipasn]);
     }
 }

@@ -1,20 +1,32 @@
-//! Readers for ipfib: route tables from files into [`Route`]s.
+//! Readers for ipfib: route tables and update streams from files.
 //!
 //! ```text
-//!  path ──► input.rs ──────► read.rs ─────────► parse.rs ──────► Vec<Route>
-//!           open, sniff       line loop, Auto    one line to        or a callback
-//!           gzip by magic     resolution, errors (prefix, value)    per route
-//!           bytes             with file:line
+//!  path ─► input.rs ─► sniff.rs ─┬─► read.rs + parse.rs ──────────► Vec<Route>
+//!          gzip/bzip2/  --format  │   text, ipasn, pfx2as lines      (one value per prefix)
+//!          zstd by      auto      ├─► mrt/ (frame, body, rib) ─────►    + Report
+//!          magic bytes            │   MRT via bgpkit-parser,           (damage, skipped,
+//!                                 │   policy.rs picks the value         MRT stats)
+//!                                 └─► linx.rs: text updates ─┐
+//!                         mrt/updates.rs: BGP4MP ────────────┴─► Event iterator (update.rs)
 //! ```
 //!
-//! - `input.rs`: [`open_maybe_compressed`]: gzip is detected by its magic
-//!   bytes (`1f 8b`), never by file name; bzip2, zstd and xz are recognised
-//!   and refused by name.
-//! - `read.rs`: [`read_routes`], [`for_each_route`] and their `_from`
-//!   variants for in-memory input: the line loop.
-//! - `parse.rs`: the text and ipasn line grammars.
-//! - `format.rs`: [`Format`] and `Auto` sniffing.
-//! - `error.rs`: [`ReadError`], naming the file and 1-based line.
+//! Where to start: [`load_table`] (table.rs) loads any format leniently
+//! and says what it skipped; [`read_routes`] is the strict line reader for
+//! text, ipasn and pfx2as; [`read_updates`] iterates update streams.
+//!
+//! - `input.rs`: [`open_maybe_compressed`]: gzip, bzip2 and zstd by magic
+//!   bytes, never by file name; xz refused by name.
+//! - `sniff.rs`: `--format auto`, from the decompressed head.
+//! - `read.rs`, `parse.rs`: the line loop and the text / ipasn / pfx2as
+//!   line grammars.
+//! - `mrt/`: `frame.rs` (our own framing: offsets, bounded lengths),
+//!   `body.rs` (bgpkit-parser's `parse_mrt_body`), `rib.rs` (per-peer routes
+//!   to one value), `updates.rs` (BGP4MP to events), `mod.rs` (the loops).
+//! - `policy.rs`: [`ValuePolicy`]: origin-asn, next-hop of a peer, peer-count.
+//! - `linx.rs`: `UNIXTIME a|w PREFIX NEXTHOP` update lines.
+//! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
+//! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
+//! - `format.rs`: [`Format`].
 //! - `trace.rs`: [`read_trace`]: benchmark address traces (binary
 //!   `IPFIBTR1` or text), so ipfib and its peers look up the same addresses.
 //!
@@ -22,30 +34,31 @@
 //!
 //! - **text** (docs/architecture.md §4): `PREFIX/LEN VALUE` per line,
 //!   separated by any ASCII whitespace; a token starting with `#` begins a
-//!   comment to the end of the line (a whole line or after the value);
-//!   blank lines are skipped. VALUE is any word without `#` (an ASN, a next
-//!   hop address, a name) and is kept as written. IPv4 and IPv6 may be mixed.
+//!   comment to the end of the line; blank lines are skipped. VALUE is any
+//!   word without `#`, kept as written. IPv4 and IPv6 may be mixed.
 //! - **ipasn** (pyasn's `.dat`): `;` comment lines, then `PREFIX/LEN<TAB>ASN`
 //!   (any whitespace accepted); the ASN must be a decimal integer below 2^32.
-//! - **auto**: ipasn if the first non-blank line starts with `;`, else text.
-//!   A data line `PREFIX/LEN<TAB>ASN` reads the same in both formats, so the
-//!   only thing worth telling apart is the comment syntax, and the `;` header
-//!   every pyasn file starts with tells it. Input whose first line holds
-//!   control bytes (an MRT dump) is refused as binary.
-//! - **pfx2as**, **mrt**: named but not read yet:
-//!   [`ReadError::UnsupportedFormat`].
+//! - **pfx2as** (CAIDA): `ADDR<TAB>LEN<TAB>ASN`, ASN possibly `_`-joined
+//!   (multi-origin) and `,`-joined (AS set), kept as written. (The shared
+//!   `routeviews-*.pfx2as.txt.gz` files are `PREFIX/LEN ASN`: text.)
+//! - **mrt**: RFC 6396 TABLE_DUMP, TABLE_DUMP_V2 (PEER_INDEX_TABLE,
+//!   RIB_IPV4/IPV6_UNICAST, their ADD-PATH variants, unicast RIB_GENERIC),
+//!   BGP4MP / BGP4MP_ET (messages, AS4, ADD-PATH, state changes). One value
+//!   per prefix by [`ValuePolicy`].
+//! - **updates**: `UNIXTIME a|w PREFIX/LEN NEXTHOP` (the LINX files).
 //!
 //! Lines may end in `\n` or `\r\n`; a UTF-8 byte order mark on the first
-//! line is ignored. A prefix with host bits set is an error unless
-//! [`LoadOptions::host_bits`] is [`HostBits::Mask`]. Duplicate prefixes are
-//! all returned in file order: the caller inserts in order, so the later
-//! line wins.
+//! line is ignored; no line may exceed [`MAX_LINE_BYTES`]. A prefix with
+//! host bits set is an error unless [`HostBits::Mask`] (MRT prefixes are
+//! always masked, as BGP speakers do).
 //!
-//! # Errors and threads
+//! # Errors, damage and threads
 //!
-//! Nothing here panics on any input: every problem is a [`ReadError`] that
-//! names the file as given and, for a bad line, its 1-based number and text
-//! (cut to 80 characters). Everything is plain data, `Send` and `Sync`; the
+//! Nothing here panics on any input, loops without progress, or allocates
+//! more than a bounded amount per length field (MRT bodies at most
+//! [`MAX_BODY`], grown as bytes arrive; lines at most [`MAX_LINE_BYTES`]).
+//! Errors name the file and the 1-based line (text) or the byte offset in
+//! the decompressed stream (MRT). Everything is plain data, `Send`; the
 //! readers hold no global state.
 
 #![cfg_attr(
@@ -58,19 +71,34 @@
     )
 )]
 
+mod damage;
 mod error;
 mod format;
 mod input;
+mod linx;
+mod mrt;
 mod parse;
+mod policy;
 mod read;
+mod sniff;
+mod table;
 mod trace;
+mod update;
 
+pub use damage::{Damage, DamageKind, Report, KEPT_ERRORS};
 pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
-pub use input::open_maybe_compressed;
+pub use input::{open_maybe_compressed, Compression, MAX_LINE_BYTES};
 pub use ipfib::prefix::{AnyPrefix, HostBits};
+pub use mrt::{MrtStats, PeerInfo, ReduceStats, MAX_BODY};
+pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,
 };
+pub use table::{
+    load_table, load_table_from, load_table_with_progress, read_updates, read_updates_from,
+    TableLoad, TableOptions, UpdateReader,
+};
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
+pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

@@ -6,6 +6,10 @@
 //! first token is `PREFIX/LEN`, the second the value (any word without `#`),
 //! and nothing but a comment may follow.
 //!
+//! Pfx2as (CAIDA): `ADDR LEN ASN` separated by whitespace (tabs in CAIDA's
+//! files); ASN is one or more ASNs joined by `_` (multi-origin) or `,`
+//! (an AS set), kept as written. `#` lines are comments.
+//!
 //! Ipasn (pyasn's `.dat`): a line whose first token starts with `;` is a
 //! comment; a data line is `PREFIX/LEN` and an ASN (decimal, fits in 32
 //! bits), separated by whitespace (a tab in pyasn's files), nothing after.
@@ -32,6 +36,8 @@ pub(crate) enum LineError<'a> {
 
 const HASH_IN_VALUE: &str = "'#' inside a value (a trailing comment needs whitespace before it)";
 const NOT_AN_ASN: &str = "an ipasn value must be an ASN (a decimal integer below 2^32)";
+const NOT_AN_ORIGIN: &str =
+    "a pfx2as value must be ASNs (decimal, below 2^32) joined by '_' (multi-origin) or ',' (AS set)";
 
 /// Parse one line (without its line ending) in `format`, which must be
 /// `Text` or `Ipasn`.
@@ -42,6 +48,9 @@ pub(crate) fn parse_line(
     host_bits: HostBits,
 ) -> Result<Line<'_>, LineError<'_>> {
     let mut tokens = line.split_ascii_whitespace();
+    if format == Format::Pfx2as {
+        return parse_pfx2as(tokens, host_bits);
+    }
     let comment = if format == Format::Ipasn { ';' } else { '#' };
     let prefix = match tokens.next() {
         None => return Ok(Line::Skip),
@@ -72,6 +81,33 @@ pub(crate) fn parse_line(
                 return Err(LineError::ExtraText(extra));
             }
         }
+    }
+    Ok(Line::Route(prefix, value))
+}
+
+fn parse_pfx2as<'a>(
+    mut tokens: std::str::SplitAsciiWhitespace<'a>,
+    host_bits: HostBits,
+) -> Result<Line<'a>, LineError<'a>> {
+    let addr = match tokens.next() {
+        None => return Ok(Line::Skip),
+        Some(t) if t.starts_with('#') => return Ok(Line::Skip),
+        Some(t) => t,
+    };
+    let addr: std::net::IpAddr = addr
+        .parse()
+        .map_err(|_| LineError::Prefix(PrefixError::InvalidIp(addr.to_string())))?;
+    let len = tokens.next().ok_or(LineError::MissingValue)?;
+    let len: u8 = len
+        .parse()
+        .map_err(|_| LineError::Prefix(PrefixError::InvalidLength(len.to_string())))?;
+    let prefix = AnyPrefix::from_ip(addr, len, host_bits).map_err(LineError::Prefix)?;
+    let value = tokens.next().ok_or(LineError::MissingValue)?;
+    if !value.split(['_', ',']).all(is_asn) {
+        return Err(LineError::InvalidValue(value, NOT_AN_ORIGIN));
+    }
+    if let Some(extra) = tokens.next() {
+        return Err(LineError::ExtraText(extra));
     }
     Ok(Line::Route(prefix, value))
 }

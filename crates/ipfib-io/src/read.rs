@@ -27,7 +27,8 @@ pub struct Route {
     /// The value as written: an unsigned integer or a word (an ASN, a next
     /// hop address, a name).
     pub value: String,
-    /// The 1-based line it came from.
+    /// The 1-based line it came from (text formats), or the 1-based MRT
+    /// record (for a prefix in several records: the first).
     pub line: u64,
 }
 
@@ -52,6 +53,8 @@ pub struct ReadSummary {
     pub lines: u64,
     /// Routes handed to the callback (bad lines not counted).
     pub routes: u64,
+    /// Decompressed bytes read.
+    pub bytes: u64,
 }
 
 /// Read the table at `path` (gzip-compressed or plain), stopping at the
@@ -105,7 +108,7 @@ where
     F: FnMut(Result<Route, ReadError>) -> Result<(), ReadError>,
 {
     check_supported(opts.format)?;
-    let mut input = open_input(path)?;
+    let mut input = open_input(path, None)?;
     read_lines(&mut input.reader, path, input.compression, opts, f)
 }
 
@@ -125,7 +128,7 @@ where
 }
 
 fn check_supported(format: Format) -> Result<(), ReadError> {
-    if format.is_supported() {
+    if format.is_line_table() {
         Ok(())
     } else {
         Err(ReadError::UnsupportedFormat { format })
@@ -134,7 +137,7 @@ fn check_supported(format: Format) -> Result<(), ReadError> {
 
 const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
-fn read_lines<R, F>(
+pub(crate) fn read_lines<R, F>(
     reader: &mut R,
     path: &Path,
     compression: Compression,
@@ -149,12 +152,14 @@ where
     let mut buf = Vec::with_capacity(256);
     let mut line = 0u64;
     let mut routes = 0u64;
+    let mut offset = 0u64;
     loop {
         match next_line(reader, &mut buf) {
             Ok(true) => line += 1,
             Ok(false) => break,
-            Err(source) => return Err(read_failed(source, path, line + 1, compression)),
+            Err(source) => return Err(read_failed(source, path, line + 1, offset, compression)),
         }
+        offset += buf.len() as u64;
         let mut bytes = trim_line_end(&buf);
         if line == 1 {
             bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
@@ -172,7 +177,7 @@ where
                     error,
                     reader,
                     &mut buf,
-                    line,
+                    (line, offset),
                     path,
                     compression,
                 ));
@@ -199,7 +204,14 @@ where
             },
         };
         if let Err(e) = f(result) {
-            return Err(damage_behind(e, reader, &mut buf, line, path, compression));
+            return Err(damage_behind(
+                e,
+                reader,
+                &mut buf,
+                (line, offset),
+                path,
+                compression,
+            ));
         }
     }
     if format == Format::Auto {
@@ -210,42 +222,63 @@ where
         format,
         lines: line,
         routes,
+        bytes: offset,
     })
 }
 
-fn read_failed(source: io::Error, path: &Path, line: u64, compression: Compression) -> ReadError {
+/// `line` is the line being read, `offset` where it starts.
+fn read_failed(
+    source: io::Error,
+    path: &Path,
+    line: u64,
+    offset: u64,
+    compression: Compression,
+) -> ReadError {
     let path = path.to_path_buf();
     match compression {
-        Compression::Gzip => ReadError::DamagedGzip { path, line, source },
-        Compression::None => ReadError::Read { path, line, source },
+        Compression::None => ReadError::Read {
+            path,
+            line,
+            offset,
+            source,
+        },
+        c => ReadError::DamagedStream {
+            path,
+            compression: c.name(),
+            line,
+            offset,
+            source,
+        },
     }
 }
 
 /// The error to report when a read stops at `error` on line `line`.
 ///
-/// A damaged gzip stream often decodes to garbage before the decoder notices
-/// (gzip checks its CRC only at the end of each member), so a bad line (or
-/// a binary first line) in gzip input may be a symptom: decode the rest, and if the stream is
-/// damaged, report that, with the line the decoder failed at. Costs the rest
-/// of the decompression, on the error path only.
+/// A damaged compressed stream often decodes to garbage before the decoder
+/// notices (gzip checks its CRC only at the end of each member), so a bad
+/// line (or a binary first line) in compressed input may be a symptom:
+/// decode the rest, and if the stream is damaged, report that, with the line
+/// the decoder failed at. Costs the rest of the decompression, on the error
+/// path only.
 fn damage_behind<R: BufRead + ?Sized>(
     error: ReadError,
     reader: &mut R,
     buf: &mut Vec<u8>,
-    mut line: u64,
+    (mut line, mut offset): (u64, u64),
     path: &Path,
     compression: Compression,
 ) -> ReadError {
     let symptom = error.line().is_some() || matches!(error, ReadError::Binary { .. });
-    if compression != Compression::Gzip || !symptom {
+    if compression == Compression::None || !symptom {
         return error;
     }
     loop {
         match next_line(reader, buf) {
             Ok(true) => line += 1,
             Ok(false) => return error,
-            Err(source) => return read_failed(source, path, line + 1, compression),
+            Err(source) => return read_failed(source, path, line + 1, offset, compression),
         }
+        offset += buf.len() as u64;
     }
 }
 

@@ -3,26 +3,11 @@
 
 mod common;
 
-use common::{gzip, read_error, Scratch};
+use common::{big_table, gzip, read_error, Scratch};
 use ipfib_io::{open_maybe_compressed, read_routes, Format, LoadOptions, ReadError};
 use std::io::Read;
 
 const TABLE: &str = "# t\n10.0.0.0/8 1\n2001:db8::/32 2\n10.0.0.0/8 3\n";
-
-/// A table long enough that damage in the middle leaves whole lines before it.
-fn big_table() -> String {
-    (0..20_000u32)
-        .map(|i| {
-            format!(
-                "{}.{}.{}.0/24 {}\n",
-                1 + i / 65536,
-                (i / 256) % 256,
-                i % 256,
-                i
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn gzip_is_detected_by_magic_not_by_name() {
@@ -92,11 +77,21 @@ fn truncated_gzip_is_damage_naming_the_file_and_line() {
     let gz = gzip(table.as_bytes());
     let path = s.write("cut.gz", &gz[..gz.len() / 2]);
     let (e, msg) = read_error(&path, &LoadOptions::default());
-    let ReadError::DamagedGzip { line, .. } = e else {
+    let ReadError::DamagedStream { line, offset, .. } = e else {
         panic!("wrong error {e:?}");
     };
     assert!(line > 1 && line <= 20_000, "line {line}");
-    let want = format!("{}: damaged gzip stream (at line {line}): ", path.display());
+    // Every line of big_table() before `line` is complete.
+    let want_offset: usize = big_table()
+        .lines()
+        .take(line as usize - 1)
+        .map(|l| l.len() + 1)
+        .sum();
+    assert_eq!(offset, want_offset as u64);
+    let want = format!(
+        "{}: damaged gzip stream (at line {line}, byte {offset} decompressed): ",
+        path.display()
+    );
     assert!(msg.starts_with(&want), "{msg}");
     assert_eq!(e.line(), None, "damage ends the read: no line error");
 }
@@ -122,7 +117,10 @@ fn corrupt_gzip_is_damage_not_a_panic() {
     ] {
         let path = s.write(name, &bytes);
         let (e, msg) = read_error(&path, &LoadOptions::default());
-        assert!(matches!(e, ReadError::DamagedGzip { .. }), "{name}: {e:?}");
+        assert!(
+            matches!(e, ReadError::DamagedStream { .. }),
+            "{name}: {e:?}"
+        );
         assert!(
             msg.starts_with(&format!("{}: damaged gzip stream", path.display())),
             "{msg}"
@@ -136,7 +134,7 @@ fn corrupt_gzip_is_damage_not_a_panic() {
         Ok(())
     })
     .unwrap_err();
-    assert!(matches!(e, ReadError::DamagedGzip { .. }), "{e:?}");
+    assert!(matches!(e, ReadError::DamagedStream { .. }), "{e:?}");
     assert!(
         routes > 1000,
         "the lines before the damage were read: {routes}"
@@ -147,46 +145,72 @@ fn corrupt_gzip_is_damage_not_a_panic() {
     tail.extend_from_slice(b"garbage");
     let path = s.write("tail.gz", &tail);
     let (e, _) = read_error(&path, &LoadOptions::default());
-    assert!(matches!(e, ReadError::DamagedGzip { line: 5, .. }), "{e:?}");
-}
-
-#[test]
-fn bzip2_zstd_and_xz_are_refused_by_name() {
-    let s = Scratch::new("bz");
-    for (magic, name) in [
-        (&b"BZh91AY&SY\x00\x01"[..], "bzip2"),
-        (&b"\x28\xb5\x2f\xfd\x00"[..], "zstd"),
-        (&b"\xfd7zXZ\x00\x00"[..], "xz"),
-    ] {
-        let path = s.write("table.txt", magic);
-        let (e, msg) = read_error(&path, &LoadOptions::default());
-        assert!(matches!(e, ReadError::UnsupportedCompression { .. }));
-        assert_eq!(
-            msg,
-            format!(
-                "{}: {name}-compressed input is not supported yet",
-                path.display()
-            )
-        );
-        assert!(open_maybe_compressed(&path).is_err());
-    }
-}
-
-#[test]
-fn real_bzip2_mrt_file_is_refused_by_name() {
-    let path = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/bview.20140112.1600.3samples.mrt.bz2"
-    ));
-    if !path.exists() {
-        eprintln!("SKIPPED: ../shared/data not found");
-        return;
-    }
-    let (_, msg) = read_error(path, &LoadOptions::default());
     assert!(
-        msg.ends_with(": bzip2-compressed input is not supported yet"),
-        "{msg}"
+        matches!(e, ReadError::DamagedStream { line: 5, .. }),
+        "{e:?}"
     );
+}
+
+#[test]
+fn xz_is_refused_by_name() {
+    let s = Scratch::new("xz");
+    let path = s.write("table.txt", b"\xfd7zXZ\x00\x00");
+    let (e, msg) = read_error(&path, &LoadOptions::default());
+    assert!(matches!(e, ReadError::UnsupportedCompression { .. }));
+    assert_eq!(
+        msg,
+        format!("{}: xz-compressed input is not supported", path.display())
+    );
+    assert!(open_maybe_compressed(&path).is_err());
+}
+
+#[test]
+fn bzip2_and_zstd_are_decoded_by_magic() {
+    let s = Scratch::new("bz");
+    let bz = common::bzip2(TABLE.as_bytes());
+    let zst = common::zstd(TABLE.as_bytes());
+    // Two bzip2 streams / zstd frames back to back read as one stream.
+    let bz2 = [bz.clone(), bz.clone()].concat();
+    let zst2 = [zst.clone(), zst.clone()].concat();
+    for (name, bytes, copies) in [("a", bz, 1), ("b", zst, 1), ("c", bz2, 2), ("d", zst2, 2)] {
+        let path = s.write(name, &bytes);
+        let loaded = read_routes(&path, &LoadOptions::default()).unwrap();
+        assert_eq!(loaded.routes.len(), 3 * copies, "{name}");
+        let mut text = String::new();
+        open_maybe_compressed(&path)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, TABLE.repeat(copies), "{name}");
+    }
+}
+
+#[test]
+fn damaged_bzip2_and_zstd_are_damage_not_a_panic() {
+    let s = Scratch::new("bzdamage");
+    let table = big_table();
+    for (name, bytes) in [
+        ("cut.bz2", common::bzip2(table.as_bytes())),
+        ("cut.zst", common::zstd(table.as_bytes())),
+    ] {
+        let cut = &bytes[..bytes.len() * 2 / 3];
+        let path = s.write(name, cut);
+        let (e, msg) = read_error(&path, &LoadOptions::default());
+        assert!(
+            matches!(e, ReadError::DamagedStream { .. }),
+            "{name}: {e:?}"
+        );
+        assert!(msg.contains("damaged"), "{msg}");
+        let mut flipped = bytes.clone();
+        for b in flipped.iter_mut().skip(bytes.len() / 2).take(8) {
+            *b ^= 0xa5;
+        }
+        let path = s.write(name, &flipped);
+        assert!(
+            read_routes(&path, &LoadOptions::default()).is_err(),
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -94,16 +94,13 @@ fn ipasn_values_must_be_asns_and_nothing_may_follow() {
 }
 
 #[test]
-fn pfx2as_and_mrt_are_refused_clearly() {
-    for (format, name) in [(Format::Pfx2as, "pfx2as"), (Format::Mrt, "mrt")] {
+fn mrt_and_updates_are_not_line_tables() {
+    for (format, name) in [(Format::Mrt, "mrt"), (Format::Updates, "updates")] {
         let e = read_routes_from(IPASN.as_bytes(), "x", &opts(format)).unwrap_err();
         assert!(matches!(e, ReadError::UnsupportedFormat { format: f } if f == format));
         assert_eq!(
             e.to_string(),
-            format!(
-                "format '{name}' is not supported yet (it arrives with the MRT/pfx2as reader); \
-                 use --format text or ipasn"
-            )
+            format!("format '{name}' is not a line table here; use ipfib_io::load_table")
         );
         assert_eq!(e.line(), None);
         // Refused before the file is even opened.

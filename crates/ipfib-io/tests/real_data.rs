@@ -1,38 +1,21 @@
 //! The real tables in `../shared/data` (a sibling of the repository root).
+//! (The MRT files are in `mrt_real.rs`.)
 //!
 //! Expected counts were checked independently of this crate: with
 //! `zcat FILE | grep -v '^[;#]' | awk '{print $1}' | sort -u | wc -l`, and
 //! with Python's `ipaddress.ip_network(strict=True)` for canonical distinct
 //! prefixes (no file has duplicates or host bits set) and distinct values.
+//! The LINX update file: replayed in Python (`ip_network`, a dict per
+//! prefix: `a` sets the next hop, `w` removes it).
 
-use ipfib_io::{read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes};
+mod common;
+
+use common::{data_file, data_file_in};
+use ipfib_io::{
+    load_table, read_routes, AnyPrefix, Format, LoadOptions, LoadedRoutes, TableOptions,
+};
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
-
-/// The path of a data file, or `None` (after saying so) when the shared data
-/// is absent; in CI (`CI=true`) its absence is a failure.
-fn data_file(name: &str) -> Option<PathBuf> {
-    data_file_in(Path::new(DATA), name)
-}
-
-fn data_file_in(dir: &Path, name: &str) -> Option<PathBuf> {
-    if !dir.is_dir() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "../shared/data not found at {}, and CI=true requires it",
-                dir.display()
-            );
-        }
-        eprintln!(
-            "SKIPPED: ../shared/data not found (looked in {})",
-            dir.display()
-        );
-        return None;
-    }
-    Some(dir.join(name))
-}
+use std::path::Path;
 
 #[test]
 fn missing_data_skips_locally_and_fails_in_ci() {
@@ -61,6 +44,11 @@ fn check(name: &str, want: Expect) -> Option<LoadedRoutes> {
     let path = data_file(name)?;
     let loaded = read_routes(&path, &LoadOptions::default())
         .unwrap_or_else(|e| panic!("{name} failed to load: {e}"));
+    // The lenient front door reads the same routes, with nothing to report.
+    let lenient = load_table(&path, &TableOptions::default()).unwrap();
+    assert_eq!(lenient.routes, loaded.routes, "{name}");
+    assert!(!lenient.report.has_problems(), "{name}");
+    assert_eq!(lenient.report.records, loaded.lines, "{name}");
     assert_eq!(loaded.format, want.format, "{name}");
     assert_eq!(loaded.lines, want.lines, "{name}");
     let v4 = loaded
@@ -159,4 +147,20 @@ fn linx_ipv6_table_with_next_hop_values() {
             first: ("2600:2004::/32", "2001:7f8:4::1a0b:1"),
         },
     );
+}
+
+#[test]
+fn linx_update_stream_replays_to_its_final_fib() {
+    let Some(path) = data_file("linx-update.20141217.0000-p52.txt.gz") else {
+        return;
+    };
+    let l = load_table(&path, &TableOptions::default()).unwrap();
+    assert_eq!(l.report.format, Format::Updates);
+    assert_eq!(l.report.records, 23_446);
+    assert!(!l.report.has_problems());
+    let m = l.report.mrt.as_ref().unwrap();
+    assert_eq!((m.announcements, m.withdrawals), (18_141, 5_305));
+    let values: HashSet<&str> = l.routes.iter().map(|r| r.value.as_str()).collect();
+    assert_eq!((l.routes.len(), values.len()), (3_294, 32));
+    assert!(l.routes.iter().all(|r| r.prefix.family() == 4));
 }

@@ -196,8 +196,7 @@ fn binary_input_is_refused_under_auto_and_a_line_error_under_text() {
     assert!(matches!(e, ReadError::Binary { .. }));
     assert_eq!(
         e.to_string(),
-        "rib.mrt: input is binary, not a text route table (an MRT dump? format 'mrt' is not \
-         supported yet); use a text or ipasn table"
+        "rib.mrt: input is binary, not a text route table (an MRT dump? use --format mrt or auto)"
     );
     let e = read_routes_from(&mrt[..], "rib.mrt", &text_opts()).unwrap_err();
     assert_eq!(e.line(), Some(1));

@@ -69,3 +69,74 @@ pub fn triples(loaded: &ipfib_io::LoadedRoutes) -> Vec<(ipfib_io::AnyPrefix, &st
         .map(|r| (r.prefix, r.value.as_str(), r.line))
         .collect()
 }
+
+pub mod mrt;
+
+pub const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+
+/// The path of a shared data file, or `None` (after saying so) when the
+/// shared data is absent; in CI (`CI=true`) its absence is a failure.
+pub fn data_file(name: &str) -> Option<PathBuf> {
+    data_file_in(Path::new(DATA), name)
+}
+
+pub fn data_file_in(dir: &Path, name: &str) -> Option<PathBuf> {
+    if !dir.is_dir() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!(
+                "../shared/data not found at {}, and CI=true requires it",
+                dir.display()
+            );
+        }
+        eprintln!(
+            "SKIPPED: ../shared/data not found (looked in {})",
+            dir.display()
+        );
+        return None;
+    }
+    Some(dir.join(name))
+}
+
+/// FNV-1a 64 of `text` (the digest of tests/expected/mrtparse_view.py).
+pub fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The order-independent digest of a table (the later duplicate wins).
+pub fn digest(routes: &[ipfib_io::Route]) -> u64 {
+    let mut last = std::collections::HashMap::new();
+    for r in routes {
+        last.insert(r.prefix, r.value.as_str());
+    }
+    last.iter()
+        .map(|(p, v)| fnv1a(&format!("{p} {v}")))
+        .fold(0u64, u64::wrapping_add)
+}
+
+pub fn bzip2(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+pub fn zstd(bytes: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// A 20,000-line text table (value i on line i + 1), long enough that damage
+/// in the middle of its compressed form leaves whole lines before it.
+pub fn big_table() -> String {
+    (0..20_000u32)
+        .map(|i| {
+            format!(
+                "{}.{}.{}.0/24 {}\n",
+                1 + i / 65536,
+                (i / 256) % 256,
+                i % 256,
+                i
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,301 @@
+//! The lenient front door: any table format (text, ipasn, pfx2as, MRT,
+//! text updates), any compression, damage reported instead of fatal
+//! ([`load_table`]); and update streams as typed events ([`read_updates`]).
+
+use crate::damage::{Damage, DamageKind, Report};
+use crate::error::ReadError;
+use crate::format::Format;
+use crate::input::{open_input, Compression, LineTooLong, MAX_LINE_BYTES};
+use crate::linx::TextEvents;
+use crate::mrt::{MrtEvents, Replayer};
+use crate::policy::{PeerSelector, ValuePolicy};
+use crate::read::{read_lines, LoadOptions, Route};
+use crate::sniff::{sniff, HEAD_BYTES};
+use crate::update::Event;
+use ipfib::prefix::HostBits;
+use std::io::{self, BufRead, Cursor, Read};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// How to load a table with [`load_table`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableOptions {
+    /// The format; `Auto` (the default) sniffs the content.
+    pub format: Format,
+    pub host_bits: HostBits,
+    /// How MRT dumps and update streams turn routes per peer into one value
+    /// per prefix; `None` for the format's own default (origin-asn for MRT,
+    /// the next hop for text updates). Line tables carry their value, and
+    /// refuse a policy.
+    pub value: Option<ValuePolicy>,
+    /// Fail at the first bad line or record, or at damage, instead of
+    /// skipping, counting and reporting it.
+    pub strict: bool,
+}
+
+/// A loaded table and what the load went through.
+#[derive(Debug)]
+pub struct TableLoad {
+    /// Routes in file order (MRT: one per prefix, in first-seen order);
+    /// insert them in order and the later duplicate wins.
+    pub routes: Vec<Route>,
+    pub report: Report,
+}
+
+/// Load the table at `path` in any format and compression.
+///
+/// Without `strict`, bad lines and records are skipped and counted, and
+/// damage (a truncated or corrupt stream, an MRT header that breaks
+/// framing) ends the load with every complete record kept; the
+/// [`Report`] says what happened, with byte offsets in the decompressed
+/// stream. Errors: the file cannot be opened, its format is unrecognised,
+/// the value policy does not apply, or (strict) the first problem.
+pub fn load_table(path: &Path, opts: &TableOptions) -> Result<TableLoad, ReadError> {
+    load_table_with_progress(path, opts, None)
+}
+
+/// [`load_table`], counting the file's (compressed) bytes read into
+/// `progress` as it goes, for a progress bar.
+pub fn load_table_with_progress(
+    path: &Path,
+    opts: &TableOptions,
+    progress: Option<Arc<AtomicU64>>,
+) -> Result<TableLoad, ReadError> {
+    let input = open_input(path, progress)?;
+    load_stream(input.reader, input.compression, path, opts)
+}
+
+/// [`load_table`] for uncompressed bytes already in hand; `name` stands for
+/// the path in messages.
+pub fn load_table_from<R: BufRead + Send + 'static>(
+    reader: R,
+    name: &str,
+    opts: &TableOptions,
+) -> Result<TableLoad, ReadError> {
+    load_stream(Box::new(reader), Compression::None, Path::new(name), opts)
+}
+
+fn load_stream(
+    reader: Box<dyn BufRead + Send>,
+    compression: Compression,
+    path: &Path,
+    opts: &TableOptions,
+) -> Result<TableLoad, ReadError> {
+    let (format, mut reader) = resolve(reader, path, opts.format)?;
+    let policy = policy_for(format, opts.value, path)?;
+    let mut loaded = match format {
+        Format::Mrt => {
+            let (routes, report) =
+                crate::mrt::load(&mut reader, path, policy.unwrap_or_default(), opts.strict)?;
+            Ok(TableLoad { routes, report })
+        }
+        Format::Updates => {
+            let policy = policy.unwrap_or(ValuePolicy::NextHop(PeerSelector::Index(0)));
+            let mut events = TextEvents::new(reader, path, opts.host_bits, opts.strict);
+            let mut rib = Replayer::new(policy);
+            while let Some(ev) = events.next_event() {
+                rib.apply(events.report.records, &ev?);
+            }
+            let (routes, stats) = rib.finish(path)?;
+            let mut report = events.report;
+            report.mrt = Some(stats);
+            Ok(TableLoad { routes, report })
+        }
+        _ => load_lines(reader, compression, path, format, opts),
+    }?;
+    loaded.report.compression = compression;
+    Ok(loaded)
+}
+
+/// The format to read: as asked, or sniffed from the head of the stream
+/// (which is put back in front of the rest).
+fn resolve(
+    mut reader: Box<dyn BufRead + Send>,
+    path: &Path,
+    format: Format,
+) -> Result<(Format, Box<dyn BufRead + Send>), ReadError> {
+    if format != Format::Auto {
+        return Ok((format, reader));
+    }
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    // A stream damaged within its first bytes: sniff what came, and hand
+    // the error on at the same place for the reader to report.
+    let failure = (&mut reader)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .err();
+    let format = sniff(&head).map_err(|tried| ReadError::UnknownFormat {
+        path: path.to_path_buf(),
+        tried,
+    })?;
+    let rest: Box<dyn BufRead + Send> = match failure {
+        None => reader,
+        Some(e) => Box::new(io::BufReader::new(Failing(e.kind(), e.to_string()))),
+    };
+    Ok((format, Box::new(Cursor::new(head).chain(rest))))
+}
+
+/// A reader that fails with the error a stream failed with.
+struct Failing(io::ErrorKind, String);
+
+impl Read for Failing {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(io::Error::new(self.0, self.1.clone()))
+    }
+}
+
+/// The value policy, checked against the format.
+fn policy_for(
+    format: Format,
+    value: Option<ValuePolicy>,
+    path: &Path,
+) -> Result<Option<ValuePolicy>, ReadError> {
+    let refuse = |reason: &str| ReadError::Policy {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    match (format, value) {
+        (_, None) | (Format::Mrt, _) => Ok(value),
+        (Format::Updates, Some(ValuePolicy::OriginAsn)) => Err(refuse(
+            "text updates carry no AS path: use --value next-hop --peer 0 or peer-count",
+        )),
+        (Format::Updates, _) => Ok(value),
+        (f, Some(_)) => Err(refuse(&format!(
+            "--value and --peer apply to MRT and update streams; a {f} table carries its own value"
+        ))),
+    }
+}
+
+/// Text, ipasn and pfx2as, leniently: bad lines skipped and counted, damage
+/// ends the read with the complete lines kept (a line cut by the damage is
+/// dropped, never read as a shorter prefix).
+fn load_lines(
+    mut reader: Box<dyn BufRead + Send>,
+    compression: Compression,
+    path: &Path,
+    format: Format,
+    opts: &TableOptions,
+) -> Result<TableLoad, ReadError> {
+    let mut report = Report::new(format);
+    let mut routes = Vec::new();
+    let line_opts = LoadOptions {
+        format,
+        host_bits: opts.host_bits,
+    };
+    let strict = opts.strict;
+    let result = read_lines(&mut reader, path, compression, &line_opts, |r| {
+        match r {
+            Ok(route) => routes.push(route),
+            Err(e) if strict => return Err(e),
+            Err(e) => report.skip(e),
+        }
+        Ok(())
+    });
+    match result {
+        Ok(summary) => {
+            report.records = summary.lines;
+            report.bytes = summary.bytes;
+        }
+        Err(ReadError::DamagedStream {
+            line,
+            offset,
+            source,
+            ..
+        })
+        | Err(ReadError::Read {
+            line,
+            source,
+            offset,
+            ..
+        }) if !strict => {
+            let kind = if source.get_ref().is_some_and(|e| e.is::<LineTooLong>()) {
+                DamageKind::LineTooLong {
+                    limit: MAX_LINE_BYTES,
+                }
+            } else {
+                DamageKind::Stream
+            };
+            report.records = line - 1;
+            report.bytes = offset;
+            report.damage = Some(Damage {
+                offset,
+                records_before: line - 1,
+                kind,
+                stream_error: Some(source.to_string()),
+            });
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(TableLoad { routes, report })
+}
+
+/// Update events from an MRT (BGP4MP) or text update stream, lazily, in
+/// stream order. Without `strict`, bad records are skipped and counted and
+/// damage ends the stream; [`UpdateReader::report`] says what happened.
+/// With `strict`, the first problem is the last item.
+pub struct UpdateReader {
+    inner: Inner,
+}
+
+enum Inner {
+    Mrt(MrtEvents<Box<dyn BufRead + Send>>),
+    Text(TextEvents<Box<dyn BufRead + Send>>),
+}
+
+impl UpdateReader {
+    /// What the stream has gone through so far (complete once the iterator
+    /// has returned `None`).
+    pub fn report(&self) -> &Report {
+        match &self.inner {
+            Inner::Mrt(m) => &m.report,
+            Inner::Text(t) => &t.report,
+        }
+    }
+}
+
+impl Iterator for UpdateReader {
+    type Item = Result<Event, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            Inner::Mrt(m) => m.next_event(),
+            Inner::Text(t) => t.next_event(),
+        }
+    }
+}
+
+/// Open an update stream: MRT with BGP4MP records, or text updates
+/// (`opts.format` `Auto`, `Mrt` or `Updates`; `value` is ignored).
+pub fn read_updates(path: &Path, opts: &TableOptions) -> Result<UpdateReader, ReadError> {
+    let input = open_input(path, None)?;
+    updates_from(input.reader, path, opts)
+}
+
+/// [`read_updates`] for uncompressed bytes already in hand.
+pub fn read_updates_from<R: BufRead + Send + 'static>(
+    reader: R,
+    name: &str,
+    opts: &TableOptions,
+) -> Result<UpdateReader, ReadError> {
+    updates_from(Box::new(reader), Path::new(name), opts)
+}
+
+fn updates_from(
+    reader: Box<dyn BufRead + Send>,
+    path: &Path,
+    opts: &TableOptions,
+) -> Result<UpdateReader, ReadError> {
+    let (format, reader) = resolve(reader, path, opts.format)?;
+    let inner = match format {
+        Format::Mrt => Inner::Mrt(MrtEvents::new(reader, path, opts.strict)),
+        Format::Updates => Inner::Text(TextEvents::new(reader, path, opts.host_bits, opts.strict)),
+        other => {
+            return Err(ReadError::Policy {
+                path: path.to_path_buf(),
+                reason: format!("a {other} table is not an update stream (mrt or updates)"),
+            })
+        }
+    };
+    Ok(UpdateReader { inner })
+}
