@@ -46,7 +46,7 @@ use ipfib::table::Table;
 use machine::{pin_to, Machine};
 use report::{print_header, print_latency, print_row, Report};
 use runner::Plan;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use trace::TraceSpec;
 
 type Error = Box<dyn std::error::Error>;
@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(long, default_value = "uniform,matched", value_delimiter = ',')]
     trace: Vec<String>,
     /// Addresses per generated trace.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
     /// Engines: planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S],
     /// poptrie-basic[:S] (S: direct-pointing bits, 0-24).
@@ -141,6 +141,10 @@ struct Output {
     /// latency CDF with --latency).
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Which charts --plot draws (default: every one the data supports):
+    /// throughput, batch, fib-size, threads, latency-cdf.
+    #[arg(long, value_delimiter = ',')]
+    charts: Vec<String>,
     /// Chart size in pixels, WIDTHxHEIGHT.
     #[arg(long, default_value = "900x500")]
     plot_size: String,
@@ -153,8 +157,19 @@ struct Output {
 pub fn run(args: Args) -> CmdResult {
     let out = &args.out;
     let plot_size = parse_size(&out.plot_size)?;
+    if let Some(c) = out
+        .charts
+        .iter()
+        .find(|c| !plot::CHARTS.contains(&c.as_str()))
+    {
+        return Err(format!(
+            "--charts: unknown chart {c:?} (available: {})",
+            plot::CHARTS.join(", ")
+        )
+        .into());
+    }
     if !out.from_json.is_empty() {
-        return replot(&out.from_json, out.plot.as_deref(), plot_size);
+        return replot(out, plot_size);
     }
     if let Some(cpu) = args.pin {
         pin_to(cpu).map_err(|e| format!("--pin {e}"))?;
@@ -266,15 +281,7 @@ pub fn run(args: Args) -> CmdResult {
         std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     outcome?;
-    if let Some(dir) = &out.plot {
-        print_plots(&plot::write_all(
-            dir,
-            &report.results,
-            &report.latency,
-            plot_size,
-        )?);
-    }
-    Ok(Outcome::Ok)
+    charts(out, &report, plot_size)
 }
 
 /// `--table FILE` loaded, or an empty table named "synthetic".
@@ -298,9 +305,9 @@ fn load_table(args: &Args) -> Result<(Table<String>, String), Error> {
 }
 
 /// `--from-json`: the saved reports' tables, and their charts.
-fn replot(files: &[PathBuf], dir: Option<&Path>, size: (u32, u32)) -> CmdResult {
+fn replot(out: &Output, size: (u32, u32)) -> CmdResult {
     let mut all = Report::default();
-    for (i, path) in files.iter().enumerate() {
+    for (i, path) in out.from_json.iter().enumerate() {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let r: Report = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not an ipfib bench report: {e}", path.display()))?;
@@ -315,15 +322,17 @@ fn replot(files: &[PathBuf], dir: Option<&Path>, size: (u32, u32)) -> CmdResult 
         all.results.extend(r.results);
         all.latency.extend(r.latency);
     }
-    if let Some(dir) = dir {
-        print_plots(&plot::write_all(dir, &all.results, &all.latency, size)?);
-    }
-    Ok(Outcome::Ok)
+    charts(out, &all, size)
 }
 
-fn print_plots(files: &[PathBuf]) {
-    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    println!("# plots: {}", names.join(" "));
+/// `--plot DIR`: the report's charts, and their file names on stdout.
+fn charts(out: &Output, report: &Report, size: (u32, u32)) -> CmdResult {
+    if let Some(dir) = &out.plot {
+        let files = plot::write_all(dir, &report.results, &report.latency, &out.charts, size)?;
+        let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        println!("# plots: {}", names.join(" "));
+    }
+    Ok(Outcome::Ok)
 }
 
 /// `WIDTHxHEIGHT`, each 100 to 8000 pixels.

@@ -5,6 +5,7 @@
 //! ([`super::tsc`]); one untimed pass over the sample first warms the
 //! caches as the throughput passes are warmed.
 
+use super::report::Subject;
 use super::stats::quantile;
 use super::tsc;
 use serde::{Deserialize, Serialize};
@@ -17,12 +18,8 @@ const CDF_POINTS: usize = 101;
 /// One engine's latency on one trace.
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct LatencyRow {
-    pub engine: String,
-    pub kernel: String,
-    pub family: u8,
-    pub table: String,
-    pub prefixes: usize,
-    pub trace: String,
+    #[serde(flatten)]
+    pub id: Subject,
     /// Lookups timed.
     pub samples: usize,
     pub ticks_mean: f64,
@@ -58,12 +55,13 @@ pub fn measure<A: Copy>(sample: &[A], lookup: impl Fn(A) -> u32) -> Vec<u64> {
         .collect()
 }
 
-/// The distribution's figures (the identifying fields are left empty).
-pub fn summarize(ticks: &[u64], overhead: u64, tsc_hz: Option<f64>) -> LatencyRow {
+/// The distribution's figures, for `id`.
+pub fn summarize(id: Subject, ticks: &[u64], overhead: u64, tsc_hz: Option<f64>) -> LatencyRow {
     let mut v: Vec<f64> = ticks.iter().map(|&t| t as f64).collect();
     v.sort_by(f64::total_cmp);
     let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
     LatencyRow {
+        id,
         samples: v.len(),
         ticks_mean: mean,
         ticks_p50: quantile(&v, 0.50),
@@ -76,7 +74,6 @@ pub fn summarize(ticks: &[u64], overhead: u64, tsc_hz: Option<f64>) -> LatencyRo
         cdf_ticks: (0..CDF_POINTS)
             .map(|i| quantile(&v, i as f64 / (CDF_POINTS - 1) as f64))
             .collect(),
-        ..Default::default()
     }
 }
 
@@ -87,7 +84,7 @@ mod tests {
     #[test]
     fn summary_of_known_ticks() {
         let ticks: Vec<u64> = (1..=100).collect();
-        let r = summarize(&ticks, 20, Some(2e9));
+        let r = summarize(Subject::default(), &ticks, 20, Some(2e9));
         assert_eq!(r.samples, 100);
         assert_eq!(r.ticks_mean, 50.5);
         assert_eq!(r.ticks_p50, 50.5);

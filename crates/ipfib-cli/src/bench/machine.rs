@@ -111,6 +111,17 @@ pub fn cpus_online() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Give the allocator's free memory back to the OS (glibc `malloc_trim`),
+/// so the resident-set growth across the next build counts the build's
+/// own pages rather than pages freed by an earlier one and reused.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Resident bytes of this process (`/proc/self/statm`), where readable.
 pub fn rss_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;

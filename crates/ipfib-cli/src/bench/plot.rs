@@ -15,7 +15,7 @@
 //! - `latency-cdf`: cumulative distribution of single-lookup ticks.
 
 use super::latency::LatencyRow;
-use super::report::Row;
+use super::report::{Row, Subject};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -28,29 +28,34 @@ type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 
 const FONT: &str = "sans-serif";
 
-/// Every chart the rows and latency rows support, into `dir`; the files
-/// written.
+/// The charts, by the stem of their file names (`--charts`).
+pub const CHARTS: [&str; 5] = ["throughput", "batch", "fib-size", "threads", "latency-cdf"];
+
+/// Every chart the rows and latency rows support (of those in `only`;
+/// empty: all), into `dir`; the files written.
 pub fn write_all(
     dir: &Path,
     rows: &[Row],
     latency: &[LatencyRow],
+    only: &[String],
     size: (u32, u32),
 ) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--plot {}: {e}", dir.display()))?;
     register_font()?;
     let mut written = Vec::new();
     for family in [4u8, 6] {
-        let fam: Vec<&Row> = rows.iter().filter(|r| r.family == family).collect();
-        let lat: Vec<&LatencyRow> = latency.iter().filter(|r| r.family == family).collect();
-        let charts: [(&str, Option<Chart>); 5] = [
-            ("throughput", throughput(&fam)),
-            ("batch", versus(&fam, Axis::Batch)),
-            ("fib-size", fib_size(&fam)),
-            ("threads", versus(&fam, Axis::Threads)),
-            ("latency-cdf", latency_cdf(&lat)),
+        let fam: Vec<&Row> = rows.iter().filter(|r| r.id.family == family).collect();
+        let lat: Vec<&LatencyRow> = latency.iter().filter(|r| r.id.family == family).collect();
+        let wanted = |stem: &str| only.is_empty() || only.iter().any(|o| o == stem);
+        let charts: [(&str, &dyn Fn() -> Option<Chart>); 5] = [
+            ("throughput", &|| throughput(&fam)),
+            ("batch", &|| versus(&fam, Axis::Batch)),
+            ("fib-size", &|| fib_size(&fam)),
+            ("threads", &|| versus(&fam, Axis::Threads)),
+            ("latency-cdf", &|| latency_cdf(&lat)),
         ];
         for (stem, chart) in charts {
-            if let Some(chart) = chart {
+            if let Some(chart) = wanted(stem).then(chart).flatten() {
                 let path = dir.join(format!("{stem}-v{family}.png"));
                 render(
                     &path,
@@ -103,22 +108,29 @@ fn render(
 
 /// A series' name: the engine, with its kernel when one engine runs
 /// several kernels.
-fn names(rows: &[&Row]) -> impl Fn(&Row) -> String {
-    let multi: BTreeSet<String> = rows
+fn names(ids: &[&Subject]) -> impl Fn(&Subject) -> String {
+    let multi: BTreeSet<String> = ids
         .iter()
         .filter(|r| {
-            rows.iter()
+            ids.iter()
                 .any(|o| o.engine == r.engine && o.kernel != r.kernel)
         })
         .map(|r| r.engine.clone())
         .collect();
-    move |r: &Row| {
+    move |r: &Subject| {
         if multi.contains(&r.engine) {
             format!("{} {}", r.engine, r.kernel)
         } else {
             r.engine.clone()
         }
     }
+}
+
+/// [`names`] for throughput rows.
+fn row_names(rows: &[&Row]) -> impl Fn(&Row) -> String {
+    let ids: Vec<&Subject> = rows.iter().map(|r| &r.id).collect();
+    let name = names(&ids);
+    move |r: &Row| name(&r.id)
 }
 
 /// Distinct values in first-seen order.
@@ -238,8 +250,11 @@ impl Axis {
 /// Rows of the largest table of the family (a sweep's other sizes have
 /// their own chart).
 fn largest<'r>(rows: &[&'r Row]) -> Vec<&'r Row> {
-    let top = rows.iter().map(|r| r.prefixes).max().unwrap_or(0);
-    rows.iter().copied().filter(|r| r.prefixes == top).collect()
+    let top = rows.iter().map(|r| r.id.prefixes).max().unwrap_or(0);
+    rows.iter()
+        .copied()
+        .filter(|r| r.id.prefixes == top)
+        .collect()
 }
 
 fn throughput(rows: &[&Row]) -> Option<Chart> {
@@ -247,8 +262,8 @@ fn throughput(rows: &[&Row]) -> Option<Chart> {
         .into_iter()
         .filter(|r| r.threads == 1)
         .collect();
-    let name = names(&rows);
-    let groups = distinct(rows.iter().map(|r| r.trace.clone()));
+    let name = row_names(&rows);
+    let groups = distinct(rows.iter().map(|r| r.id.trace.clone()));
     let engines = distinct(rows.iter().map(|r| name(r)));
     if rows.is_empty() {
         return None;
@@ -258,7 +273,7 @@ fn throughput(rows: &[&Row]) -> Option<Chart> {
         .map(|e| {
             let bars = groups
                 .iter()
-                .map(|t| best(&rows, |r| &name(r) == e && &r.trace == t).cloned())
+                .map(|t| best(&rows, |r| &name(r) == e && &r.id.trace == t).cloned())
                 .collect();
             (e.clone(), bars)
         })
@@ -266,7 +281,7 @@ fn throughput(rows: &[&Row]) -> Option<Chart> {
     Some(Chart {
         title: format!(
             "throughput, {} prefixes, best batch per engine",
-            rows[0].prefixes
+            rows[0].id.prefixes
         ),
         body: Body::Bars { groups, series },
     })
@@ -283,14 +298,14 @@ fn versus(rows: &[&Row], axis: Axis) -> Option<Chart> {
     if xs.len() < 2 {
         return None;
     }
-    let name = names(&rows);
-    let panels = distinct(rows.iter().map(|r| r.trace.clone()))
+    let name = row_names(&rows);
+    let panels = distinct(rows.iter().map(|r| r.id.trace.clone()))
         .into_iter()
         .map(|trace| {
             let t_rows: Vec<&Row> = rows
                 .iter()
                 .copied()
-                .filter(|r| r.trace == trace && (axis != Axis::Batch || r.threads == 1))
+                .filter(|r| r.id.trace == trace && (axis != Axis::Batch || r.threads == 1))
                 .collect();
             let series = distinct(t_rows.iter().map(|r| name(r)))
                 .into_iter()
@@ -319,7 +334,7 @@ fn versus(rows: &[&Row], axis: Axis) -> Option<Chart> {
         _ => "aggregate throughput vs threads (best batch)",
     };
     Some(Chart {
-        title: format!("{what}, {} prefixes", rows[0].prefixes),
+        title: format!("{what}, {} prefixes", rows[0].id.prefixes),
         body: Body::Panels(panels),
     })
 }
@@ -328,31 +343,34 @@ fn versus(rows: &[&Row], axis: Axis) -> Option<Chart> {
 /// prefix and build time.
 fn fib_size(rows: &[&Row]) -> Option<Chart> {
     let rows: Vec<&Row> = rows.iter().copied().filter(|r| r.threads == 1).collect();
-    let sizes = distinct(rows.iter().map(|r| r.prefixes));
+    let sizes = distinct(rows.iter().map(|r| r.id.prefixes));
     if sizes.len() < 2 {
         return None;
     }
-    let name = names(&rows);
+    let name = row_names(&rows);
     let engines = distinct(rows.iter().map(|r| name(r)));
-    let per_size = |keep: &dyn Fn(&Row) -> bool,
-                    y: &dyn Fn(&Row) -> Point|
-     -> Vec<(String, Vec<Point>)> {
-        engines
-            .iter()
-            .map(|e| {
-                let pts = sizes
-                    .iter()
-                    .filter_map(|&n| best(&rows, |r| &name(r) == e && r.prefixes == n && keep(r)))
-                    .map(y)
-                    .collect();
-                (e.clone(), pts)
-            })
-            .collect()
-    };
-    let mut panels: Vec<Panel> = distinct(rows.iter().map(|r| r.trace.clone()))
+    let per_size =
+        |keep: &dyn Fn(&Row) -> bool, y: &dyn Fn(&Row) -> Point| -> Vec<(String, Vec<Point>)> {
+            engines
+                .iter()
+                .map(|e| {
+                    let pts = sizes
+                        .iter()
+                        .filter_map(|&n| {
+                            best(&rows, |r| &name(r) == e && r.id.prefixes == n && keep(r))
+                        })
+                        .map(y)
+                        .collect();
+                    (e.clone(), pts)
+                })
+                .collect()
+        };
+    let mut panels: Vec<Panel> = distinct(rows.iter().map(|r| r.id.trace.clone()))
         .into_iter()
         .map(|trace| Panel {
-            series: per_size(&|r| r.trace == trace, &|r| point(r.prefixes as f64, r)),
+            series: per_size(&|r| r.id.trace == trace, &|r| {
+                point(r.id.prefixes as f64, r)
+            }),
             title: trace,
             x: Axis::Prefixes,
             y_label: "MLPS (median, IQR)",
@@ -361,7 +379,7 @@ fn fib_size(rows: &[&Row]) -> Option<Chart> {
         .collect();
     let plain = |y: fn(&Row) -> f64| {
         move |r: &Row| Point {
-            x: r.prefixes as f64,
+            x: r.id.prefixes as f64,
             y: y(r),
             whisker: None,
         }
@@ -387,24 +405,22 @@ fn fib_size(rows: &[&Row]) -> Option<Chart> {
 }
 
 fn latency_cdf(rows: &[&LatencyRow]) -> Option<Chart> {
-    let top = rows.iter().map(|r| r.prefixes).max()?;
-    let rows: Vec<&LatencyRow> = rows.iter().copied().filter(|r| r.prefixes == top).collect();
-    let multi = |r: &LatencyRow| {
-        rows.iter()
-            .any(|o| o.engine == r.engine && o.kernel != r.kernel)
-    };
-    let panels = distinct(rows.iter().map(|r| r.trace.clone()))
+    let top = rows.iter().map(|r| r.id.prefixes).max()?;
+    let rows: Vec<&LatencyRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.id.prefixes == top)
+        .collect();
+    let ids: Vec<&Subject> = rows.iter().map(|r| &r.id).collect();
+    let name_of = names(&ids);
+    let panels = distinct(rows.iter().map(|r| r.id.trace.clone()))
         .into_iter()
         .map(|trace| {
             let series = rows
                 .iter()
-                .filter(|r| r.trace == trace)
+                .filter(|r| r.id.trace == trace)
                 .map(|r| {
-                    let name = if multi(r) {
-                        format!("{} {}", r.engine, r.kernel)
-                    } else {
-                        r.engine.clone()
-                    };
+                    let name = name_of(&r.id);
                     let n = r.cdf_ticks.len().saturating_sub(1).max(1) as f64;
                     // Up to p99: the last percent (interrupts, page
                     // faults) would stretch the axis past what matters.

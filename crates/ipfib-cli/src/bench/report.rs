@@ -7,14 +7,22 @@ use super::machine::Machine;
 use super::stats::Summary;
 use serde::{Deserialize, Serialize};
 
+/// Which engine on which table and trace: what a row (throughput or
+/// latency) is about. Flattened: its fields are the row's own in JSON.
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
-pub struct Row {
+pub struct Subject {
     pub engine: String,
     pub kernel: String,
     pub family: u8,
     pub table: String,
     pub prefixes: usize,
     pub trace: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct Row {
+    #[serde(flatten)]
+    pub id: Subject,
     pub batch: usize,
     pub threads: usize,
     pub mlps_min: f64,
@@ -31,9 +39,9 @@ pub struct Row {
     pub footprint_bytes: usize,
     pub bytes_per_prefix: f64,
     /// Growth of the process's resident memory across the build (from
-    /// /proc/self/statm: the engine, plus what the allocator kept of the
-    /// build's temporaries, minus what it gave back; null for radix, which
-    /// is not built, and where unreadable).
+    /// /proc/self/statm, the heap trimmed first: the engine, plus what the
+    /// allocator kept of the build's temporaries; null for radix, which is
+    /// not built, and where unreadable).
     #[serde(default)]
     pub rss_delta_bytes: Option<i64>,
     /// CPUs the worker threads were pinned to (threads > 1); with one
@@ -103,10 +111,10 @@ pub fn print_row(r: &Row) {
         .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1048576.0));
     println!(
         "{:<17} {:<7} {:>2} {:<10} {:>5} {:>3} {:>24} {:>6.1} {:>8.1} {:>10} {:>6.1} {:>8} {:>20}{counts}",
-        r.engine,
-        r.kernel,
-        r.family,
-        r.trace,
+        r.id.engine,
+        r.id.kernel,
+        r.id.family,
+        r.id.trace,
         r.batch,
         r.threads,
         range,
@@ -148,10 +156,10 @@ pub fn print_latency(rows: &[LatencyRow], tsc_hz: Option<f64>) {
     for r in rows {
         println!(
             "{:<17} {:<7} {:>2} {:<10} {:>8} {:>8.1} {:>7.0} {:>7.0} {:>7.0} {:>7.0} {:>8.0} {:>8}",
-            r.engine,
-            r.kernel,
-            r.family,
-            r.trace,
+            r.id.engine,
+            r.id.kernel,
+            r.id.family,
+            r.id.trace,
             r.samples,
             r.ticks_mean,
             r.ticks_p50,

@@ -4,9 +4,9 @@
 //! count. Every row's checksum must agree with the first row of its trace.
 
 use super::latency::{self, LatencyRow};
-use super::machine::{rss_bytes, worker_cpus};
+use super::machine::{rss_bytes, trim_heap, worker_cpus};
 use super::passes::time_passes;
-use super::report::{print_row, Row};
+use super::report::{print_row, Row, Subject};
 use super::trace::TraceSpec;
 use super::tsc;
 use crate::engines::EngineSpec;
@@ -87,22 +87,14 @@ impl Plan<'_> {
         for (trace_name, trace) in &traces {
             for b in &built {
                 let mut row = b.base().clone();
-                row.family = A::FAMILY;
-                row.table = name.to_string();
-                row.prefixes = table.len();
+                row.id.family = A::FAMILY;
+                row.id.table = name.to_string();
+                row.id.prefixes = table.len();
                 row.bytes_per_prefix = row.footprint_bytes as f64 / table.len().max(1) as f64;
-                row.trace = trace_name.clone();
+                row.id.trace = trace_name.clone();
                 if let Some((n, overhead, hz)) = self.latency {
                     let ticks = b.latency(&trace[..n.min(trace.len())]);
-                    lat.push(LatencyRow {
-                        engine: row.engine.clone(),
-                        kernel: row.kernel.clone(),
-                        family: row.family,
-                        table: row.table.clone(),
-                        prefixes: row.prefixes,
-                        trace: row.trace.clone(),
-                        ..latency::summarize(&ticks, overhead, hz)
-                    });
+                    lat.push(latency::summarize(row.id.clone(), &ticks, overhead, hz));
                 }
                 let batches: &[usize] = if b.batches() { self.batches } else { &[1] };
                 for &m in batches {
@@ -126,8 +118,10 @@ impl Plan<'_> {
                         r.set_mlps(mlps);
                         r.checksum = checksum(&out, |p| b.resolve(p));
                         print_row(&r);
-                        let who =
-                            format!("{} ({}) batch {m} threads {threads}", r.engine, r.kernel);
+                        let who = format!(
+                            "{} ({}) batch {m} threads {threads}",
+                            r.id.engine, r.id.kernel
+                        );
                         let (want, first) = reference
                             .entry(trace_name)
                             .or_insert_with(|| (r.checksum, who.clone()));
@@ -212,8 +206,11 @@ struct Radix<'t, A: Family> {
 impl<'t, A: Family> Radix<'t, A> {
     fn new(table: &'t RouteTable<A, String>) -> Self {
         let base = Row {
-            engine: "radix".into(),
-            kernel: "-".into(),
+            id: Subject {
+                engine: "radix".into(),
+                kernel: "-".into(),
+                ..Default::default()
+            },
             footprint_bytes: table.footprint_bytes(),
             ..Default::default()
         };
@@ -267,6 +264,7 @@ impl<A: Family, E: Engine<A>> Variant<A, E> {
         aggregate: bool,
         (engine, kernel): (String, &str),
     ) -> Result<Self, E::Error> {
+        trim_heap();
         let rss0 = rss_bytes();
         let t0 = Instant::now();
         let kind = if aggregate {
@@ -282,8 +280,11 @@ impl<A: Family, E: Engine<A>> Variant<A, E> {
             Payloads::Routes(c, _) => c.footprint_bytes(),
         };
         let base = Row {
-            engine,
-            kernel: kernel.to_string(),
+            id: Subject {
+                engine,
+                kernel: kernel.to_string(),
+                ..Default::default()
+            },
             build_ms,
             footprint_bytes,
             rss_delta_bytes,
