@@ -501,10 +501,14 @@ impl Chart {
     fn draw(&self, area: &Area) -> Result<(), Error> {
         let names = self.legend();
         let (strip, body) = area.split_vertically(26);
-        legend_strip(&strip, &names)?;
-        let colour = |name: &str| color(names.iter().position(|n| n == name).unwrap_or(0));
+        legend_strip(&strip, &names, &colour_slots(&names))?;
+        let slots = colour_slots(&names);
+        let colour = |name: &str| {
+            let i = names.iter().position(|n| n == name).unwrap_or(0);
+            color(slots[i])
+        };
         match &self.body {
-            Body::Bars { groups, series } => bars(&body, groups, series),
+            Body::Bars { groups, series } => bars(&body, groups, series, &slots),
             Body::Panels(panels) => {
                 let cols = panels.len().min(2);
                 let rows = panels.len().div_ceil(cols.max(1));
@@ -519,7 +523,7 @@ impl Chart {
 
 /// One line of colour swatches and names, centred: the legend of every
 /// panel below it.
-fn legend_strip(area: &Area, names: &[String]) -> Result<(), Error> {
+fn legend_strip(area: &Area, names: &[String], slots: &[usize]) -> Result<(), Error> {
     let font: TextStyle = (FONT, 14).into();
     let widths: Vec<i32> = names
         .iter()
@@ -532,11 +536,40 @@ fn legend_strip(area: &Area, names: &[String]) -> Result<(), Error> {
     let total: i32 = widths.iter().sum();
     let mut x = ((area.dim_in_pixel().0 as i32 - total) / 2).max(4);
     for (i, (name, w)) in names.iter().zip(&widths).enumerate() {
-        area.draw(&Rectangle::new([(x, 8), (x + 18, 20)], color(i).filled()))?;
+        area.draw(&Rectangle::new(
+            [(x, 8), (x + 18, 20)],
+            color(slots[i]).filled(),
+        ))?;
         area.draw(&Text::new(name.as_str(), (x + 24, 6), font.clone()))?;
         x += w;
     }
     Ok(())
+}
+
+/// Each series' colour: the same per engine in every chart (planb blue,
+/// planb-routes orange, poptrie green, radix pink, ...) when the chart has
+/// one series per engine; in order of appearance when it does not (two
+/// kernels or two `s` of one engine).
+fn colour_slots(names: &[String]) -> Vec<usize> {
+    const KNOWN: [&str; 6] = [
+        "planb",
+        "planb-routes",
+        "poptrie",
+        "radix",
+        "poptrie-routes",
+        "poptrie-basic",
+    ];
+    let slot = |n: &String| {
+        let base = n.split([' ', ':']).next().unwrap_or_default();
+        KNOWN.iter().position(|k| *k == base)
+    };
+    let fixed: Vec<Option<usize>> = names.iter().map(slot).collect();
+    let distinct = fixed.iter().flatten().collect::<BTreeSet<_>>().len() == names.len();
+    if distinct {
+        fixed.into_iter().flatten().collect()
+    } else {
+        (0..names.len()).collect()
+    }
 }
 
 /// Y labels without decimals once values are large.
@@ -552,6 +585,7 @@ fn bars(
     area: &Area,
     groups: &[String],
     series: &[(String, Vec<Option<Row>>)],
+    slots: &[usize],
 ) -> Result<(), Error> {
     let ymax = series
         .iter()
@@ -584,7 +618,7 @@ fn bars(
     let k = series.len().max(1) as f64;
     let width = 0.8 / k;
     for (j, (_, bars)) in series.iter().enumerate() {
-        let c = color(j);
+        let c = color(slots[j]);
         let x0 = |g: usize| g as f64 - 0.4 + j as f64 * width;
         let rects = bars.iter().enumerate().filter_map(|(g, b)| {
             b.as_ref().map(|r| {
