@@ -24,7 +24,7 @@
 //! time one table), `passes.rs` (timed passes, threads), `latency.rs` and
 //! `tsc.rs` (`--latency`), `stats.rs` (quartiles), `machine.rs` (header,
 //! pinning, RSS), `report.rs` (rows, JSON, text tables), `plot.rs`
-//! (`--plot`).
+//! and `plot/draw.rs` (`--plot`).
 
 mod latency;
 mod machine;
