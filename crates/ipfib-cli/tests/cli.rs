@@ -860,6 +860,10 @@ fn bench_json(tag: &str, args: &[&str]) -> (Run, serde_json::Value) {
     (run, json)
 }
 
+fn engine_name(r: &serde_json::Value) -> &str {
+    r["engine"].as_str().unwrap_or_default()
+}
+
 #[test]
 fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
     let (run, json) = bench_json(
@@ -896,6 +900,13 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
             "build_ms",
             "footprint_bytes",
             "checksum",
+            // Added by issue 5: quartiles, memory growth across the build,
+            // worker CPUs.
+            "mlps_q1",
+            "mlps_q3",
+            "mlps_iqr",
+            "rss_delta_bytes",
+            "cpus",
         ] {
             assert!(r.get(field).is_some(), "result lacks {field:?}: {r}");
         }
@@ -917,6 +928,20 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
             r["mlps_max"].as_f64().unwrap(),
         );
         assert!(0.0 < min && min <= med && med <= max, "{r}");
+        let (q1, q3) = (
+            r["mlps_q1"].as_f64().unwrap(),
+            r["mlps_q3"].as_f64().unwrap(),
+        );
+        assert!(min <= q1 && q1 <= med && med <= q3 && q3 <= max, "{r}");
+        assert!(
+            (r["mlps_iqr"].as_f64().unwrap() - (q3 - q1)).abs() < 1e-9,
+            "{r}"
+        );
+        // Built engines report their memory growth; radix is not built.
+        if cfg!(target_os = "linux") {
+            let radix = engine_name(r) == "radix";
+            assert_eq!(r["rss_delta_bytes"].is_null(), radix, "{r}");
+        }
         match family {
             4 => assert_eq!(prefixes, 2000, "{r}"),
             6 => assert_eq!(prefixes, 1000, "{r}"),

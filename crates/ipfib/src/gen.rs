@@ -190,6 +190,33 @@ pub fn uniform_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
     (0..n).map(|_| rng.addr()).collect()
 }
 
+/// The Poptrie paper's "sequential" pattern (Asai and Ohara 2015, §4):
+/// `n` consecutive addresses counting up by one from a random start,
+/// wrapping past the top of the space. IPv4: one /24 holds 256 of them,
+/// so a lookup mostly repeats its neighbour's path. IPv6: the same, only
+/// more so: 2 million steps never leave the start's /64.
+pub fn sequential_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
+    let start = Rng::new(seed).addr::<A>().to_u128();
+    (0..n)
+        .map(|i| A::from_u128_truncate(start.wrapping_add(i as u128)))
+        .collect()
+}
+
+/// The Poptrie paper's "repeated" pattern: uniformly random addresses, each
+/// looked up `times` times in a row (the paper repeats each 16 times); `n`
+/// addresses in all, the last run cut short when `times` does not divide
+/// `n`. `times = 0` is taken as 1.
+pub fn repeat_trace<A: Addr>(n: usize, times: usize, seed: u64) -> Vec<A> {
+    let mut rng = Rng::new(seed);
+    let times = times.max(1);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let a: A = rng.addr();
+        out.extend(std::iter::repeat_n(a, times.min(n - out.len())));
+    }
+    out
+}
+
 /// Addresses inside prefixes drawn uniformly from `prefixes` ("matched").
 pub fn matched_trace<A: Addr>(prefixes: &[Prefix<A>], n: usize, seed: u64) -> Vec<A> {
     let mut rng = Rng::new(seed);
@@ -203,4 +230,65 @@ pub fn matched_trace<A: Addr>(prefixes: &[Prefix<A>], n: usize, seed: u64) -> Ve
             p.addr().to_u128_or(r, p.len())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequential_counts_up_by_one_and_wraps() {
+        let t: Vec<u32> = sequential_trace(1000, 7);
+        assert_eq!(t.len(), 1000);
+        for w in t.windows(2) {
+            assert_eq!(w[1], w[0].wrapping_add(1));
+        }
+        assert_eq!(t, sequential_trace::<u32>(1000, 7), "seeded");
+        assert_ne!(
+            t[0],
+            sequential_trace::<u32>(1, 8)[0],
+            "the start is random"
+        );
+        let t6: Vec<u128> = sequential_trace(300, 3);
+        for w in t6.windows(2) {
+            assert_eq!(w[1], w[0].wrapping_add(1));
+        }
+        // Past the top of the space the count wraps to zero (IPv4 truncates).
+        let mut seed = 0;
+        let start = loop {
+            let s: u32 = Rng::new(seed).addr();
+            if s > u32::MAX - 2_000_000 {
+                break seed;
+            }
+            seed += 1;
+        };
+        let t: Vec<u32> = sequential_trace(2_000_000, start);
+        assert!(t.contains(&u32::MAX) && t.contains(&0));
+    }
+
+    #[test]
+    fn repeat_holds_runs_of_the_same_random_address() {
+        let t: Vec<u32> = repeat_trace(100, 16, 5);
+        assert_eq!(t.len(), 100);
+        let runs: Vec<&[u32]> = t.chunk_by(|a, b| a == b).collect();
+        // 6 runs of 16 and a last one of 4 (adjacent runs differ: random).
+        assert_eq!(runs.len(), 7);
+        assert!(runs[..6].iter().all(|r| r.len() == 16));
+        assert_eq!(runs[6].len(), 4);
+        let t6: Vec<u128> = repeat_trace(64, 16, 5);
+        assert_eq!(t6.chunk_by(|a, b| a == b).count(), 4);
+        assert_eq!(repeat_trace::<u32>(5, 0, 1).len(), 5, "0 repeats = 1");
+    }
+
+    #[test]
+    fn matched_addresses_stay_inside_their_prefix() {
+        let p = Prefix::new(0x2001_0db8u128 << 96, 32).unwrap_or_default();
+        for a in matched_trace(&[p], 10_000, 3) {
+            assert!(p.contains(a), "{a:x} outside {p}");
+        }
+        let q = Prefix::new(0x0a00_0000u32, 8).unwrap_or_default();
+        assert!(matched_trace(&[q], 10_000, 4)
+            .iter()
+            .all(|&a| q.contains(a)));
+    }
 }
