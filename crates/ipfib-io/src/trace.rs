@@ -99,23 +99,22 @@ fn binary(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> {
     if family == 4 {
         t.v4 = body
             .chunks_exact(4)
-            .map(|c| {
-                let mut a = [0u8; 4];
-                a.copy_from_slice(c);
-                u32::from_be_bytes(a)
-            })
+            .map(|c| u32::from_be_bytes(array(c)))
             .collect();
     } else {
         t.v6 = body
             .chunks_exact(16)
-            .map(|c| {
-                let mut a = [0u8; 16];
-                a.copy_from_slice(c);
-                u128::from_be_bytes(a)
-            })
+            .map(|c| u128::from_be_bytes(array(c)))
             .collect();
     }
     Ok(t)
+}
+
+/// The `N` bytes of an exact chunk as an array.
+fn array<const N: usize>(chunk: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(chunk);
+    a
 }
 
 fn text(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Trace, TraceError> {
