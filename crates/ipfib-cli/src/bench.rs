@@ -93,8 +93,8 @@ pub struct Args {
     )]
     engines: Vec<String>,
     /// PlanB kernels, or `all` for every kernel this CPU supports
-    /// (default: the best one). Poptrie runs its best popcount kernel, and
-    /// the scalar one too when scalar (or all) is listed.
+    /// (default: the best one). Poptrie runs its best kernel, the scalar
+    /// one too when scalar is listed, and all of its kernels with `all`.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Batch sizes (1 = single lookups; 8, 16, 32, 64 are compiled, other
@@ -214,18 +214,25 @@ pub fn run(args: Args) -> CmdResult {
     );
     machine.tsc_hz = latency.and_then(|l| l.2);
     println!("{}", machine.header());
-    let pop_kernels: Vec<poptrie::Kernel> = std::iter::once(poptrie::Kernel::detect())
-        .chain(
-            kernels
-                .contains(&Kernel::Scalar)
-                .then_some(poptrie::Kernel::Scalar),
-        )
-        .fold(Vec::new(), |mut v, k| {
-            if !v.contains(&k) {
-                v.push(k);
-            }
-            v
-        });
+    // Poptrie's kernels follow `--kernels`: every supported one with `all`,
+    // else the best plus the portable popcount when `scalar` is asked for.
+    let all_kernels = args.kernels.iter().any(|k| k == "all");
+    let pop_kernels: Vec<poptrie::Kernel> = if all_kernels {
+        poptrie::Kernel::supported()
+    } else {
+        std::iter::once(poptrie::Kernel::detect())
+            .chain(
+                kernels
+                    .contains(&Kernel::Scalar)
+                    .then_some(poptrie::Kernel::Scalar),
+            )
+            .fold(Vec::new(), |mut v, k| {
+                if !v.contains(&k) {
+                    v.push(k);
+                }
+                v
+            })
+    };
     let plan = Plan {
         kernels: &kernels,
         pop_kernels: &pop_kernels,

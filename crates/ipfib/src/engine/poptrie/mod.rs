@@ -30,6 +30,8 @@
 //! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
 //! (single and batch lookups; the one popcount dispatch point).
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod build;
 mod search;
 
@@ -68,11 +70,15 @@ pub enum Kernel {
     /// The search compiled with `popcnt`, `bmi1` and `bmi2` enabled
     /// (x86-64): one `popcnt` per level.
     Popcnt,
+    /// `Popcnt` for single lookups; batches (of a multiple of 8 addresses)
+    /// walk eight lanes per AVX-512 vector with gathers (`avx512.rs`).
+    /// x86-64 with AVX-512F, VL and VPOPCNTDQ.
+    Avx512,
 }
 
 impl Kernel {
     /// Every kernel, best first.
-    pub const ALL: [Kernel; 2] = [Kernel::Popcnt, Kernel::Scalar];
+    pub const ALL: [Kernel; 3] = [Kernel::Avx512, Kernel::Popcnt, Kernel::Scalar];
 
     /// The best kernel this CPU supports.
     pub fn detect() -> Kernel {
@@ -92,8 +98,15 @@ impl Kernel {
                     && std::arch::is_x86_feature_detected!("bmi1")
                     && std::arch::is_x86_feature_detected!("bmi2")
             }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                Kernel::Popcnt.is_supported()
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Popcnt => false,
+            Kernel::Popcnt | Kernel::Avx512 => false,
         }
     }
 
@@ -107,6 +120,7 @@ impl Kernel {
         match self {
             Kernel::Scalar => "scalar",
             Kernel::Popcnt => "popcnt",
+            Kernel::Avx512 => "avx512",
         }
     }
 }
@@ -166,7 +180,7 @@ pub enum PoptrieError {
     DirectBits(u8),
     #[error("popcount kernel {0} is not supported by this CPU")]
     UnsupportedKernel(Kernel),
-    #[error("unknown poptrie kernel {0:?} (expected popcnt or scalar)")]
+    #[error("unknown poptrie kernel {0:?} (expected avx512, popcnt or scalar)")]
     UnknownKernel(String),
     #[error("payload {0} is too large (poptrie payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),

@@ -4,6 +4,8 @@
 //! (`Kernel::Popcnt`), where `count_ones` is one instruction. `lookup` and
 //! `lookup_batch` at the bottom are the one dispatch point.
 
+#[cfg(target_arch = "x86_64")]
+use super::avx512;
 use super::{Chunks, Kernel, Poptrie, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
 use crate::mem::prefetch;
@@ -153,7 +155,7 @@ pub(super) fn lookup<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
     match e.kernel {
         // SAFETY: `Poptrie::build` only accepts kernels the CPU supports.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Popcnt => unsafe { lookup_popcnt(e, addr) },
+        Kernel::Popcnt | Kernel::Avx512 => unsafe { lookup_popcnt(e, addr) },
         _ => lookup_with(e, addr),
     }
 }
@@ -169,6 +171,20 @@ pub(super) fn lookup_batch<A: Chunks, const M: usize>(
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Kernel::Popcnt => unsafe { batch_popcnt::<A, M>(e, addrs, out) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512
+            if M.is_multiple_of(avx512::LANES) && M / avx512::LANES <= avx512::MAX_GROUPS =>
+        {
+            // SAFETY: as above; `Poptrie::lookup_batch` checked the output
+            // length, and M fits the vector batch. The remainder (fewer
+            // than M addresses) goes through the scalar batch.
+            unsafe {
+                let done = avx512::batch::<A, M>(e, addrs, out);
+                batch_popcnt::<A, M>(e, &addrs[done..], &mut out[done..]);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => unsafe { batch_popcnt::<A, M>(e, addrs, out) },
         _ => batch_with::<A, M>(e, addrs, out),
     }
 }
