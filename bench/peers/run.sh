@@ -12,7 +12,10 @@
 # C driver in dpdk/), the crates prefix-trie, ip_network_table and poptrie
 # (rust/), Go's bart (go/), Python's pytricia and py-radix
 # (python_peers.py).
-# Usage: bench/peers/run.sh [CPU] (default 1). Installs what is missing
+# Usage: bench/peers/run.sh [CPU] (default 1). Environment: RUNS (timed
+# passes, 5), TRACE_LEN (2000000), PEER_TIMEOUT (seconds, 300), ENGINES
+# (ipfib engines, planb,poptrie,radix), PEERS (drivers to run, default all:
+# "dpdk rust go python"). Installs what is missing
 # (libdpdk-dev when run as root; the crates, Go module and PyPI packages
 # from their registries). Output in bench-out/peers/.
 set -euo pipefail
@@ -31,17 +34,25 @@ if ! pkg-config --exists libdpdk 2>/dev/null; then
         echo "peers: libdpdk-dev missing (apt-get install libdpdk-dev); skipping DPDK" >&2
     fi
 fi
+want=${PEERS:-dpdk rust go python}
+wanted() { [[ " $want " == *" $1 "* ]]; }
 drivers=()
-if pkg-config --exists libdpdk 2>/dev/null; then
+if wanted dpdk && pkg-config --exists libdpdk 2>/dev/null; then
     gcc -O3 -march=native -Wall -o "$out/dpdk_lpm" bench/peers/dpdk/dpdk_lpm.c \
         $(pkg-config --cflags --libs libdpdk)
     drivers+=("dpdk")
 fi
-cargo build --release --manifest-path bench/peers/rust/Cargo.toml && drivers+=("rust")
-(cd bench/peers/go && go build -o ../../../"$out"/bart-peer .) && drivers+=("go")
-python3 -c "import pytricia, radix" 2>/dev/null ||
-    python3 -m pip install -q pytricia py-radix || true
-python3 -c "import pytricia, radix" 2>/dev/null && drivers+=("python")
+if wanted rust; then
+    cargo build --release --manifest-path bench/peers/rust/Cargo.toml && drivers+=("rust")
+fi
+if wanted go; then
+    (cd bench/peers/go && go build -o ../../../"$out"/bart-peer .) && drivers+=("go")
+fi
+if wanted python; then
+    python3 -c "import pytricia, radix" 2>/dev/null ||
+        python3 -m pip install -q pytricia py-radix || true
+    python3 -c "import pytricia, radix" 2>/dev/null && drivers+=("python")
+fi
 cargo build --release -p ipfib-cli
 bin=target/release/ipfib
 
@@ -83,7 +94,7 @@ for spec in \
         [ -f "$dir/table.v$fam.txt" ] || continue
         traces="$dir/uniform.v$fam.trace,$dir/matched.v$fam.trace"
         "$bin" bench --table "$dir/table.v$fam.txt" --trace "$traces" \
-            --engines planb,poptrie,radix --batch 1,16,32 --runs "$runs" --pin "$cpu" \
+            --engines "${ENGINES:-planb,poptrie,radix}" --batch 1,16,32 --runs "$runs" --pin "$cpu" \
             --json "$dir/ipfib.v$fam.json" >&2
         for d in "${drivers[@]}"; do
             for a in $(algos "$d" "$fam"); do
