@@ -1,5 +1,6 @@
 //! Engine names on the command line: `planb`, `planb-routes`, `radix`,
-//! `poptrie[:S]`, `poptrie-routes[:S]`, `poptrie-basic[:S]`.
+//! `poptrie[:S]`, `poptrie-routes[:S]`, `poptrie-basic[:S]`, and
+//! `poptrie5[:S]` (the 32-ary node layout, with leafvec and aggregation).
 
 use ipfib::engine::poptrie::PoptrieOptions;
 
@@ -20,13 +21,16 @@ pub enum EngineSpec {
         /// Route aggregation (value payloads); off for `poptrie-routes`
         /// and `poptrie-basic` (route payloads: no two prefixes merge).
         aggregate: bool,
+        /// Address bits per level: 6 (the paper's 64-ary nodes) or 5
+        /// (`poptrie5`: 32-ary nodes, one gather per level in batches).
+        stride: u8,
     },
 }
 
 /// What the commands accept, for error messages.
-pub const BENCH_ENGINES: &str =
-    "planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], poptrie-basic[:S]";
-pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], radix";
+pub const BENCH_ENGINES: &str = "planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], \
+     poptrie-basic[:S], poptrie5[:S]";
+pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], poptrie5[:S], radix";
 
 impl EngineSpec {
     /// Parse one name; the error says what was wrong.
@@ -35,7 +39,7 @@ impl EngineSpec {
             Some((base, bits)) => (base, Some(bits)),
             None => (text, None),
         };
-        let poptrie = |leafvec, aggregate| -> Result<EngineSpec, String> {
+        let poptrie = |leafvec, aggregate, stride| -> Result<EngineSpec, String> {
             let s = s
                 .map(parse_bits)
                 .transpose()
@@ -44,15 +48,17 @@ impl EngineSpec {
                 s,
                 leafvec,
                 aggregate,
+                stride,
             })
         };
         match (base, s) {
             ("planb", None) => Ok(EngineSpec::Planb),
             ("planb-routes", None) => Ok(EngineSpec::PlanbRoutes),
             ("radix", None) => Ok(EngineSpec::Radix),
-            ("poptrie", _) => poptrie(true, true),
-            ("poptrie-routes", _) => poptrie(true, false),
-            ("poptrie-basic", _) => poptrie(false, false),
+            ("poptrie", _) => poptrie(true, true, 6),
+            ("poptrie-routes", _) => poptrie(true, false, 6),
+            ("poptrie-basic", _) => poptrie(false, false, 6),
+            ("poptrie5", _) => poptrie(true, true, 5),
             _ => Err(format!("unknown engine {text:?}")),
         }
     }
@@ -67,10 +73,12 @@ impl EngineSpec {
                 s,
                 leafvec,
                 aggregate,
+                stride,
             } => {
-                let base = match (leafvec, aggregate) {
-                    (true, true) => "poptrie",
-                    (true, false) => "poptrie-routes",
+                let base = match (leafvec, aggregate, stride) {
+                    (_, _, 5) => "poptrie5",
+                    (true, true, _) => "poptrie",
+                    (true, false, _) => "poptrie-routes",
                     _ => "poptrie-basic",
                 };
                 format!("{base}:{}", s.unwrap_or(default_s))
@@ -101,8 +109,13 @@ mod tests {
             Ok(EngineSpec::Poptrie {
                 s: Some(16),
                 leafvec: true,
-                aggregate: true
+                aggregate: true,
+                stride: 6,
             })
+        );
+        assert_eq!(
+            EngineSpec::parse("poptrie5:12").map(|e| e.label(18)),
+            Ok("poptrie5:12".into())
         );
         assert_eq!(
             EngineSpec::parse("poptrie-basic").map(|e| e.label(18)),

@@ -9,7 +9,7 @@ use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::PlanbOptions;
-use ipfib::engine::poptrie::{self, Poptrie, PoptrieOptions};
+use ipfib::engine::poptrie::{self, Node, Node32, Poptrie, PoptrieOptions};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::{CompiledTable, Table};
 use std::io::{self, BufRead, BufWriter, Write};
@@ -31,9 +31,13 @@ pub struct Args {
     addrs: Vec<String>,
 }
 
+/// A table compiled into Poptries of node layout `N`, both families.
+type PoptrieTable<N> = CompiledTable<String, Poptrie<u32, N>, Poptrie<u128, N>>;
+
 enum Engine {
     Planb(Box<CompiledTable<String>>),
-    Poptrie(Box<CompiledTable<String, Poptrie<u32>, Poptrie<u128>>>),
+    Poptrie(Box<PoptrieTable<Node>>),
+    Poptrie5(Box<PoptrieTable<Node32>>),
     Radix,
 }
 
@@ -71,7 +75,7 @@ pub fn run(args: Args) -> CmdResult {
     let engine = match spec {
         EngineSpec::Radix => Engine::Radix,
         // Route payloads (`Compiled`), so the matching prefix is printed.
-        EngineSpec::Poptrie { s, .. } => {
+        EngineSpec::Poptrie { s, stride, .. } => {
             let opts = PoptrieOptions {
                 direct_bits: s,
                 kernel: kernel
@@ -79,9 +83,11 @@ pub fn run(args: Args) -> CmdResult {
                     .map(|_| poptrie::Kernel::Scalar),
                 ..Default::default()
             };
-            Engine::Poptrie(Box::new(
-                table.compile_with::<Poptrie<u32>, Poptrie<u128>>(&opts)?,
-            ))
+            if stride == 5 {
+                Engine::Poptrie5(Box::new(table.compile_with(&opts)?))
+            } else {
+                Engine::Poptrie(Box::new(table.compile_with(&opts)?))
+            }
         }
         _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
             kernel,
@@ -166,6 +172,7 @@ fn lookup<'a>(
     match engine {
         Engine::Planb(c) => c.lookup(a),
         Engine::Poptrie(c) => c.lookup(a),
+        Engine::Poptrie5(c) => c.lookup(a),
         Engine::Radix => table.lookup(a),
     }
 }

@@ -9,7 +9,7 @@
 use crate::compiled::Compiled;
 use crate::engine::planb::kernel::Kernel;
 use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
-use crate::engine::poptrie::{self, Poptrie, PoptrieOptions};
+use crate::engine::poptrie::{self, Node32, Poptrie, PoptrieOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::{compile, Intervals, NO_ROUTE};
 use crate::oracle::Oracle;
@@ -66,8 +66,9 @@ pub const LAYOUTS: [(Option<u8>, Option<usize>); 4] = [
 pub const POPTRIE_LAYOUTS: [(u8, bool); 4] = [(0, true), (16, true), (18, true), (18, false)];
 
 /// Check every engine variant against the route table on `queries`:
-/// PlanB (each supported kernel x layout) and Poptrie (the best kernel x
-/// [`POPTRIE_LAYOUTS`], the others at the default layout), each with route payloads (through
+/// PlanB (each supported kernel x layout) and Poptrie, 64- and 32-ary
+/// (the best kernel x [`POPTRIE_LAYOUTS`], the others at the default
+/// layout), each with route payloads (through
 /// `Compiled`: prefix and value) and value payloads (aggregated
 /// intervals: value index), single and batch paths. With `oracle`, the
 /// route table is itself checked against the oracle on every query first.
@@ -118,6 +119,10 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             };
             let name = format!("poptrie[{kernel}, s={s}, leafvec={leafvec}]");
             c.variant::<Poptrie<A>>(&name, &opts)?;
+            // The 32-ary layout: the same build and search at K = 5 (its
+            // AVX-512 batch differs: one gather per level).
+            let name = format!("poptrie5[{kernel}, s={s}, leafvec={leafvec}]");
+            c.variant::<Poptrie<A, Node32>>(&name, &opts)?;
         }
     }
     Ok(())

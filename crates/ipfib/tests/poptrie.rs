@@ -27,7 +27,7 @@ fn opts(s: u8, leafvec: bool) -> PoptrieOptions {
 fn build(routes: &[(Prefix<u32>, u32)], s: u8, leafvec: bool) -> Poptrie<u32> {
     let t: RouteTable<u32, u32> = routes.iter().copied().collect();
     let iv = compile(t.iter().map(|(p, v)| (p, *v)));
-    Poptrie::build(&iv, &opts(s, leafvec)).unwrap()
+    Poptrie::<_>::build(&iv, &opts(s, leafvec)).unwrap()
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn deepest_level_is_partial_and_exact() {
     let iv = compile(t.iter().map(|(p, v)| (p, *v)));
     for s in [0, 16, 18] {
         for leafvec in [true, false] {
-            let e = Poptrie::build(&iv, &opts(s, leafvec)).unwrap();
+            let e = Poptrie::<_>::build(&iv, &opts(s, leafvec)).unwrap();
             let want = [
                 (u128::MAX, 1),
                 (u128::MAX - 1, NO_ROUTE),
@@ -122,8 +122,8 @@ fn aggregation_preserves<A: ipfib::engine::Family>(
     let by_route: Intervals<A> = compile(t.iter().enumerate().map(|(i, (p, _))| (p, i as u32)));
     let by_value: Intervals<A> = compile(t.iter().map(|(p, v)| (p, *v)));
     for s in [0, 16, 18] {
-        let routes = Poptrie::build(&by_route, &opts(s, true)).unwrap();
-        let values = Poptrie::build(&by_value, &opts(s, true)).unwrap();
+        let routes = Poptrie::<_>::build(&by_route, &opts(s, true)).unwrap();
+        let values = Poptrie::<_>::build(&by_value, &opts(s, true)).unwrap();
         prop_assert!(values.internal_nodes() <= routes.internal_nodes());
         prop_assert!(values.leaves() <= routes.leaves());
         for &a in queries {
@@ -194,11 +194,11 @@ fn more_distinct_values_than_sixteen_bit_leaves() {
 fn typed_errors_instead_of_panics() {
     let iv = compile([(p4("10.0.0.0/8"), 0x7fff_ffff)]);
     assert_eq!(
-        Poptrie::build(&iv, &PoptrieOptions::default()).err(),
+        Poptrie::<_>::build(&iv, &PoptrieOptions::default()).err(),
         Some(PoptrieError::PayloadTooLarge(0x7fff_ffff))
     );
     let iv = compile([(p4("10.0.0.0/8"), 0x7fff_fffe)]);
-    let e = Poptrie::build(&iv, &PoptrieOptions::default()).unwrap();
+    let e = Poptrie::<_>::build(&iv, &PoptrieOptions::default()).unwrap();
     assert_eq!(e.lookup(0x0a00_0001), 0x7fff_fffe);
     assert_eq!(
         Poptrie::<u32>::build(&iv, &opts(25, true)).err(),
@@ -223,7 +223,7 @@ fn typed_errors_instead_of_panics() {
         },
     ] {
         assert!(matches!(
-            Poptrie::build(&bad, &PoptrieOptions::default()),
+            Poptrie::<_>::build(&bad, &PoptrieOptions::default()),
             Err(PoptrieError::InvalidIntervals(_))
         ));
     }

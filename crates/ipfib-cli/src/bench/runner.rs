@@ -13,7 +13,7 @@ use crate::engines::EngineSpec;
 use ipfib::compiled::Compiled;
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
-use ipfib::engine::poptrie::{self, Poptrie, PoptrieOptions};
+use ipfib::engine::poptrie::{self, Node, Node32, Poptrie, PoptrieOptions, Stride};
 use ipfib::engine::{Engine, Family};
 use ipfib::intervals::{compile, NO_ROUTE};
 use ipfib::route_table::RouteTable;
@@ -169,6 +169,7 @@ impl Plan<'_> {
                     s,
                     leafvec,
                     aggregate,
+                    stride,
                 } => {
                     for &kernel in self.pop_kernels {
                         let opts = PoptrieOptions {
@@ -177,24 +178,34 @@ impl Plan<'_> {
                             kernel: Some(kernel),
                         };
                         let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
-                        let mut v = Variant::<A, Poptrie<A>>::build(
-                            table,
-                            &opts,
-                            aggregate,
-                            (label, kernel.name()),
-                        )?;
-                        let e = v.engine();
-                        let (n, l, b) = (e.internal_nodes(), e.leaves(), e.footprint_bytes());
-                        v.base.inodes = Some(n);
-                        v.base.leaves = Some(l);
-                        v.base.engine_bytes = Some(b);
-                        built.push(Box::new(v));
+                        let who = (label, kernel.name());
+                        built.push(if stride == 5 {
+                            poptrie_variant::<A, Node32>(table, &opts, aggregate, who)?
+                        } else {
+                            poptrie_variant::<A, Node>(table, &opts, aggregate, who)?
+                        });
                     }
                 }
             }
         }
         Ok(built)
     }
+}
+
+/// A Poptrie of node layout `N`, with its node, leaf and byte counts.
+fn poptrie_variant<'t, A: Family, N: Stride>(
+    table: &'t RouteTable<A, String>,
+    opts: &PoptrieOptions,
+    aggregate: bool,
+    who: (String, &'static str),
+) -> Result<Box<dyn Bench<A> + 't>, Error> {
+    let mut v = Variant::<A, Poptrie<A, N>>::build(table, opts, aggregate, who)?;
+    let e = v.engine();
+    let (n, l, b) = (e.internal_nodes(), e.leaves(), e.footprint_bytes());
+    v.base.inodes = Some(n);
+    v.base.leaves = Some(l);
+    v.base.engine_bytes = Some(b);
+    Ok(Box::new(v))
 }
 
 /// The route table as the `radix` baseline: single lookups only.

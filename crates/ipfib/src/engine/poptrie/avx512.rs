@@ -1,6 +1,12 @@
 //! The AVX-512 batch search: eight lanes per vector, one trie level per
 //! step for every lane at once, with gathers instead of one load per lane.
 //!
+//! Both node layouts: the 64-ary [`Node`] (two gathers per level) and the
+//! 32-ary [`Node32`] (one).
+//!
+//! [`Node`]: super::Node
+//! [`Node32`]: super::Node32
+//!
 //! The scalar batch (`search.rs`) spends about 200 instructions on a
 //! matched IPv6 lookup: per lane and level it reloads the lane's state,
 //! counts, prefetches and compacts a lane list. Here a level costs, for
@@ -16,7 +22,7 @@
 //! address is the top 32 bits of `hi`, so one body serves both families.
 //! Past the last address bit, levels read zeros, as in the scalar search.
 
-use super::{Chunks, Poptrie, DIRECT_LEAF};
+use super::{Chunks, Poptrie, Stride, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
 use std::arch::x86_64::*;
 
@@ -79,25 +85,24 @@ fn count(n: u32) -> __m128i {
     _mm_cvtsi32_si128(n as i32)
 }
 
-/// The six bits at bit offset `off` (from the top) of each lane's 128-bit
+/// The `k` bits at bit offset `off` (from the top) of each lane's 128-bit
 /// address `hi:lo`, zeros past bit 127.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-fn chunk(hi: __m512i, lo: __m512i, off: u32) -> __m512i {
-    let six = _mm512_set1_epi64(63);
-    let v = if off + 6 <= 64 {
-        _mm512_srl_epi64(hi, count(58 - off))
+fn chunk(hi: __m512i, lo: __m512i, off: u32, k: u32) -> __m512i {
+    let v = if off + k <= 64 {
+        _mm512_srl_epi64(hi, count(64 - k - off))
     } else if off < 64 {
         _mm512_or_si512(
-            _mm512_sll_epi64(hi, count(off - 58)),
-            _mm512_srl_epi64(lo, count(122 - off)),
+            _mm512_sll_epi64(hi, count(off + k - 64)),
+            _mm512_srl_epi64(lo, count(128 - k - off)),
         )
-    } else if off <= 122 {
-        _mm512_srl_epi64(lo, count(122 - off))
+    } else if off + k <= 128 {
+        _mm512_srl_epi64(lo, count(128 - k - off))
     } else {
-        _mm512_sll_epi64(lo, count(off - 122))
+        _mm512_sll_epi64(lo, count(off + k - 128))
     };
-    _mm512_and_si512(v, six)
+    _mm512_and_si512(v, _mm512_set1_epi64((1 << k) - 1))
 }
 
 /// Direct pointing for eight lanes at `a`.
@@ -106,7 +111,7 @@ fn chunk(hi: __m512i, lo: __m512i, off: u32) -> __m512i {
 /// `a` points at eight addresses; the CPU has AVX-512F.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-unsafe fn start<A: Chunks>(e: &Poptrie<A>, a: *const A) -> Group {
+unsafe fn start<A: Chunks, N: Stride>(e: &Poptrie<A, N>, a: *const A) -> Group {
     // SAFETY: `load` reads the caller's eight addresses; the direct table
     // has 2^s entries and the index is the top `s` bits (a shift by 64
     // gives 0 when s = 0).
@@ -142,37 +147,53 @@ fn upto(v: __m512i) -> __m512i {
     )
 }
 
-/// One trie level (bit offset `off`) for the group's active lanes: two
-/// gathers (`vector` and the bases); a lane that stops at a leaf slot
-/// records where, and its `leafvec` is read once, in [`finish`].
+/// One trie level (bit offset `off`) for the group's active lanes. A lane
+/// needs its node's `vector` and `base1`: one gather for [`Node32`]
+/// (`vector | base1 << 32`), two for the 64-ary node (words 0 and 2). A
+/// lane that stops at a leaf slot records where; its `leafvec` is read
+/// once, in [`finish`].
 ///
 /// # Safety
 /// Every active lane's `node` indexes `e.nodes`; the CPU has AVX-512F and
 /// AVX512-VPOPCNTDQ.
+///
+/// [`Node32`]: super::Node32
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-unsafe fn step<A: Chunks>(e: &Poptrie<A>, g: &mut Group, off: u32) {
+unsafe fn step<A: Chunks, N: Stride>(e: &Poptrie<A, N>, g: &mut Group, off: u32) {
     let k = g.active;
     let base = e.nodes.as_ptr() as *const i64;
-    // Nodes are 24 bytes: three 8-byte words, so word index 3 * node.
-    let w = _mm512_add_epi64(_mm512_slli_epi64::<1>(g.node), g.node);
+    // First word of the node: 3 * node (24-byte nodes) or 2 * node (16).
+    let twice = _mm512_slli_epi64::<1>(g.node);
+    let w = if N::K == 6 {
+        _mm512_add_epi64(twice, g.node)
+    } else {
+        twice
+    };
     let zero = _mm512_setzero_si512();
     // SAFETY: masked-off lanes load nothing; active lanes index nodes that
-    // exist (the caller's guarantee), whose words are `vector`, `leafvec`
-    // and `base0 | base1 << 32` at word offsets 0, 1, 2 (`#[repr(C)]`).
-    let (vector, bases) = unsafe {
-        (
-            _mm512_mask_i64gather_epi64::<8>(zero, k, w, base),
-            _mm512_mask_i64gather_epi64::<8>(zero, k, w, base.add(2)),
-        )
+    // exist (the caller's guarantee). 64-ary nodes (`#[repr(C)]`, 24 bytes)
+    // hold `vector`, `leafvec`, `base0 | base1 << 32` in words 0, 1, 2;
+    // 32-ary ones (16 bytes) `vector | base1 << 32`, `leafvec | base0 << 32`.
+    let (vector, base1) = unsafe {
+        let first = _mm512_mask_i64gather_epi64::<8>(zero, k, w, base);
+        if N::K == 6 {
+            let bases = _mm512_mask_i64gather_epi64::<8>(zero, k, w, base.add(2));
+            (first, _mm512_srli_epi64::<32>(bases))
+        } else {
+            (
+                _mm512_and_si512(first, _mm512_set1_epi64(0xffff_ffff)),
+                _mm512_srli_epi64::<32>(first),
+            )
+        }
     };
-    let v = chunk(g.hi, g.lo, off);
+    let v = chunk(g.hi, g.lo, off, N::K);
     // Whether slot v holds an internal child; its index counts the
     // internal slots 0..=v (so minus one).
     let internal =
         _mm512_mask_test_epi64_mask(k, vector, _mm512_sllv_epi64(_mm512_set1_epi64(1), v));
     let child = _mm512_add_epi64(
-        _mm512_srli_epi64::<32>(bases),
+        base1,
         _mm512_popcnt_epi64(_mm512_and_si512(vector, upto(v))),
     );
     g.node = _mm512_sub_epi64(child, _mm512_set1_epi64(1));
@@ -186,24 +207,33 @@ unsafe fn step<A: Chunks>(e: &Poptrie<A>, g: &mut Group, off: u32) {
 /// leaf is `base0 + popcnt(leafvec & slots 0..=v) - 1` of its last node.
 ///
 /// # Safety
-/// Every entered lane's `end_word` is `3 * node` of a node of `e.nodes`
-/// whose slot `end_slot` is a leaf slot; `out` has eight slots.
+/// Every entered lane's `end_word` is the first word of a node of
+/// `e.nodes` whose slot `end_slot` is a leaf slot; `out` has eight slots.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-unsafe fn finish<A: Chunks>(e: &Poptrie<A>, g: &Group, out: *mut u32) {
+unsafe fn finish<A: Chunks, N: Stride>(e: &Poptrie<A, N>, g: &Group, out: *mut u32) {
     let k = g.entered;
     let base = e.nodes.as_ptr() as *const i64;
     let zero = _mm512_setzero_si512();
-    // SAFETY: masked lanes load nothing; entered lanes name nodes (as in
-    // `step`), and their leaf slot's index lies inside `leaves` (build.rs:
-    // a node's first leaf slot starts a run, so the count is at least one);
-    // `out` has eight slots.
+    let low32 = _mm512_set1_epi64(0xffff_ffff);
+    // SAFETY: masked lanes load nothing; entered lanes name nodes (layouts
+    // as in `step`), and their leaf slot's index lies inside `leaves`
+    // (build.rs: a node's first leaf slot starts a run, so the count is at
+    // least one); `out` has eight slots.
     unsafe {
-        let leafvec = _mm512_mask_i64gather_epi64::<8>(zero, k, g.end_word, base.add(1));
-        let bases = _mm512_mask_i64gather_epi64::<8>(zero, k, g.end_word, base.add(2));
+        let second = _mm512_mask_i64gather_epi64::<8>(zero, k, g.end_word, base.add(1));
+        let (leafvec, base0) = if N::K == 6 {
+            let bases = _mm512_mask_i64gather_epi64::<8>(zero, k, g.end_word, base.add(2));
+            (second, _mm512_and_si512(bases, low32))
+        } else {
+            (
+                _mm512_and_si512(second, low32),
+                _mm512_srli_epi64::<32>(second),
+            )
+        };
         let leaf = _mm512_sub_epi64(
             _mm512_add_epi64(
-                _mm512_and_si512(bases, _mm512_set1_epi64(0xffff_ffff)),
+                base0,
                 _mm512_popcnt_epi64(_mm512_and_si512(leafvec, upto(g.end_slot))),
             ),
             _mm512_set1_epi64(1),
@@ -222,8 +252,8 @@ unsafe fn finish<A: Chunks>(e: &Poptrie<A>, g: &Group, out: *mut u32) {
 /// `out.len() >= addrs.len()`; `M % LANES == 0` and `M / LANES <= MAX_GROUPS`.
 /// Returns how many addresses it answered (whole batches of `M`).
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-pub(super) unsafe fn batch<A: Chunks, const M: usize>(
-    e: &Poptrie<A>,
+pub(super) unsafe fn batch<A: Chunks, N: Stride, const M: usize>(
+    e: &Poptrie<A, N>,
     addrs: &[A],
     out: &mut [u32],
 ) -> usize {
@@ -258,7 +288,7 @@ pub(super) unsafe fn batch<A: Chunks, const M: usize>(
                     live |= (g.active != 0) as u32;
                 }
             }
-            off += 6;
+            off += N::K;
         }
         for (j, g) in gs.iter().take(groups).enumerate() {
             // SAFETY: entered lanes ended at leaf slots; `o` has M slots.

@@ -3,7 +3,7 @@
 //!
 //! A slot (or direct-pointing bucket) whose whole address range lies in one
 //! interval is a leaf holding that interval's payload; any other slot is an
-//! internal child one level (6 bits) down. Ranks are found by a cursor that
+//! internal child one level (`K` bits, 6 or 5) down. Ranks are found by a cursor that
 //! only moves forward: slots are visited in address order within a node,
 //! and a child starts from the rank of its first address, so the build is
 //! linear in slots plus intervals per level.
@@ -12,7 +12,7 @@
 //! when the node is built, then the children are built depth first (each
 //! appending its own blocks), which is all §3.2 asks of the layout.
 
-use super::{Chunks, Node, PoptrieError, DIRECT_LEAF};
+use super::{Chunks, PoptrieError, Stride, DIRECT_LEAF};
 use crate::intervals::{Intervals, NO_ROUTE};
 
 /// Nodes are named by 31 bits in direct-pointing entries.
@@ -20,18 +20,18 @@ const MAX_NODES: usize = DIRECT_LEAF as usize;
 /// Leaves are named by `u32` bases.
 const MAX_LEAVES: usize = u32::MAX as usize;
 
-pub(super) struct Built {
+pub(super) struct Built<N> {
     pub direct: Vec<u32>,
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<N>,
     pub leaves: Vec<u32>,
 }
 
 /// Build the trie for `iv` with `s` direct-pointing bits.
-pub(super) fn build<A: Chunks>(
+pub(super) fn build<A: Chunks, N: Stride>(
     iv: &Intervals<A>,
     s: u32,
     leafvec: bool,
-) -> Result<Built, PoptrieError> {
+) -> Result<Built<N>, PoptrieError> {
     let mut b = Builder {
         starts: &iv.starts,
         payloads: &iv.payloads,
@@ -53,7 +53,7 @@ pub(super) fn build<A: Chunks>(
             if idx >= MAX_NODES {
                 return Err(PoptrieError::TooManyNodes(idx));
             }
-            b.nodes.push(Node::default());
+            b.nodes.push(N::default());
             direct.push(idx as u32);
             b.node(idx, first, s, r)?;
         }
@@ -84,16 +84,16 @@ fn low_mask(w: u32) -> u128 {
         .unwrap_or(0)
 }
 
-struct Builder<'a, A> {
+struct Builder<'a, A, N> {
     starts: &'a [A],
     payloads: &'a [u32],
     bits: u32,
     leafvec: bool,
-    nodes: Vec<Node>,
+    nodes: Vec<N>,
     leaves: Vec<u32>,
 }
 
-impl<A: Chunks> Builder<'_, A> {
+impl<A: Chunks, N: Stride> Builder<'_, A, N> {
     /// Move the rank cursor `r` to the interval holding `addr` (never back).
     #[inline]
     fn advance(&self, r: &mut usize, addr: u128) {
@@ -123,19 +123,20 @@ impl<A: Chunks> Builder<'_, A> {
         let mut vector = 0u64;
         let mut leafvec = 0u64;
         let base0 = self.leaves.len();
+        let k = N::K;
         // Children: (first address, rank) per internal slot, in slot order.
         let mut children = [(0u128, 0usize); 64];
         let mut n_children = 0;
         let mut last_leaf: Option<u32> = None;
-        for slot in 0..64u32 {
-            let (lo, hi) = if offset + 6 <= self.bits {
-                let w = self.bits - offset - 6;
+        for slot in 0..1u32 << k {
+            let (lo, hi) = if offset + k <= self.bits {
+                let w = self.bits - offset - k;
                 let lo = first | ((slot as u128) << w);
                 (lo, lo | low_mask(w))
             } else {
                 // The last, partial level: slots read zero padding past the
                 // address's end, so 2^extra slots share one address.
-                let extra = offset + 6 - self.bits;
+                let extra = offset + k - self.bits;
                 let a = first | (slot >> extra) as u128;
                 (a, a)
             };
@@ -162,15 +163,10 @@ impl<A: Chunks> Builder<'_, A> {
         if base1 + n_children > MAX_NODES {
             return Err(PoptrieError::TooManyNodes(base1 + n_children));
         }
-        self.nodes.resize(base1 + n_children, Node::default());
-        self.nodes[idx] = Node {
-            vector,
-            leafvec,
-            base0: base0 as u32,
-            base1: base1 as u32,
-        };
-        for (k, &(lo, r)) in children[..n_children].iter().enumerate() {
-            self.node(base1 + k, lo, offset + 6, r)?;
+        self.nodes.resize(base1 + n_children, N::default());
+        self.nodes[idx] = N::new(vector, leafvec, base0 as u32, base1 as u32);
+        for (i, &(lo, r)) in children[..n_children].iter().enumerate() {
+            self.node(base1 + i, lo, offset + k, r)?;
         }
         Ok(())
     }

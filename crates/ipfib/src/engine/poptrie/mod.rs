@@ -47,10 +47,34 @@ const DIRECT_LEAF: u32 = 0x8000_0000;
 /// Largest payload a direct-pointing leaf can carry.
 const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
 
+/// A node layout: how many address bits a level reads (`K`, so `2^K`
+/// slots) and how a node keeps its two bit vectors and two bases.
+///
+/// [`Node`] is the paper's 64-ary node (`K = 6`, 24 bytes). [`Node32`] is
+/// a 32-ary one (`K = 5`, 16 bytes) that packs each vector with a base in
+/// one 64-bit word, so the AVX-512 batch reads a level with one gather
+/// instead of two (`avx512.rs`); it takes one more level for a /48.
+pub trait Stride: Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static {
+    /// Address bits per level.
+    const K: u32;
+    /// Name suffix of the engine (`poptrie` or `poptrie5`).
+    const NAME: &'static str;
+    #[doc(hidden)]
+    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self;
+    #[doc(hidden)]
+    fn vector(&self) -> u64;
+    #[doc(hidden)]
+    fn leafvec(&self) -> u64;
+    #[doc(hidden)]
+    fn base0(&self) -> u32;
+    #[doc(hidden)]
+    fn base1(&self) -> u32;
+}
+
 /// One 64-ary internal node (§3.2): 24 bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
-pub(crate) struct Node {
+pub struct Node {
     /// Bit `v` set: slot `v` holds an internal child.
     vector: u64,
     /// Bit `v` set: slot `v` holds a leaf that starts a run.
@@ -59,6 +83,73 @@ pub(crate) struct Node {
     base0: u32,
     /// Index of this node's first child.
     base1: u32,
+}
+
+impl Stride for Node {
+    const K: u32 = 6;
+    const NAME: &'static str = "poptrie";
+    #[inline(always)]
+    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self {
+        Node {
+            vector,
+            leafvec,
+            base0,
+            base1,
+        }
+    }
+    #[inline(always)]
+    fn vector(&self) -> u64 {
+        self.vector
+    }
+    #[inline(always)]
+    fn leafvec(&self) -> u64 {
+        self.leafvec
+    }
+    #[inline(always)]
+    fn base0(&self) -> u32 {
+        self.base0
+    }
+    #[inline(always)]
+    fn base1(&self) -> u32 {
+        self.base1
+    }
+}
+
+/// One 32-ary internal node: 16 bytes, `vector | base1 << 32` and
+/// `leafvec | base0 << 32`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct Node32 {
+    child: u64,
+    leaf: u64,
+}
+
+impl Stride for Node32 {
+    const K: u32 = 5;
+    const NAME: &'static str = "poptrie5";
+    #[inline(always)]
+    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self {
+        Node32 {
+            child: vector | (base1 as u64) << 32,
+            leaf: leafvec | (base0 as u64) << 32,
+        }
+    }
+    #[inline(always)]
+    fn vector(&self) -> u64 {
+        self.child & 0xffff_ffff
+    }
+    #[inline(always)]
+    fn leafvec(&self) -> u64 {
+        self.leaf & 0xffff_ffff
+    }
+    #[inline(always)]
+    fn base0(&self) -> u32 {
+        (self.leaf >> 32) as u32
+    }
+    #[inline(always)]
+    fn base1(&self) -> u32 {
+        (self.child >> 32) as u32
+    }
 }
 
 /// How the search counts bits: the one choice made per build (STYLE §2).
@@ -201,8 +292,8 @@ pub trait Chunks: Addr {
     /// `self << n` (`n < BITS`).
     fn shl(self, n: u32) -> Self;
     #[doc(hidden)]
-    /// The top 6 bits.
-    fn top6(self) -> usize;
+    /// The top `k` bits (`1 <= k <= 6`).
+    fn top(self, k: u32) -> usize;
 }
 
 macro_rules! impl_chunks {
@@ -218,8 +309,8 @@ macro_rules! impl_chunks {
                 self << n
             }
             #[inline(always)]
-            fn top6(self) -> usize {
-                (self >> (<$t>::BITS - 6)) as usize
+            fn top(self, k: u32) -> usize {
+                (self >> (<$t>::BITS - k)) as usize
             }
         }
     };
@@ -233,9 +324,12 @@ impl_chunks!(u128);
 /// Immutable once built: `Send + Sync`, lookups never allocate or lock.
 /// Payloads must be below `2^31 - 1` (so at least 2^31 - 1 distinct values
 /// or routes; larger ones are refused with [`PoptrieError::PayloadTooLarge`]).
-pub struct Poptrie<A: Chunks> {
+///
+/// `N` is the node layout: [`Node`] (64-ary, the paper's, the default) or
+/// [`Node32`] (32-ary).
+pub struct Poptrie<A: Chunks, N: Stride = Node> {
     direct: LookupBuf<u32>,
-    nodes: LookupBuf<Node>,
+    nodes: LookupBuf<N>,
     leaves: LookupBuf<u32>,
     s: u32,
     kernel: Kernel,
@@ -243,9 +337,9 @@ pub struct Poptrie<A: Chunks> {
     _family: std::marker::PhantomData<A>,
 }
 
-impl<A: Chunks> Poptrie<A> {
+impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// Build from compiled intervals: one pass over the `2^s` buckets and,
-    /// per internal node, its 64 slots.
+    /// per internal node, its `2^K` slots.
     pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
         let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
         if !kernel.is_supported() {
@@ -265,7 +359,7 @@ impl<A: Chunks> Poptrie<A> {
         {
             return Err(PoptrieError::PayloadTooLarge(p));
         }
-        let built = build::build(iv, s as u32, opts.leafvec)?;
+        let built = build::build::<A, N>(iv, s as u32, opts.leafvec)?;
         Ok(Poptrie {
             direct: LookupBuf::from_slice(&built.direct),
             nodes: LookupBuf::from_slice(&built.nodes),
@@ -290,7 +384,7 @@ impl<A: Chunks> Poptrie<A> {
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         assert!(out.len() >= addrs.len(), "output shorter than input");
-        search::lookup_batch::<A, M>(self, addrs, out)
+        search::lookup_batch::<A, N, M>(self, addrs, out)
     }
 
     /// Direct-pointing bits `s`.
@@ -323,7 +417,7 @@ impl<A: Chunks> Poptrie<A> {
         self.direct.len()
     }
 
-    /// Heap bytes: direct table (4 B/entry), nodes (24 B), leaves (4 B).
+    /// Heap bytes: direct table (4 B/entry), nodes (24 or 16 B), leaves (4 B).
     pub fn footprint_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
             + std::mem::size_of_val(&*self.nodes)
@@ -347,7 +441,7 @@ fn validate<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
     Ok(())
 }
 
-impl<A: Chunks> super::Engine<A> for Poptrie<A> {
+impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
 
@@ -367,10 +461,14 @@ impl<A: Chunks> super::Engine<A> for Poptrie<A> {
     }
     fn name(&self) -> String {
         format!(
-            "poptrie[s={},{}{}]",
+            "{}[s={},{}{}]",
+            N::NAME,
             self.s,
             self.kernel,
             if self.leafvec { "" } else { ",basic" }
         )
     }
 }
+
+// The AVX-512 batch reads nodes as 64-bit words at fixed offsets.
+const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<Node32>() == 16);

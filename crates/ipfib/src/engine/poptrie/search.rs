@@ -6,7 +6,7 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::{Chunks, Kernel, Poptrie, DIRECT_LEAF};
+use super::{Chunks, Kernel, Poptrie, Stride, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
 use crate::mem::prefetch;
 
@@ -27,7 +27,7 @@ fn upto(v: usize) -> u64 {
 }
 
 #[inline(always)]
-fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+fn lookup_with<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
     // SAFETY: the direct table has 2^s entries and `direct_index(s) < 2^s`;
     // a non-leaf entry and every child index computed from a node's
     // `base1` lie inside `nodes`, and the leaf index of a leaf slot inside
@@ -41,15 +41,15 @@ fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
         let mut node = e.nodes.get_unchecked(d as usize);
         let mut key = addr.shl(e.s);
         loop {
-            let v = key.top6();
+            let v = key.top(N::K);
             let m = upto(v);
-            if node.vector & (1 << v) == 0 {
-                let i = node.base0 as usize + (node.leafvec & m).count_ones() as usize - 1;
+            if node.vector() & (1 << v) == 0 {
+                let i = node.base0() as usize + (node.leafvec() & m).count_ones() as usize - 1;
                 return *e.leaves.get_unchecked(i);
             }
-            let i = node.base1 as usize + (node.vector & m).count_ones() as usize - 1;
+            let i = node.base1() as usize + (node.vector() & m).count_ones() as usize - 1;
             node = e.nodes.get_unchecked(i);
-            key = key.shl(6);
+            key = key.shl(N::K);
         }
     }
 }
@@ -67,7 +67,11 @@ fn lookup_with<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
 /// the end instead of a per-step list of finished lanes cut IPv6 matched
 /// lookups from 257 to about 200 instructions.
 #[inline(always)]
-fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut [u32]) {
+fn batch_with<A: Chunks, N: Stride, const M: usize>(
+    e: &Poptrie<A, N>,
+    addrs: &[A],
+    out: &mut [u32],
+) {
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     let nodes = &e.nodes[..];
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
@@ -103,12 +107,12 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
                     let i = *lane.get_unchecked(j);
                     let nd = nodes.get_unchecked(*node.get_unchecked(i));
                     let k = *key.get_unchecked(i);
-                    let v = k.top6();
+                    let v = k.top(N::K);
                     let m = upto(v);
-                    let internal = (nd.vector >> v) & 1 != 0;
-                    let child =
-                        (nd.base1 as usize + (nd.vector & m).count_ones() as usize).wrapping_sub(1);
-                    let lf = (nd.base0 as usize + (nd.leafvec & m).count_ones() as usize)
+                    let internal = (nd.vector() >> v) & 1 != 0;
+                    let child = (nd.base1() as usize + (nd.vector() & m).count_ones() as usize)
+                        .wrapping_sub(1);
+                    let lf = (nd.base0() as usize + (nd.leafvec() & m).count_ones() as usize)
                         .wrapping_sub(1);
                     // Start the next load now, not when the next pass gets here.
                     prefetch(if internal {
@@ -118,7 +122,7 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
                     });
                     *node.get_unchecked_mut(i) = child;
                     *leaf.get_unchecked_mut(i) = lf;
-                    *key.get_unchecked_mut(i) = k.shl(6);
+                    *key.get_unchecked_mut(i) = k.shl(N::K);
                     *lane.get_unchecked_mut(next) = i;
                     next += internal as usize;
                 }
@@ -139,19 +143,23 @@ fn batch_with<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut 
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,bmi2")]
-fn lookup_popcnt<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+fn lookup_popcnt<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
     lookup_with(e, addr)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,bmi2")]
-fn batch_popcnt<A: Chunks, const M: usize>(e: &Poptrie<A>, addrs: &[A], out: &mut [u32]) {
-    batch_with::<A, M>(e, addrs, out)
+fn batch_popcnt<A: Chunks, N: Stride, const M: usize>(
+    e: &Poptrie<A, N>,
+    addrs: &[A],
+    out: &mut [u32],
+) {
+    batch_with::<A, N, M>(e, addrs, out)
 }
 
 /// Single lookup through the engine's kernel.
 #[inline]
-pub(super) fn lookup<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
+pub(super) fn lookup<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
     match e.kernel {
         // SAFETY: `Poptrie::build` only accepts kernels the CPU supports.
         #[cfg(target_arch = "x86_64")]
@@ -162,15 +170,15 @@ pub(super) fn lookup<A: Chunks>(e: &Poptrie<A>, addr: A) -> u32 {
 
 /// Batch lookup through the engine's kernel.
 #[inline]
-pub(super) fn lookup_batch<A: Chunks, const M: usize>(
-    e: &Poptrie<A>,
+pub(super) fn lookup_batch<A: Chunks, N: Stride, const M: usize>(
+    e: &Poptrie<A, N>,
     addrs: &[A],
     out: &mut [u32],
 ) {
     match e.kernel {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Popcnt => unsafe { batch_popcnt::<A, M>(e, addrs, out) },
+        Kernel::Popcnt => unsafe { batch_popcnt::<A, N, M>(e, addrs, out) },
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx512
             if M.is_multiple_of(avx512::LANES) && M / avx512::LANES <= avx512::MAX_GROUPS =>
@@ -179,12 +187,12 @@ pub(super) fn lookup_batch<A: Chunks, const M: usize>(
             // length, and M fits the vector batch. The remainder (fewer
             // than M addresses) goes through the scalar batch.
             unsafe {
-                let done = avx512::batch::<A, M>(e, addrs, out);
-                batch_popcnt::<A, M>(e, &addrs[done..], &mut out[done..]);
+                let done = avx512::batch::<A, N, M>(e, addrs, out);
+                batch_popcnt::<A, N, M>(e, &addrs[done..], &mut out[done..]);
             }
         }
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => unsafe { batch_popcnt::<A, M>(e, addrs, out) },
-        _ => batch_with::<A, M>(e, addrs, out),
+        Kernel::Avx512 => unsafe { batch_popcnt::<A, N, M>(e, addrs, out) },
+        _ => batch_with::<A, N, M>(e, addrs, out),
     }
 }
