@@ -25,7 +25,15 @@ mod common;
 use common::{ipfib, Run, IPFIB};
 
 /// Every engine `ipfib lookup` takes, with a non-default Poptrie `s`.
-const ENGINES: [&str; 5] = ["planb", "poptrie", "poptrie:16", "poptrie:0", "radix"];
+const ENGINES: [&str; 7] = [
+    "planb",
+    "poptrie",
+    "poptrie:16",
+    "poptrie:0",
+    "poptrie5",
+    "poptrie5:13",
+    "radix",
+];
 
 // ---------------------------------------------------------------------------
 // Helpers
