@@ -291,8 +291,17 @@ pub(super) unsafe fn batch<A: Chunks, N: Stride, const M: usize>(
             off += N::K;
         }
         for (j, g) in gs.iter().take(groups).enumerate() {
-            // SAFETY: entered lanes ended at leaf slots; `o` has M slots.
-            unsafe { finish(e, g, o.as_mut_ptr().add(j * LANES)) };
+            let dst = o.as_mut_ptr().wrapping_add(j * LANES);
+            if g.entered == 0 {
+                // Every lane answered from the direct table (most of a
+                // uniform IPv6 trace): a gather costs as much with an
+                // empty mask as with a full one, so skip them.
+                // SAFETY: `o` has M slots, eight of them from `dst`.
+                unsafe { _mm256_storeu_si256(dst as *mut __m256i, g.out) };
+            } else {
+                // SAFETY: entered lanes ended at leaf slots; `o` has M slots.
+                unsafe { finish(e, g, dst) };
+            }
         }
     }
     done
