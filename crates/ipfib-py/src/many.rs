@@ -1,0 +1,369 @@
+//! `Table.lookup_many`: what the input is (numpy, list, Arrow buffers via
+//! `ipfib._inputs.canonical`), what the output is (integer or object
+//! array, masked, with prefix lengths), and the GIL-free work between.
+
+use crate::batch::{
+    answer_decoded, answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink,
+    Mixed, OnError, SlotSink,
+};
+use crate::snapshot::Snapshot;
+use crate::table::{slot_objects, Table};
+use ipfib::engine::NO_ROUTE;
+use ipfib::prefix::AnyAddr;
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyList, PyString, PyTuple};
+
+/// The inputs the GIL-free path reads.
+enum Input<'py> {
+    /// IPv4 as numbers.
+    V4(numpy::PyReadonlyArray1<'py, u32>),
+    /// IPv6, 16 bytes per row, network order.
+    V6Bytes(numpy::PyReadonlyArray2<'py, u8>),
+    /// IPv6, two words per row: bits 127..64, bits 63..0.
+    V6Words(numpy::PyReadonlyArray2<'py, u64>),
+    /// Already split by family (a Python list, parsed with the GIL).
+    Parsed(Mixed, usize),
+    /// Arrow-style variable-length items: `offsets` (n + 1), bytes, nulls.
+    Buffers {
+        packed: bool,
+        offsets: numpy::PyReadonlyArray1<'py, i64>,
+        data: numpy::PyReadonlyArray1<'py, u8>,
+        nulls: Option<numpy::PyReadonlyArray1<'py, bool>>,
+    },
+}
+
+impl Input<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Input::V4(a) => a.len(),
+            Input::V6Bytes(a) => a.shape()[0],
+            Input::V6Words(a) => a.shape()[0],
+            Input::Parsed(_, n) => *n,
+            Input::Buffers { offsets, .. } => offsets.len().saturating_sub(1),
+        }
+    }
+}
+
+fn bad_item(e: BadItem) -> PyErr {
+    PyValueError::new_err(format!(
+        "invalid IP address {:?} at index {}",
+        e.text, e.index
+    ))
+}
+
+/// Numpy inputs the fast paths read directly (C-contiguous, native dtype).
+fn direct<'py>(obj: &Bound<'py, PyAny>) -> Option<Input<'py>> {
+    if let Ok(a) = obj.cast::<PyArray1<u32>>() {
+        if a.is_c_contiguous() {
+            return a.try_readonly().ok().map(Input::V4);
+        }
+    }
+    if let Ok(a) = obj.cast::<PyArray2<u8>>() {
+        if a.is_c_contiguous() && a.shape()[1] == 16 {
+            return a.try_readonly().ok().map(Input::V6Bytes);
+        }
+    }
+    if let Ok(a) = obj.cast::<PyArray2<u64>>() {
+        if a.is_c_contiguous() && a.shape()[1] == 2 {
+            return a.try_readonly().ok().map(Input::V6Words);
+        }
+    }
+    None
+}
+
+/// A Python list of addresses, parsed with the GIL: `str` (either family),
+/// `bytes` (4 or 16, network order), `ipaddress` objects; `None` and NaN
+/// are nulls (no match).
+fn parse_list(list: &Bound<'_, PyList>, on_error: OnError) -> PyResult<Input<'static>> {
+    let mut mixed = Mixed::default();
+    let n = list.len();
+    for (i, item) in list.iter().enumerate() {
+        let r = if let Ok(s) = item.cast::<PyString>() {
+            decode_text(i, s.to_cow()?.as_bytes(), &mut mixed)
+        } else if item.is_none() {
+            Ok(())
+        } else if let Ok(b) = item.cast::<PyBytes>() {
+            decode_packed(i, b.as_bytes(), &mut mixed)
+        } else if item.cast::<PyFloat>().is_ok_and(|f| f.value().is_nan()) {
+            Ok(())
+        } else if item.is_instance_of::<pyo3::types::PyInt>() || item.is_instance_of::<PyBool>() {
+            Err(BadItem {
+                index: i,
+                text: item.repr()?.to_string(),
+            })
+        } else {
+            let text = item.str()?.to_string();
+            match AnyAddr::parse(&text) {
+                Ok(a) => {
+                    mixed.push(i, a);
+                    Ok(())
+                }
+                Err(_) => Err(BadItem { index: i, text }),
+            }
+        };
+        match r {
+            Err(e) if on_error == OnError::Raise => return Err(bad_item(e)),
+            _ => {}
+        }
+    }
+    Ok(Input::Parsed(mixed, n))
+}
+
+/// Classify `addrs`, asking `ipfib._inputs.canonical` to turn anything
+/// else (other dtypes, pandas, pyarrow, iterables) into one of ours.
+fn classify<'py>(addrs: &Bound<'py, PyAny>, on_error: OnError) -> PyResult<Input<'py>> {
+    if let Some(input) = direct(addrs) {
+        return Ok(input);
+    }
+    if let Ok(list) = addrs.cast::<PyList>() {
+        return parse_list(list, on_error);
+    }
+    let py = addrs.py();
+    let canonical = py
+        .import("ipfib._inputs")?
+        .getattr("canonical")?
+        .call1((addrs,))?;
+    if let Some(input) = direct(&canonical) {
+        return Ok(input);
+    }
+    if let Ok(list) = canonical.cast::<PyList>() {
+        return parse_list(list, on_error);
+    }
+    if let Ok(t) = canonical.cast::<PyTuple>() {
+        let (kind, offsets, data, nulls): (
+            String,
+            Bound<'py, PyAny>,
+            Bound<'py, PyAny>,
+            Option<Bound<'py, PyAny>>,
+        ) = t.extract()?;
+        let nulls = match nulls {
+            Some(m) => Some(m.cast_into::<PyArray1<bool>>()?.try_readonly()?),
+            None => None,
+        };
+        let offsets = offsets.cast_into::<PyArray1<i64>>()?.try_readonly()?;
+        let data = data.cast_into::<PyArray1<u8>>()?.try_readonly()?;
+        if !offsets.is_c_contiguous() || !data.is_c_contiguous() {
+            return Err(PyTypeError::new_err("ipfib: non-contiguous buffers"));
+        }
+        return Ok(Input::Buffers {
+            packed: kind == "packed",
+            offsets,
+            data,
+            nulls,
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "lookup_many: unsupported input {}",
+        addrs.get_type().name()?
+    )))
+}
+
+/// Run the lookups of `input` into `sink`, without the GIL.
+fn run<S: FamilySink + Send>(
+    py: Python<'_>,
+    snap: &Snapshot,
+    input: &Input<'_>,
+    on_error: OnError,
+    sink: &mut S,
+) -> PyResult<()> {
+    let r = match input {
+        Input::V4(a) => {
+            let addrs = a
+                .as_slice()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            py.detach(|| {
+                answer_v4(snap, addrs, sink);
+                Ok(())
+            })
+        }
+        Input::V6Bytes(a) => {
+            let raw = a
+                .as_slice()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            py.detach(|| {
+                answer_decoded(
+                    snap,
+                    raw.len() / 16,
+                    on_error,
+                    |i, m| decode_packed(i, &raw[i * 16..i * 16 + 16], m),
+                    sink,
+                )
+            })
+        }
+        Input::V6Words(a) => {
+            let raw = a
+                .as_slice()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            py.detach(|| {
+                answer_decoded(
+                    snap,
+                    raw.len() / 2,
+                    on_error,
+                    |i, m| {
+                        m.push_v6(i, (raw[2 * i] as u128) << 64 | raw[2 * i + 1] as u128);
+                        Ok(())
+                    },
+                    sink,
+                )
+            })
+        }
+        Input::Parsed(mixed, _) => py.detach(|| {
+            mixed.answer(snap, sink);
+            Ok(())
+        }),
+        Input::Buffers {
+            packed,
+            offsets,
+            data,
+            nulls,
+        } => {
+            let err = |e: numpy::AsSliceError| PyTypeError::new_err(e.to_string());
+            let offsets = offsets.as_slice().map_err(err)?;
+            let data = data.as_slice().map_err(err)?;
+            let nulls = nulls
+                .as_ref()
+                .map(|m| m.as_slice())
+                .transpose()
+                .map_err(err)?;
+            let packed = *packed;
+            py.detach(|| {
+                answer_decoded(
+                    snap,
+                    offsets.len().saturating_sub(1),
+                    on_error,
+                    |i, m| {
+                        if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
+                            return Ok(());
+                        }
+                        let (s, e) = (offsets[i], offsets[i + 1]);
+                        let bytes = usize::try_from(s)
+                            .ok()
+                            .zip(usize::try_from(e).ok())
+                            .and_then(|(s, e)| data.get(s..e))
+                            .ok_or(BadItem {
+                                index: i,
+                                text: format!("offsets {s}..{e} outside the data"),
+                            })?;
+                        if packed {
+                            decode_packed(i, bytes, m)
+                        } else {
+                            decode_text(i, bytes, m)
+                        }
+                    },
+                    sink,
+                )
+            })
+        }
+    };
+    r.map_err(bad_item)
+}
+
+/// `0` as a Python object: `lookup_many`'s default `default`.
+pub fn zero() -> Py<PyAny> {
+    Python::attach(|py| {
+        0i64.into_pyobject(py)
+            .map(|i| i.into_any().unbind())
+            .unwrap_or_else(|e| match e {})
+    })
+}
+
+/// Vectorised longest-prefix match (see `_ipfib.pyi`).
+pub fn lookup_many<'py>(
+    table: &Table,
+    py: Python<'py>,
+    addrs: &Bound<'py, PyAny>,
+    default: Py<PyAny>,
+    masked: bool,
+    with_prefix_len: bool,
+    errors: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let on_error = match errors {
+        "raise" => OnError::Raise,
+        "coerce" => OnError::Coerce,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "errors must be 'raise' or 'coerce', not {errors:?}"
+            )))
+        }
+    };
+    let input = classify(addrs, on_error)?;
+    let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err(
+            "lookup_many: at most 2^32 - 1 addresses per call",
+        ));
+    }
+    let snap = table.live.snapshot();
+    let mut lens = if with_prefix_len {
+        vec![-1i16; n]
+    } else {
+        Vec::new()
+    };
+    let mut miss = if masked { vec![true; n] } else { Vec::new() };
+    let default_int = default
+        .bind(py)
+        .cast::<pyo3::types::PyInt>()
+        .ok()
+        .filter(|_| !default.bind(py).is_instance_of::<PyBool>())
+        .and_then(|i| i.extract::<i64>().ok());
+    let values: Bound<'py, PyAny> = match (snap.ints(), default_int) {
+        (Some(ints), Some(d)) => {
+            let mut vals = vec![d; n];
+            let mut sink = IntSink::new(
+                &mut vals,
+                ints,
+                d,
+                Extra {
+                    lens: with_prefix_len.then_some(lens.as_mut_slice()),
+                    miss: masked.then_some(miss.as_mut_slice()),
+                },
+            );
+            run(py, &snap, &input, on_error, &mut sink)?;
+            PyArray1::from_vec(py, vals).into_any()
+        }
+        _ => {
+            let mut slots = vec![NO_ROUTE; n];
+            let v6_base = snap.v4.values.len() as u32;
+            let mut sink = SlotSink::new(
+                &mut slots,
+                v6_base,
+                Extra {
+                    lens: with_prefix_len.then_some(lens.as_mut_slice()),
+                    miss: masked.then_some(miss.as_mut_slice()),
+                },
+            );
+            run(py, &snap, &input, on_error, &mut sink)?;
+            let objs = slot_objects(py, &table.objects, &snap)?;
+            let out: Vec<Py<PyAny>> = slots
+                .iter()
+                .map(|&s| match objs.get(s as usize) {
+                    Some(o) => o.clone_ref(py),
+                    None => default.clone_ref(py),
+                })
+                .collect();
+            PyArray1::from_vec(py, out).into_any()
+        }
+    };
+    let ma = || py.import("numpy.ma");
+    let (values, lens) = if masked {
+        let mask = PyArray1::from_vec(py, miss);
+        let values = ma()?.call_method1("masked_array", (values, &mask))?;
+        let lens = if with_prefix_len {
+            Some(ma()?.call_method1("masked_array", (PyArray1::from_vec(py, lens), &mask))?)
+        } else {
+            None
+        };
+        (values, lens)
+    } else {
+        (
+            values,
+            with_prefix_len.then(|| PyArray1::from_vec(py, lens).into_any()),
+        )
+    };
+    match lens {
+        Some(l) => Ok(PyTuple::new(py, [values, l])?.into_any()),
+        None => Ok(values),
+    }
+}
