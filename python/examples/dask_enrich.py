@@ -21,6 +21,7 @@ route list) and look up inside `mapInPandas`:
 from __future__ import annotations
 
 import sys
+
 import ipfib
 from ipfib.dask import enrich
 
@@ -35,7 +36,8 @@ def main(argv: list[str]) -> int:
     table_path, src, dst = argv[1:4]
     column = argv[4] if len(argv) == 5 else "src"
     table = ipfib.Table.from_file(table_path)
-    with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1)  # type: ignore[no-untyped-call]
+    with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         enrich(dd.read_parquet(src), table, client, column).to_parquet(dst)
     return 0
 

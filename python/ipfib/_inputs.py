@@ -16,7 +16,7 @@ from typing import Any, Union
 
 import numpy as np
 
-Canonical = Union[np.ndarray, list, tuple]
+Canonical = Union[np.ndarray, list[Any], tuple[Any, ...]]
 
 
 def canonical(addrs: Any) -> Canonical:
@@ -55,7 +55,7 @@ def _numpy(a: np.ndarray) -> Canonical:
             return raw.reshape(-1, 16)
         return raw.view(">u4").astype(np.uint32)
     if a.ndim == 1 and a.dtype.kind in "OUS":
-        return a.tolist()
+        return list(a.tolist())
     raise TypeError(
         f"lookup_many: unsupported array of dtype {a.dtype} and shape {a.shape} "
         "(expected uint32 IPv4, (N, 16) uint8 or (N, 2) uint64 IPv6, or strings)"
@@ -107,6 +107,8 @@ def _arrow(a: Any) -> Canonical:
         raise TypeError(f"lookup_many: unsupported Arrow type {t}")
     _, off_buf, data_buf = a.buffers()
     offsets = np.frombuffer(off_buf, dtype=off_type)[a.offset : a.offset + len(a) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    )
     kind = "text" if pa.types.is_string(t) or pa.types.is_large_string(t) else "packed"
     return (kind, offsets.astype(np.int64), data, nulls)

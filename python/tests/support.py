@@ -8,8 +8,9 @@ import ipaddress
 import os
 import random
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
 import pytest
 
@@ -51,10 +52,14 @@ def random_routes(seed: int, n4: int = 300, n6: int = 300) -> list[tuple[str, in
     rnd = random.Random(seed)
     routes: list[tuple[str, int]] = []
 
-    def add(net: ipaddress._BaseNetwork, value: Optional[int] = None) -> None:
+    def add(net: ipaddress.IPv4Network | ipaddress.IPv6Network, value: int | None = None) -> None:
         routes.append((str(net), rnd.randrange(0, 70000) if value is None else value))
 
-    for bits, n, cls in ((32, n4, ipaddress.IPv4Network), (128, n6, ipaddress.IPv6Network)):
+    families: list[tuple[int, int, Any]] = [
+        (32, n4, ipaddress.IPv4Network),
+        (128, n6, ipaddress.IPv6Network),
+    ]
+    for bits, n, cls in families:
         add(cls((0, 0)))
         add(cls((0, bits)))
         add(cls(((1 << bits) - 1, bits)))
@@ -81,7 +86,7 @@ def oracle(routes: list[tuple[str, int]]) -> dict[str, tuple[str, int]]:
     return d
 
 
-def brute_lookup(table: dict[str, tuple[str, int]], addr: str) -> Optional[tuple[str, int]]:
+def brute_lookup(table: dict[str, tuple[str, int]], addr: str) -> tuple[str, int] | None:
     """Longest match by trying every length (IPv4-mapped addresses unmapped)."""
     a = ipaddress.ip_address(addr)
     if isinstance(a, ipaddress.IPv6Address) and a.ipv4_mapped is not None:
@@ -96,7 +101,7 @@ def brute_lookup(table: dict[str, tuple[str, int]], addr: str) -> Optional[tuple
     return None
 
 
-def probe_addresses(routes: list[tuple[str, int]], seed: int, n: int = 2000) -> list[str]:
+def probe_addresses(routes: Sequence[tuple[str, Any]], seed: int, n: int = 2000) -> list[str]:
     """Boundaries of every prefix (first, last, one past) plus random addresses."""
     rnd = random.Random(seed)
     out: list[str] = []

@@ -23,7 +23,9 @@ pytest.importorskip("pyarrow")
 def run_example(*args: str) -> None:
     """python/examples/dask_enrich.py as a user runs it."""
     script = ROOT / "python" / "examples" / "dask_enrich.py"
-    run = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
 
@@ -31,14 +33,22 @@ def test_dask_enriches_parquet(tmp_path: Path) -> None:
     table = ipfib.Table.from_prefixes(random_routes(31, 3000, 1000))
     rng = np.random.default_rng(7)
     n = 40_000
-    v4 = [f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}" for a in rng.integers(0, 2**32, n // 2).tolist()]
-    v6 = [f"2{rng.integers(0, 16)}{rng.integers(0, 16)}{rng.integers(0, 16)}::{i:x}" for i in range(n // 2)]
+    v4 = [
+        f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}"
+        for a in rng.integers(0, 2**32, n // 2).tolist()
+    ]
+    v6 = [
+        f"2{rng.integers(0, 16)}{rng.integers(0, 16)}{rng.integers(0, 16)}::{i:x}"
+        for i in range(n // 2)
+    ]
     src = v4 + v6
     src[3] = "not-an-address"
     flows = pd.DataFrame({"src": src, "bytes": rng.integers(0, 1500, n)})
     dd.from_pandas(flows, npartitions=8).to_parquet(tmp_path / "in")
 
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     with cluster, distributed.Client(cluster) as client:
         before = client.run(lambda: ipfib.unpickled)
         out = enrich(dd.read_parquet(tmp_path / "in"), table, client)

@@ -10,7 +10,6 @@ import ipaddress
 import random
 import subprocess
 import warnings
-from typing import Optional
 
 import numpy as np
 import pytest
@@ -40,7 +39,10 @@ def addresses(t: ipfib.Table, seed: int) -> list[str]:
     rnd = random.Random(seed)
     out = [str(ipaddress.IPv4Address(rnd.getrandbits(32))) for _ in range(3000)]
     out += [str(ipaddress.IPv6Address(rnd.getrandbits(128))) for _ in range(1000)]
-    out += [str(ipaddress.IPv6Address((0x2000 + rnd.getrandbits(12)) << 112 | rnd.getrandbits(112))) for _ in range(2000)]
+    out += [
+        str(ipaddress.IPv6Address((0x2000 + rnd.getrandbits(12)) << 112 | rnd.getrandbits(112)))
+        for _ in range(2000)
+    ]
     keys = list(t)
     for p in rnd.sample(keys, min(len(keys), 3000)):
         net = ipaddress.ip_network(p)
@@ -52,7 +54,7 @@ def addresses(t: ipfib.Table, seed: int) -> list[str]:
     return out
 
 
-def native(path: str, addrs: list[str], engine: str) -> list[Optional[tuple[str, str]]]:
+def native(path: str, addrs: list[str], engine: str) -> list[tuple[str, str] | None]:
     """`ipfib lookup` answers: (prefix, value text) or None."""
     run = subprocess.run(
         [cli(), "lookup", "--table", path, "--engine", engine],
@@ -62,7 +64,7 @@ def native(path: str, addrs: list[str], engine: str) -> list[Optional[tuple[str,
         timeout=300,
     )
     assert run.returncode in (0, 1), run.stderr
-    answers: list[Optional[tuple[str, str]]] = []
+    answers: list[tuple[str, str] | None] = []
     for line, a in zip(run.stdout.splitlines(), addrs):
         addr, prefix, value = line.split(" ", 2)
         assert addr == a
@@ -85,7 +87,9 @@ def test_python_equals_the_cli(name: str) -> None:
     assert [(p, str(v)) if p else None for p, v in (g or (None, None) for g in got)] == want
     # The vectorised paths, and another engine, agree with the CLI too.
     values = t.lookup_many(addrs, default=None)
-    assert [None if v is None else str(v) for v in values.tolist()] == [w[1] if w else None for w in want]
+    assert [None if v is None else str(v) for v in values.tolist()] == [
+        w[1] if w else None for w in want
+    ]
     _, lens = t.lookup_many(addrs, with_prefix_len=True)
     assert lens.tolist() == [int(w[0].rsplit("/", 1)[1]) if w else -1 for w in want]
     assert tp.lookup_many(addrs, default=None).tolist() == values.tolist()
