@@ -19,6 +19,27 @@ pub struct BadItem {
     pub text: String,
 }
 
+/// Why a `lookup_many` stopped.
+#[derive(Debug)]
+pub enum ManyError {
+    /// An item that is not an address (with `errors="raise"`).
+    Bad(BadItem),
+    /// The route-ordinal engine could not be built.
+    Build(String),
+}
+
+impl From<BadItem> for ManyError {
+    fn from(e: BadItem) -> Self {
+        ManyError::Bad(e)
+    }
+}
+
+impl From<String> for ManyError {
+    fn from(e: String) -> Self {
+        ManyError::Build(e)
+    }
+}
+
 /// Whether bad items raise (the first one stops the call) or miss.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum OnError {
@@ -69,11 +90,16 @@ impl Mixed {
     }
 
     /// Look every address up and hand the answers to `sink`.
-    pub fn answer<S: FamilySink>(&self, snap: &Snapshot, sink: &mut S) {
+    pub fn answer<S: FamilySink>(
+        &self,
+        snap: &Snapshot,
+        with_len: bool,
+        sink: &mut S,
+    ) -> Result<(), String> {
         sink.family(4);
-        snap.v4.answer(&self.v4, Some(&self.pos4), 0, sink);
+        snap.v4.answer(&self.v4, Some(&self.pos4), with_len, sink)?;
         sink.family(6);
-        snap.v6.answer(&self.v6, Some(&self.pos6), 0, sink);
+        snap.v6.answer(&self.v6, Some(&self.pos6), with_len, sink)
     }
 }
 
@@ -83,9 +109,14 @@ pub trait FamilySink: Sink {
 }
 
 /// Look up IPv4 addresses given as numbers (no decoding, no split).
-pub fn answer_v4<S: FamilySink>(snap: &Snapshot, addrs: &[u32], sink: &mut S) {
+pub fn answer_v4<S: FamilySink>(
+    snap: &Snapshot,
+    addrs: &[u32],
+    with_len: bool,
+    sink: &mut S,
+) -> Result<(), String> {
     sink.family(4);
-    snap.v4.answer(addrs, None, 0, sink);
+    snap.v4.answer(addrs, None, with_len, sink)
 }
 
 /// Decode items `0..n` in rounds of [`DECODE_CHUNK`] with `decode(i)`
@@ -94,9 +125,10 @@ pub fn answer_decoded<S, D>(
     snap: &Snapshot,
     n: usize,
     on_error: OnError,
+    with_len: bool,
     mut decode: D,
     sink: &mut S,
-) -> Result<(), BadItem>
+) -> Result<(), ManyError>
 where
     S: FamilySink,
     D: FnMut(usize, &mut Mixed) -> Result<(), BadItem>,
@@ -109,11 +141,11 @@ where
         for i in start..end {
             match decode(i, &mut mixed) {
                 Ok(()) => {}
-                Err(bad) if on_error == OnError::Raise => return Err(bad),
+                Err(bad) if on_error == OnError::Raise => return Err(bad.into()),
                 Err(_) => {}
             }
         }
-        mixed.answer(snap, sink);
+        mixed.answer(snap, with_len, sink)?;
         start = end;
     }
     Ok(())

@@ -4,7 +4,7 @@
 
 use crate::batch::{
     answer_decoded, answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink,
-    Mixed, OnError, SlotSink,
+    ManyError, Mixed, OnError, SlotSink,
 };
 use crate::snapshot::Snapshot;
 use crate::table::{slot_objects, Table};
@@ -166,98 +166,85 @@ fn run<S: FamilySink + Send>(
     snap: &Snapshot,
     input: &Input<'_>,
     on_error: OnError,
+    with_len: bool,
     sink: &mut S,
 ) -> PyResult<()> {
-    let r = match input {
+    let slice_err = |e: numpy::AsSliceError| PyTypeError::new_err(e.to_string());
+    let r: Result<(), ManyError> = match input {
         Input::V4(a) => {
-            let addrs = a
-                .as_slice()
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-            py.detach(|| {
-                answer_v4(snap, addrs, sink);
-                Ok(())
-            })
+            let addrs = a.as_slice().map_err(slice_err)?;
+            py.detach(|| Ok(answer_v4(snap, addrs, with_len, sink)?))
         }
         Input::V6Bytes(a) => {
-            let raw = a
-                .as_slice()
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            let raw = a.as_slice().map_err(slice_err)?;
             py.detach(|| {
-                answer_decoded(
-                    snap,
-                    raw.len() / 16,
-                    on_error,
-                    |i, m| decode_packed(i, &raw[i * 16..i * 16 + 16], m),
-                    sink,
-                )
+                let decode =
+                    |i: usize, m: &mut Mixed| decode_packed(i, &raw[i * 16..i * 16 + 16], m);
+                answer_decoded(snap, raw.len() / 16, on_error, with_len, decode, sink)
             })
         }
         Input::V6Words(a) => {
-            let raw = a
-                .as_slice()
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            let raw = a.as_slice().map_err(slice_err)?;
             py.detach(|| {
-                answer_decoded(
-                    snap,
-                    raw.len() / 2,
-                    on_error,
-                    |i, m| {
-                        m.push_v6(i, (raw[2 * i] as u128) << 64 | raw[2 * i + 1] as u128);
-                        Ok(())
-                    },
-                    sink,
-                )
+                let decode = |i: usize, m: &mut Mixed| {
+                    m.push_v6(i, (raw[2 * i] as u128) << 64 | raw[2 * i + 1] as u128);
+                    Ok(())
+                };
+                answer_decoded(snap, raw.len() / 2, on_error, with_len, decode, sink)
             })
         }
-        Input::Parsed(mixed, _) => py.detach(|| {
-            mixed.answer(snap, sink);
-            Ok(())
-        }),
+        Input::Parsed(mixed, _) => py.detach(|| Ok(mixed.answer(snap, with_len, sink)?)),
         Input::Buffers {
             packed,
             offsets,
             data,
             nulls,
         } => {
-            let err = |e: numpy::AsSliceError| PyTypeError::new_err(e.to_string());
-            let offsets = offsets.as_slice().map_err(err)?;
-            let data = data.as_slice().map_err(err)?;
+            let offsets = offsets.as_slice().map_err(slice_err)?;
+            let data = data.as_slice().map_err(slice_err)?;
             let nulls = nulls
                 .as_ref()
                 .map(|m| m.as_slice())
                 .transpose()
-                .map_err(err)?;
+                .map_err(slice_err)?;
             let packed = *packed;
             py.detach(|| {
+                let decode = |i: usize, m: &mut Mixed| {
+                    if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
+                        return Ok(());
+                    }
+                    let (s, e) = (offsets[i], offsets[i + 1]);
+                    let bytes = usize::try_from(s)
+                        .ok()
+                        .zip(usize::try_from(e).ok())
+                        .and_then(|(s, e)| data.get(s..e))
+                        .ok_or(BadItem {
+                            index: i,
+                            text: format!("offsets {s}..{e} outside the data"),
+                        })?;
+                    if packed {
+                        decode_packed(i, bytes, m)
+                    } else {
+                        decode_text(i, bytes, m)
+                    }
+                };
                 answer_decoded(
                     snap,
                     offsets.len().saturating_sub(1),
                     on_error,
-                    |i, m| {
-                        if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
-                            return Ok(());
-                        }
-                        let (s, e) = (offsets[i], offsets[i + 1]);
-                        let bytes = usize::try_from(s)
-                            .ok()
-                            .zip(usize::try_from(e).ok())
-                            .and_then(|(s, e)| data.get(s..e))
-                            .ok_or(BadItem {
-                                index: i,
-                                text: format!("offsets {s}..{e} outside the data"),
-                            })?;
-                        if packed {
-                            decode_packed(i, bytes, m)
-                        } else {
-                            decode_text(i, bytes, m)
-                        }
-                    },
+                    with_len,
+                    decode,
                     sink,
                 )
             })
         }
     };
-    r.map_err(bad_item)
+    r.map_err(|e| match e {
+        ManyError::Bad(b) => bad_item(b),
+        ManyError::Build(m) => {
+            PyValueError::new_err(format!("ipfib: cannot compile the table: {m}"))
+        }
+    })
 }
 
 /// `0` as a Python object: `lookup_many`'s default `default`.
@@ -320,7 +307,7 @@ pub fn lookup_many<'py>(
                     miss: masked.then_some(miss.as_mut_slice()),
                 },
             );
-            run(py, &snap, &input, on_error, &mut sink)?;
+            run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
             PyArray1::from_vec(py, vals).into_any()
         }
         _ => {
@@ -334,7 +321,7 @@ pub fn lookup_many<'py>(
                     miss: masked.then_some(miss.as_mut_slice()),
                 },
             );
-            run(py, &snap, &input, on_error, &mut sink)?;
+            run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
             let objs = slot_objects(py, &table.objects, &snap)?;
             let out: Vec<Py<PyAny>> = slots
                 .iter()

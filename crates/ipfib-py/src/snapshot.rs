@@ -2,12 +2,16 @@
 //! route table with the chosen engine; everything here runs without the
 //! GIL.
 //!
-//! A snapshot's engine answers a route ordinal (position in the table's
-//! ordered walk, so the matching prefix is known: `planb-routes` /
-//! `poptrie-routes` in `ipfib bench` terms); the ordinal gives the route's
-//! prefix and its value slot (the route table's value index, copied with
-//! the values, so later changes to the table never change a snapshot).
-//! `radix` keeps a copy of the route table itself and asks it.
+//! Two engines per family, as in `ipfib bench`:
+//! - over value slots (the route table's value indices, equal neighbours
+//!   merged: `planb` / `poptrie`), what answers values: `lookup`, `in`,
+//!   `lookup_many` (one engine lookup, then an integer or object per slot);
+//! - over route ordinals (position in the ordered walk: `planb-routes` /
+//!   `poptrie-routes`), what answers the matching prefix: `lookup_prefix`,
+//!   `with_prefix_len`. Built on first use: value-only users never pay it.
+//!
+//! The values are copied into the snapshot, so later changes to the table
+//! never change it. `radix` keeps a copy of the route table and asks it.
 
 use crate::value::Value;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
@@ -16,6 +20,7 @@ use ipfib::engine::{Engine, Family, NO_ROUTE};
 use ipfib::intervals::compile;
 use ipfib::prefix::Prefix;
 use ipfib::route_table::RouteTable;
+use std::sync::OnceLock;
 
 /// Addresses handed to the engine's batch path at a time (the batch width
 /// `ipfib bench` finds best for both engines on the real tables).
@@ -63,17 +68,94 @@ impl EngineSpec {
     }
 }
 
-/// The compiled engine of one family.
+/// A compiled engine of one family.
 enum Compiled<A: Family> {
     Planb(PlanB<A>),
     Poptrie(Poptrie<A>),
-    /// The route table itself, its values replaced by route ordinals.
+    /// A route table whose values are the payloads.
     Radix(RouteTable<A, u32>),
+}
+
+impl<A: Family> Compiled<A> {
+    /// Build `spec` over `(prefix, payload)` in walk order.
+    fn build(
+        spec: EngineSpec,
+        routes: impl Iterator<Item = (Prefix<A>, u32)>,
+    ) -> Result<Self, String> {
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        Ok(match spec {
+            EngineSpec::Planb => Compiled::Planb(
+                PlanB::build(&compile(routes), &PlanbOptions::default()).map_err(|e| err(&e))?,
+            ),
+            EngineSpec::Poptrie(s) => {
+                let opts = PoptrieOptions {
+                    direct_bits: s,
+                    ..PoptrieOptions::default()
+                };
+                Compiled::Poptrie(
+                    <Poptrie<A> as Engine<A>>::build(&compile(routes), &opts)
+                        .map_err(|e| err(&e))?,
+                )
+            }
+            EngineSpec::Radix => {
+                let mut t = RouteTable::new();
+                for (p, i) in routes {
+                    t.insert(p, i).map_err(|e| err(&e))?;
+                }
+                t.compact();
+                Compiled::Radix(t)
+            }
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Compiled::Planb(e) => e.name(),
+            Compiled::Poptrie(e) => e.name(),
+            Compiled::Radix(_) => "radix".into(),
+        }
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        match self {
+            Compiled::Planb(e) => e.footprint_bytes(),
+            Compiled::Poptrie(e) => e.footprint_bytes(),
+            Compiled::Radix(t) => t.footprint_bytes(),
+        }
+    }
+
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        match self {
+            Compiled::Planb(e) => e.lookup(addr),
+            Compiled::Poptrie(e) => e.lookup(addr),
+            Compiled::Radix(t) => t.lookup(addr).map_or(NO_ROUTE, |(_, o)| *o),
+        }
+    }
+
+    /// Payloads for `addrs` (`out.len() >= addrs.len()`) through the
+    /// engine's batch path.
+    #[inline]
+    fn lookup_batch(&self, addrs: &[A], out: &mut [u32]) {
+        match self {
+            Compiled::Planb(e) => e.lookup_batch::<BATCH>(addrs, out),
+            Compiled::Poptrie(e) => Engine::lookup_batch::<BATCH>(e, addrs, out),
+            Compiled::Radix(t) => {
+                for (a, o) in addrs.iter().zip(out.iter_mut()) {
+                    *o = t.lookup(*a).map_or(NO_ROUTE, |(_, v)| *v);
+                }
+            }
+        }
+    }
 }
 
 /// One family's snapshot.
 pub struct FamilySnap<A: Family> {
-    engine: Compiled<A>,
+    spec: EngineSpec,
+    /// Answers value slots.
+    by_value: Compiled<A>,
+    /// Answers route ordinals (built on first use).
+    by_route: OnceLock<Result<Compiled<A>, String>>,
     /// Ordinal -> prefix (ordered walk: address, then shorter first).
     pub prefixes: Vec<Prefix<A>>,
     /// Ordinal -> value slot.
@@ -88,31 +170,7 @@ impl<A: Family> FamilySnap<A> {
     /// Compile `table` with `spec`; an error names the engine's reason.
     pub fn build(table: &RouteTable<A, Value>, spec: EngineSpec) -> Result<Self, String> {
         let routes: Vec<(Prefix<A>, u32)> = table.iter_indices().collect();
-        let ordinals = || routes.iter().enumerate().map(|(i, (p, _))| (*p, i as u32));
-        let engine = match spec {
-            EngineSpec::Planb => Compiled::Planb(
-                PlanB::build(&compile(ordinals()), &PlanbOptions::default())
-                    .map_err(|e| e.to_string())?,
-            ),
-            EngineSpec::Poptrie(s) => {
-                let opts = PoptrieOptions {
-                    direct_bits: s,
-                    ..PoptrieOptions::default()
-                };
-                Compiled::Poptrie(
-                    <Poptrie<A> as Engine<A>>::build(&compile(ordinals()), &opts)
-                        .map_err(|e| e.to_string())?,
-                )
-            }
-            EngineSpec::Radix => {
-                let mut t = RouteTable::new();
-                for (p, i) in ordinals() {
-                    t.insert(p, i).map_err(|e| e.to_string())?;
-                }
-                t.compact();
-                Compiled::Radix(t)
-            }
-        };
+        let by_value = Compiled::build(spec, routes.iter().copied())?;
         let values = table.values().to_vec();
         let ints = values
             .iter()
@@ -124,7 +182,9 @@ impl<A: Family> FamilySnap<A> {
             .collect();
         let (prefixes, slot_of) = routes.into_iter().unzip();
         Ok(FamilySnap {
-            engine,
+            spec,
+            by_value,
+            by_route: OnceLock::new(),
             prefixes,
             slot_of,
             values,
@@ -137,50 +197,45 @@ impl<A: Family> FamilySnap<A> {
         self.prefixes.len()
     }
 
-    /// The engine's description (`planb[avx512,s=20]`, `radix`).
+    /// The value engine's description (`planb[avx512,s=20]`, `radix`).
     pub fn engine_name(&self) -> String {
-        match &self.engine {
-            Compiled::Planb(e) => e.name(),
-            Compiled::Poptrie(e) => e.name(),
-            Compiled::Radix(_) => "radix".into(),
-        }
+        self.by_value.name()
     }
 
-    /// Bytes of the lookup structure plus the route list.
+    /// Bytes of the engines built so far plus the route list.
     pub fn footprint_bytes(&self) -> usize {
-        let engine = match &self.engine {
-            Compiled::Planb(e) => e.footprint_bytes(),
-            Compiled::Poptrie(e) => e.footprint_bytes(),
-            Compiled::Radix(t) => t.footprint_bytes(),
+        let by_route = match self.by_route.get() {
+            Some(Ok(e)) => e.footprint_bytes(),
+            _ => 0,
         };
-        engine
+        self.by_value.footprint_bytes()
+            + by_route
             + self.prefixes.capacity() * std::mem::size_of::<Prefix<A>>()
             + self.slot_of.capacity() * 4
     }
 
-    /// The matching route's ordinal, or `NO_ROUTE`.
-    #[inline]
-    pub fn ordinal(&self, addr: A) -> u32 {
-        match &self.engine {
-            Compiled::Planb(e) => e.lookup(addr),
-            Compiled::Poptrie(e) => e.lookup(addr),
-            Compiled::Radix(t) => t.lookup(addr).map_or(NO_ROUTE, |(_, o)| *o),
-        }
+    /// The route-ordinal engine, built now if it was not yet.
+    fn by_route(&self) -> Result<&Compiled<A>, String> {
+        let built = self.by_route.get_or_init(|| {
+            let ordinals = self
+                .prefixes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (*p, i as u32));
+            Compiled::build(self.spec, ordinals)
+        });
+        built.as_ref().map_err(Clone::clone)
     }
 
-    /// Ordinals for `addrs` (`out.len() >= addrs.len()`), through the
-    /// engine's batch path.
+    /// The matching route's ordinal, or `NO_ROUTE`.
+    pub fn ordinal(&self, addr: A) -> Result<u32, String> {
+        Ok(self.by_route()?.lookup(addr))
+    }
+
+    /// The matching value slot, or `NO_ROUTE`.
     #[inline]
-    fn ordinals(&self, addrs: &[A], out: &mut [u32]) {
-        match &self.engine {
-            Compiled::Planb(e) => e.lookup_batch::<BATCH>(addrs, out),
-            Compiled::Poptrie(e) => Engine::lookup_batch::<BATCH>(e, addrs, out),
-            Compiled::Radix(t) => {
-                for (a, o) in addrs.iter().zip(out.iter_mut()) {
-                    *o = t.lookup(*a).map_or(NO_ROUTE, |(_, v)| *v);
-                }
-            }
-        }
+    pub fn slot(&self, addr: A) -> u32 {
+        self.by_value.lookup(addr)
     }
 
     /// The route at an ordinal: prefix and value slot.
@@ -191,26 +246,42 @@ impl<A: Family> FamilySnap<A> {
     }
 
     /// Look up `addrs` and hand each answer to `sink` as (position, value
-    /// slot or `NO_ROUTE`, prefix length); `pos[i]` is where `addrs[i]`
-    /// belongs (`None`: `base + i`).
+    /// slot or `NO_ROUTE`, prefix length: 0 unless `with_len`); `pos[i]` is
+    /// where `addrs[i]` belongs (`None`: `i`).
     #[inline]
-    pub fn answer<S: Sink>(&self, addrs: &[A], pos: Option<&[u32]>, base: usize, sink: &mut S) {
-        let mut ords = [0u32; CHUNK];
+    pub fn answer<S: Sink>(
+        &self,
+        addrs: &[A],
+        pos: Option<&[u32]>,
+        with_len: bool,
+        sink: &mut S,
+    ) -> Result<(), String> {
+        let engine = if with_len {
+            self.by_route()?
+        } else {
+            &self.by_value
+        };
+        let mut out = [0u32; CHUNK];
         for (c, chunk) in addrs.chunks(CHUNK).enumerate() {
-            let ords = &mut ords[..chunk.len()];
-            self.ordinals(chunk, ords);
-            for (i, &o) in ords.iter().enumerate() {
-                let at = c * CHUNK + i;
+            let out = &mut out[..chunk.len()];
+            engine.lookup_batch(chunk, out);
+            let base = c * CHUNK;
+            for (i, &o) in out.iter().enumerate() {
                 let p = match pos {
-                    Some(pos) => pos[at] as usize,
-                    None => base + at,
+                    Some(pos) => pos[base + i] as usize,
+                    None => base + i,
                 };
-                match self.route(o) {
-                    Some((prefix, slot)) => sink.put(p, slot, prefix.len()),
-                    None => sink.put(p, NO_ROUTE, 0),
+                if !with_len {
+                    sink.put(p, o, 0);
+                } else {
+                    match self.route(o) {
+                        Some((prefix, slot)) => sink.put(p, slot, prefix.len()),
+                        None => sink.put(p, NO_ROUTE, 0),
+                    }
                 }
             }
         }
+        Ok(())
     }
 }
 

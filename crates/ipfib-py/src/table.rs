@@ -7,7 +7,7 @@ use crate::load::{self, FileArgs};
 use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
 use crate::value::{Objects, Value};
 use ipfib::addr::Addr;
-use ipfib::engine::Family;
+use ipfib::engine::{Family, NO_ROUTE};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
 use ipfib::table::Table as RouteTables;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -44,6 +44,10 @@ pub(crate) fn parse_prefix(obj: &Bound<'_, PyAny>, host_bits: HostBits) -> PyRes
 pub(crate) fn parse_addr(obj: &Bound<'_, PyAny>) -> PyResult<AnyAddr> {
     let text = text_of(obj)?;
     AnyAddr::parse(&text).map_err(|_| PyValueError::new_err(format!("invalid IP address {text:?}")))
+}
+
+fn build_err(e: String) -> PyErr {
+    PyValueError::new_err(format!("ipfib: cannot compile the table: {e}"))
 }
 
 fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
@@ -241,7 +245,15 @@ impl Table {
 
     /// The value of the longest matching prefix, or None.
     fn lookup(&self, py: Python<'_>, addr: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
-        Ok(self.lookup_prefix(py, addr)?.map(|(_, v)| v))
+        let snap = self.live.snapshot();
+        let value = match parse_addr(addr)? {
+            AnyAddr::V4(a) => snap.v4.values.get(snap.v4.slot(a) as usize),
+            AnyAddr::V6(a) => snap.v6.values.get(snap.v6.slot(a) as usize),
+        };
+        match value {
+            Some(Some(v)) => Ok(Some(self.objects.to_py(py, v)?)),
+            _ => Ok(None),
+        }
     }
 
     /// `(prefix, value)` of the longest matching prefix, or None.
@@ -252,8 +264,8 @@ impl Table {
     ) -> PyResult<Option<(String, Py<PyAny>)>> {
         let snap = self.live.snapshot();
         match parse_addr(addr)? {
-            AnyAddr::V4(a) => self.route_at(py, &snap.v4, snap.v4.ordinal(a)),
-            AnyAddr::V6(a) => self.route_at(py, &snap.v6, snap.v6.ordinal(a)),
+            AnyAddr::V4(a) => self.route_at(py, &snap.v4, snap.v4.ordinal(a).map_err(build_err)?),
+            AnyAddr::V6(a) => self.route_at(py, &snap.v6, snap.v6.ordinal(a).map_err(build_err)?),
         }
     }
 
@@ -270,8 +282,8 @@ impl Table {
         }
         let snap = self.live.snapshot();
         Ok(match parse_addr(x)? {
-            AnyAddr::V4(a) => snap.v4.route(snap.v4.ordinal(a)).is_some(),
-            AnyAddr::V6(a) => snap.v6.route(snap.v6.ordinal(a)).is_some(),
+            AnyAddr::V4(a) => snap.v4.slot(a) != NO_ROUTE,
+            AnyAddr::V6(a) => snap.v6.slot(a) != NO_ROUTE,
         })
     }
 
