@@ -107,9 +107,12 @@ def peers(table_path: str, strs: list[str], runs: int) -> dict[str, dict[str, An
 
     import pytricia
 
-    pt = pytricia.PyTricia(128)
+    # The traces are IPv4: a 32-bit tree of the IPv4 routes (a 128-bit one
+    # answers IPv4 strings from a different key space).
+    pt = pytricia.PyTricia(32)
     for p, v in routes:
-        pt[p] = v
+        if ":" not in p:
+            pt[p] = v
 
     def run_pytricia() -> list[Any]:
         get = pt.get
