@@ -4,9 +4,8 @@
 //! offset; `strict=True` raises instead).
 
 use crate::value::Value;
-use ipfib::prefix::HostBits;
 use ipfib::table::Table;
-use ipfib_io::{load_table, Format, PeerSelector, ReadError, Report, TableOptions, ValuePolicy};
+use ipfib_io::{load_table, ReadError, Report, TableOptions};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::path::Path;
@@ -23,43 +22,6 @@ pyo3::create_exception!(
     pyo3::exceptions::PyUserWarning,
     "A table file was damaged or had records ipfib skipped; what was complete was loaded."
 );
-
-/// `Table.from_file`'s options, as Python passes them.
-pub struct FileArgs<'a> {
-    pub format: &'a str,
-    pub value: Option<&'a str>,
-    pub peer: Option<&'a str>,
-    pub mask_host_bits: bool,
-    pub strict: bool,
-}
-
-/// The options for ipfib-io, or why they are wrong.
-pub fn options(args: &FileArgs<'_>) -> PyResult<TableOptions> {
-    let format: Format = args
-        .format
-        .parse()
-        .map_err(|e| PyValueError::new_err(format!("{e}")))?;
-    let peer = args
-        .peer
-        .map(str::parse::<PeerSelector>)
-        .transpose()
-        .map_err(PyValueError::new_err)?;
-    let value = match (args.value, peer) {
-        (None, None) => None,
-        (None, Some(p)) => Some(ValuePolicy::NextHop(p)),
-        (Some(name), p) => Some(ValuePolicy::from_name(name, p).map_err(PyValueError::new_err)?),
-    };
-    Ok(TableOptions {
-        format,
-        host_bits: if args.mask_host_bits {
-            HostBits::Mask
-        } else {
-            HostBits::Reject
-        },
-        value,
-        strict: args.strict,
-    })
-}
 
 /// Read `path` (no GIL needed) into a route table, with the problems a
 /// lenient load skipped (one message each, for a warning).

@@ -3,13 +3,14 @@
 //! `many.rs`.
 
 use crate::live::Live;
-use crate::load::{self, FileArgs};
+use crate::load;
 use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
 use crate::value::{Objects, Value};
 use ipfib::addr::Addr;
 use ipfib::engine::{Family, NO_ROUTE};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
 use ipfib::table::Table as RouteTables;
+use ipfib_io::TableOptions;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -85,6 +86,23 @@ impl Table {
         Ok(Some((AnyPrefix::from(prefix).to_string(), value)))
     }
 
+    /// The routes covering (supernets) or covered by (subnets) `prefix`.
+    fn related(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        which: Related,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        let routes = self.live.with_table(|t| match (p, which) {
+            (AnyPrefix::V4(p), Related::Supernets) => collect(t.v4.supernets(&p)),
+            (AnyPrefix::V4(p), Related::Subnets) => collect(t.v4.subnets(&p)),
+            (AnyPrefix::V6(p), Related::Supernets) => collect(t.v6.supernets(&p)),
+            (AnyPrefix::V6(p), Related::Subnets) => collect(t.v6.subnets(&p)),
+        })?;
+        self.pairs(py, routes)
+    }
+
     fn pairs(
         &self,
         py: Python<'_>,
@@ -109,6 +127,12 @@ impl Table {
         }
         Ok(out)
     }
+}
+
+#[derive(Clone, Copy)]
+enum Related {
+    Supernets,
+    Subnets,
 }
 
 /// Python objects for every value slot of both families (IPv6 after IPv4).
@@ -157,13 +181,8 @@ impl Table {
     ) -> PyResult<Self> {
         let spec = engine_spec(engine)?;
         let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
-        let opts = load::options(&FileArgs {
-            format,
-            value,
-            peer: peer.as_deref(),
-            mask_host_bits,
-            strict,
-        })?;
+        let opts = TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
+            .map_err(PyValueError::new_err)?;
         let (table, problems) = py
             .detach(|| load::read(&path, &opts))
             .map_err(load::to_py_err)?;
@@ -389,12 +408,7 @@ impl Table {
         py: Python<'_>,
         prefix: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
-        let p = parse_prefix(prefix, HostBits::Reject)?;
-        let routes = self.live.with_table(|t| match p {
-            AnyPrefix::V4(p) => collect(t.v4.supernets(&p)),
-            AnyPrefix::V6(p) => collect(t.v6.supernets(&p)),
-        })?;
-        self.pairs(py, routes)
+        self.related(py, prefix, Related::Supernets)
     }
 
     /// Routes covered by `prefix` (itself included when present), in address order.
@@ -403,12 +417,7 @@ impl Table {
         py: Python<'_>,
         prefix: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
-        let p = parse_prefix(prefix, HostBits::Reject)?;
-        let routes = self.live.with_table(|t| match p {
-            AnyPrefix::V4(p) => collect(t.v4.subnets(&p)),
-            AnyPrefix::V6(p) => collect(t.v6.subnets(&p)),
-        })?;
-        self.pairs(py, routes)
+        self.related(py, prefix, Related::Subnets)
     }
 
     /// The engine name as given (`planb`, `poptrie`, `poptrie:16`, `radix`).
@@ -494,15 +503,14 @@ impl Table {
     #[staticmethod]
     fn _from_state(py: Python<'_>, state: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let bad = || PyValueError::new_err("ipfib: malformed pickle state");
-        let (engine, a4, l4, a6, l6, slots, values): (
-            String,
-            Vec<u8>,
-            Vec<u8>,
-            Vec<u8>,
-            Vec<u8>,
-            Vec<u8>,
-            Bound<'_, PyList>,
-        ) = state.extract()?;
+        let (engine, a4, l4, a6, l6, slots, values): PickleState<'_> = state.extract()?;
+        let (a4, l4, a6, l6, slots) = (
+            a4.as_bytes(),
+            l4.as_bytes(),
+            a6.as_bytes(),
+            l6.as_bytes(),
+            slots.as_bytes(),
+        );
         let objects = Objects::new(py);
         let values = values
             .iter()
@@ -520,12 +528,12 @@ impl Table {
             let s = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
             values.get(s).cloned().ok_or_else(bad)
         };
-        for (i, (a, &len)) in a4.chunks_exact(4).zip(&l4).enumerate() {
+        for (i, (a, &len)) in a4.chunks_exact(4).zip(l4).enumerate() {
             let addr = u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
             let p = Prefix::new(addr, len).map_err(|_| bad())?;
             table.v4.insert(p, slot(i)?).map_err(|_| bad())?;
         }
-        for (i, (a, &len)) in a6.chunks_exact(16).zip(&l6).enumerate() {
+        for (i, (a, &len)) in a6.chunks_exact(16).zip(l6).enumerate() {
             let mut b = [0u8; 16];
             b.copy_from_slice(a);
             let p = Prefix::new(u128::from_be_bytes(b), len).map_err(|_| bad())?;
@@ -534,6 +542,18 @@ impl Table {
         Self::build(py, table, objects, engine_spec(&engine)?)
     }
 }
+
+/// What `__reduce__` pickles: engine, IPv4 addresses and lengths, IPv6
+/// addresses and lengths, value index per route, distinct values.
+type PickleState<'py> = (
+    String,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyList>,
+);
 
 fn collect<'a, A: Addr, V: Clone + 'a>(
     routes: impl IntoIterator<Item = (Prefix<A>, &'a V)>,
