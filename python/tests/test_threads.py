@@ -71,3 +71,27 @@ def test_concurrent_lookup_many_agree() -> None:
     for th in threads:
         th.join(timeout=60)
     assert results == [True] * 4
+
+
+def test_lookup_many_releases_the_gil() -> None:
+    """While one thread runs a long lookup_many, another runs Python code:
+    it could not if the call held the GIL throughout."""
+    t = ipfib.Table.from_prefixes(random_routes(23, 3000, 100))
+    addrs = np.random.default_rng(2).integers(0, 2**32, 20_000_000, dtype=np.uint64)
+    addrs = addrs.astype(np.uint32)
+    started = threading.Event()
+    done = threading.Event()
+
+    def work() -> None:
+        started.set()
+        t.lookup_many(addrs)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    spins = 0
+    while not done.is_set():
+        spins += 1
+    worker.join()
+    assert spins > 1000, spins
