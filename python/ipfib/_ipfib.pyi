@@ -185,13 +185,25 @@ class Table:
 
     def __contains__(self, x: Addr | PrefixLike) -> bool:
         """An address: some route matches it. A prefix: some route covers
-        all of it (it, or one of its supernets, is in the table)."""
+        all of it (it, or one of its supernets, is in the table).
+
+        >>> "10.9.9.9" in t, "10.1.0.0/16" in t, "11.0.0.0/8" in t     # doctest: +SKIP
+        (True, True, False)
+        """
 
     def __getitem__(self, prefix: PrefixLike) -> Any:
-        """The value stored for exactly ``prefix``; ``KeyError`` if none."""
+        """The value stored for exactly ``prefix``; ``KeyError`` if none.
+
+        >>> t["10.0.0.0/8"]                                            # doctest: +SKIP
+        64500
+        """
 
     def get(self, prefix: PrefixLike, default: Any = None) -> Any:
-        """The value stored for exactly ``prefix``, or ``default``."""
+        """The value stored for exactly ``prefix``, or ``default``.
+
+        >>> t.get("10.0.0.0/9", "none")                                # doctest: +SKIP
+        'none'
+        """
 
     def __setitem__(self, prefix: PrefixLike, value: Any) -> None:
         """``insert`` without the return value."""
@@ -203,19 +215,35 @@ class Table:
         """Insert or replace a route; returns the previous value or ``None``.
         The change is visible to lookups that start after it returns.
         Each change recompiles the prefix's family (tens of milliseconds
-        for a full table), so build large tables with ``from_prefixes``."""
+        for a full table), so build large tables with ``from_prefixes``.
+
+        >>> t.insert("10.0.0.0/8", 64511)                              # doctest: +SKIP
+        64500
+        """
 
     def remove(self, prefix: PrefixLike) -> Any:
-        """Remove exactly ``prefix``; returns its value (``KeyError`` if absent)."""
+        """Remove exactly ``prefix``; returns its value (``KeyError`` if absent).
+
+        >>> t.remove("10.0.0.0/8")                                     # doctest: +SKIP
+        64511
+        """
 
     def __len__(self) -> int:
         """Number of routes (both families)."""
 
     def __iter__(self) -> Iterator[str]:
-        """Prefixes: IPv4 first, each family in address order, shorter first."""
+        """Prefixes: IPv4 first, each family in address order, shorter first.
+
+        >>> list(Table.from_prefixes([("::/0", 1), ("10.0.0.0/8", 2)]))
+        ['10.0.0.0/8', '::/0']
+        """
 
     def items(self) -> list[tuple[str, Any]]:
-        """``(prefix, value)`` pairs in iteration order."""
+        """``(prefix, value)`` pairs in iteration order.
+
+        >>> Table.from_prefixes([("::/0", 1), ("10.0.0.0/8", 2)]).items()
+        [('10.0.0.0/8', 2), ('::/0', 1)]
+        """
 
     def supernets(self, prefix: PrefixLike) -> list[tuple[str, Any]]:
         """Routes covering ``prefix`` (itself included when present), shortest first.
@@ -225,18 +253,30 @@ class Table:
         """
 
     def subnets(self, prefix: PrefixLike) -> list[tuple[str, Any]]:
-        """Routes covered by ``prefix`` (itself included when present), in address order."""
+        """Routes covered by ``prefix`` (itself included when present), in address order.
+
+        >>> t.subnets("8.8.0.0/16")                                    # doctest: +SKIP
+        [('8.8.4.0/24', 15169), ('8.8.8.0/24', 15169), ('8.8.9.0/24', 23089)]
+        """
 
     @property
     def engine(self) -> str:
-        """The engine name as given (``"planb"``, ``"poptrie:16"``, ...)."""
+        """The engine name as given (``"planb"``, ``"poptrie:16"``, ...).
+
+        >>> Table(engine="poptrie:16").engine
+        'poptrie:16'
+        """
 
     def info(self) -> dict[str, Any]:
         """Sizes and layout: ``engine``, ``engine_v4`` / ``engine_v6`` (with
         kernel and direct-pointing bits, e.g. ``planb[avx512,s=20]``),
         ``prefixes``, ``prefixes_v4``, ``prefixes_v6``, ``values_v4``,
         ``values_v6``, ``integer_values``, ``footprint_bytes`` (engines and
-        route lists), ``bytes_per_prefix``, ``route_table_bytes``."""
+        route lists), ``bytes_per_prefix``, ``route_table_bytes``.
+
+        >>> Table(engine="poptrie").info()["engine_v4"]                # doctest: +SKIP
+        'poptrie[s=18,popcnt]'
+        """
 
     def __reduce__(self) -> tuple[Any, tuple[tuple[Any, ...]]]:
         """Pickles as the route list (rebuilt and recompiled on load)."""
