@@ -4,12 +4,9 @@
 //! instead. Bad lines in text tables stay fatal (the text format's
 //! contract: an error naming the line).
 
-use ipfib::prefix::{AnyPrefix, HostBits};
+use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
-use ipfib_io::{
-    load_table_with_progress, Format, PeerSelector, Report, Route, TableLoad, TableOptions,
-    ValuePolicy,
-};
+use ipfib_io::{load_table_with_progress, Report, Route, TableLoad, TableOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -55,27 +52,13 @@ pub struct Loaded {
 
 /// The table options the arguments ask for.
 pub fn table_options(args: &TableArgs) -> Result<TableOptions, Box<dyn std::error::Error>> {
-    let format: Format = args.format.parse()?;
-    let peer = args
-        .peer
-        .as_deref()
-        .map(str::parse::<PeerSelector>)
-        .transpose()?;
-    let value = match (&args.value, peer) {
-        (None, None) => None,
-        (None, Some(p)) => Some(ValuePolicy::NextHop(p)),
-        (Some(name), p) => Some(ValuePolicy::from_name(name, p)?),
-    };
-    Ok(TableOptions {
-        format,
-        host_bits: if args.mask_host_bits {
-            HostBits::Mask
-        } else {
-            HostBits::Reject
-        },
-        value,
-        strict: args.strict,
-    })
+    Ok(TableOptions::from_names(
+        &args.format,
+        args.value.as_deref(),
+        args.peer.as_deref(),
+        args.mask_host_bits,
+        args.strict,
+    )?)
 }
 
 /// Read the file (with a progress bar on a terminal when it takes over a

@@ -34,6 +34,38 @@ pub struct TableOptions {
     pub strict: bool,
 }
 
+impl TableOptions {
+    /// The options named as on the command line (and in the Python
+    /// bindings): a format name, a `--value` policy name, a `--peer` (index
+    /// or address; alone it means `next-hop`), host-bit masking, strictness.
+    /// The error says what was wrong.
+    pub fn from_names(
+        format: &str,
+        value: Option<&str>,
+        peer: Option<&str>,
+        mask_host_bits: bool,
+        strict: bool,
+    ) -> Result<Self, String> {
+        let format: Format = format.parse().map_err(|e| format!("{e}"))?;
+        let peer = peer.map(str::parse::<PeerSelector>).transpose()?;
+        let value = match (value, peer) {
+            (None, None) => None,
+            (None, Some(p)) => Some(ValuePolicy::NextHop(p)),
+            (Some(name), p) => Some(ValuePolicy::from_name(name, p)?),
+        };
+        Ok(TableOptions {
+            format,
+            host_bits: if mask_host_bits {
+                HostBits::Mask
+            } else {
+                HostBits::Reject
+            },
+            value,
+            strict,
+        })
+    }
+}
+
 /// A loaded table and what the load went through.
 #[derive(Debug)]
 pub struct TableLoad {

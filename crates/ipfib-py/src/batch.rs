@@ -1,0 +1,291 @@
+//! `lookup_many` without the GIL: addresses of either family are split by
+//! family (IPv4-mapped IPv6 addresses go to IPv4, as everywhere in ipfib),
+//! looked up through each engine's batch path, and the answers written
+//! where they belong by a [`Sink`]: integer values, or value slots that
+//! the caller turns into Python objects afterwards.
+
+use crate::snapshot::{Sink, Snapshot};
+use ipfib::engine::NO_ROUTE;
+use ipfib::prefix::AnyAddr;
+
+/// Items decoded per round for inputs that need decoding (IPv6 arrays,
+/// Arrow strings): bounds the memory beside the output arrays.
+pub const DECODE_CHUNK: usize = 1 << 16;
+
+/// An item that is not an address: its index and text.
+#[derive(Debug)]
+pub struct BadItem {
+    pub index: usize,
+    pub text: String,
+}
+
+/// Why a `lookup_many` stopped.
+#[derive(Debug)]
+pub enum ManyError {
+    /// An item that is not an address (with `errors="raise"`).
+    Bad(BadItem),
+    /// The route-ordinal engine could not be built.
+    Build(String),
+}
+
+impl From<BadItem> for ManyError {
+    fn from(e: BadItem) -> Self {
+        ManyError::Bad(e)
+    }
+}
+
+impl From<String> for ManyError {
+    fn from(e: String) -> Self {
+        ManyError::Build(e)
+    }
+}
+
+/// Whether bad items raise (the first one stops the call) or miss.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    Raise,
+    Coerce,
+}
+
+/// Addresses split by family, with the position each came from.
+#[derive(Default)]
+pub struct Mixed {
+    v4: Vec<u32>,
+    pos4: Vec<u32>,
+    v6: Vec<u128>,
+    pos6: Vec<u32>,
+}
+
+impl Mixed {
+    pub fn clear(&mut self) {
+        self.v4.clear();
+        self.pos4.clear();
+        self.v6.clear();
+        self.pos6.clear();
+    }
+
+    /// Add the address at `pos` (callers keep `pos` below 2^32).
+    #[inline]
+    pub fn push(&mut self, pos: usize, a: AnyAddr) {
+        match a {
+            AnyAddr::V4(a) => {
+                self.v4.push(a);
+                self.pos4.push(pos as u32);
+            }
+            AnyAddr::V6(a) => {
+                self.v6.push(a);
+                self.pos6.push(pos as u32);
+            }
+        }
+    }
+
+    /// Add an IPv6 address as a number, unmapping `::ffff:a.b.c.d`.
+    #[inline]
+    pub fn push_v6(&mut self, pos: usize, a: u128) {
+        if a >> 32 == 0xffff {
+            self.push(pos, AnyAddr::V4(a as u32));
+        } else {
+            self.push(pos, AnyAddr::V6(a));
+        }
+    }
+
+    /// Look every address up and hand the answers to `sink`.
+    pub fn answer<S: FamilySink>(
+        &self,
+        snap: &Snapshot,
+        with_len: bool,
+        sink: &mut S,
+    ) -> Result<(), String> {
+        sink.family(4);
+        snap.v4.answer(&self.v4, Some(&self.pos4), with_len, sink)?;
+        sink.family(6);
+        snap.v6.answer(&self.v6, Some(&self.pos6), with_len, sink)
+    }
+}
+
+/// A [`Sink`] told which family's answers come next.
+pub trait FamilySink: Sink {
+    fn family(&mut self, family: u8);
+}
+
+/// Look up IPv4 addresses given as numbers (no decoding, no split).
+pub fn answer_v4<S: FamilySink>(
+    snap: &Snapshot,
+    addrs: &[u32],
+    with_len: bool,
+    sink: &mut S,
+) -> Result<(), String> {
+    sink.family(4);
+    snap.v4.answer(addrs, None, with_len, sink)
+}
+
+/// Decode items `0..n` in rounds of [`DECODE_CHUNK`] with `decode(i)`
+/// (`Ok(None)`: a null, no match) and look them up.
+pub fn answer_decoded<S, D>(
+    snap: &Snapshot,
+    n: usize,
+    on_error: OnError,
+    with_len: bool,
+    mut decode: D,
+    sink: &mut S,
+) -> Result<(), ManyError>
+where
+    S: FamilySink,
+    D: FnMut(usize, &mut Mixed) -> Result<(), BadItem>,
+{
+    let mut mixed = Mixed::default();
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + DECODE_CHUNK);
+        mixed.clear();
+        for i in start..end {
+            match decode(i, &mut mixed) {
+                Ok(()) => {}
+                Err(bad) if on_error == OnError::Raise => return Err(bad.into()),
+                Err(_) => {}
+            }
+        }
+        mixed.answer(snap, with_len, sink)?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// Parse text as an address of either family (surrounding whitespace
+/// ignored) into `mixed`.
+#[inline]
+pub fn decode_text(index: usize, bytes: &[u8], mixed: &mut Mixed) -> Result<(), BadItem> {
+    let parsed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| AnyAddr::parse(t).ok());
+    match parsed {
+        Some(a) => {
+            mixed.push(index, a);
+            Ok(())
+        }
+        None => Err(BadItem {
+            index,
+            text: String::from_utf8_lossy(bytes).chars().take(80).collect(),
+        }),
+    }
+}
+
+/// A packed address: 4 bytes IPv4 or 16 bytes IPv6, network order.
+#[inline]
+pub fn decode_packed(index: usize, bytes: &[u8], mixed: &mut Mixed) -> Result<(), BadItem> {
+    if let Ok(b) = <[u8; 4]>::try_from(bytes) {
+        mixed.push(index, AnyAddr::V4(u32::from_be_bytes(b)));
+        Ok(())
+    } else if let Ok(b) = <[u8; 16]>::try_from(bytes) {
+        mixed.push_v6(index, u128::from_be_bytes(b));
+        Ok(())
+    } else {
+        Err(BadItem {
+            index,
+            text: format!("{} bytes (expected 4 or 16)", bytes.len()),
+        })
+    }
+}
+
+/// Answers as integers: the value of the matched slot, `default` on a miss.
+pub struct IntSink<'a> {
+    pub vals: &'a mut [i64],
+    pub ints4: &'a [i64],
+    pub ints6: &'a [i64],
+    ints: &'a [i64],
+    pub default: i64,
+    pub extra: Extra<'a>,
+}
+
+impl<'a> IntSink<'a> {
+    pub fn new(
+        vals: &'a mut [i64],
+        ints: (&'a [i64], &'a [i64]),
+        default: i64,
+        extra: Extra<'a>,
+    ) -> Self {
+        IntSink {
+            vals,
+            ints4: ints.0,
+            ints6: ints.1,
+            ints: ints.0,
+            default,
+            extra,
+        }
+    }
+}
+
+impl Sink for IntSink<'_> {
+    #[inline]
+    fn put(&mut self, pos: usize, slot: u32, len: u8) {
+        self.vals[pos] = match self.ints.get(slot as usize) {
+            Some(v) => *v,
+            None => self.default,
+        };
+        self.extra.put(pos, slot, len);
+    }
+}
+
+impl FamilySink for IntSink<'_> {
+    fn family(&mut self, family: u8) {
+        self.ints = if family == 4 { self.ints4 } else { self.ints6 };
+    }
+}
+
+/// Answers as value slots (IPv6 slots after IPv4's: `v6_base + slot`),
+/// `NO_ROUTE` on a miss, for turning into Python objects afterwards.
+pub struct SlotSink<'a> {
+    pub slots: &'a mut [u32],
+    pub v6_base: u32,
+    base: u32,
+    pub extra: Extra<'a>,
+}
+
+impl<'a> SlotSink<'a> {
+    pub fn new(slots: &'a mut [u32], v6_base: u32, extra: Extra<'a>) -> Self {
+        SlotSink {
+            slots,
+            v6_base,
+            base: 0,
+            extra,
+        }
+    }
+}
+
+impl Sink for SlotSink<'_> {
+    #[inline]
+    fn put(&mut self, pos: usize, slot: u32, len: u8) {
+        self.slots[pos] = if slot == NO_ROUTE {
+            NO_ROUTE
+        } else {
+            self.base + slot
+        };
+        self.extra.put(pos, slot, len);
+    }
+}
+
+impl FamilySink for SlotSink<'_> {
+    fn family(&mut self, family: u8) {
+        self.base = if family == 4 { 0 } else { self.v6_base };
+    }
+}
+
+/// The optional outputs: matched prefix lengths (-1 on a miss) and the
+/// miss mask (for numpy masked arrays).
+#[derive(Default)]
+pub struct Extra<'a> {
+    pub lens: Option<&'a mut [i16]>,
+    pub miss: Option<&'a mut [bool]>,
+}
+
+impl Extra<'_> {
+    #[inline]
+    fn put(&mut self, pos: usize, slot: u32, len: u8) {
+        if let Some(lens) = self.lens.as_deref_mut() {
+            lens[pos] = if slot == NO_ROUTE { -1 } else { len as i16 };
+        }
+        if let Some(miss) = self.miss.as_deref_mut() {
+            miss[pos] = slot == NO_ROUTE;
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The `ipfib` Python package's native module, `ipfib._ipfib`.
+//!
+//! ```text
+//!  Table.from_file / from_prefixes / from_pandas
+//!     │  load.rs (ipfib-io, errors with file and line)   value.rs (int / str / object values)
+//!     ▼
+//!  live.rs: route table (Mutex) ──compile──► snapshot.rs: one engine per family
+//!           insert / remove republish        (planb | poptrie | radix) behind arc-swap
+//!     ▼
+//!  table.rs: scalar lookups, mapping protocol, pickling, info()
+//!  many.rs + batch.rs: lookup_many — classify the input (numpy, list,
+//!           Arrow buffers), release the GIL, split by family, batch lookups,
+//!           write integers or value slots, then objects / masks / lengths
+//! ```
+//!
+//! Pure-Python parts (input normalisation for pandas and pyarrow, the
+//! unpickle hook) live in `python/ipfib/`.
+
+mod batch;
+mod live;
+mod load;
+mod many;
+mod snapshot;
+mod table;
+mod value;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _ipfib(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<table::Table>()?;
+    m.add("TableFileError", m.py().get_type::<load::TableFileError>())?;
+    m.add(
+        "DamagedTableWarning",
+        m.py().get_type::<load::DamagedTableWarning>(),
+    )?;
+    Ok(())
+}

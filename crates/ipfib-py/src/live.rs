@@ -1,0 +1,101 @@
+//! The mutable table behind a Python `Table`: the route table (the source
+//! of truth) under a mutex, and the published snapshot behind an atomic
+//! pointer (`arc-swap`).
+//!
+//! Readers take the current snapshot (`snapshot()`: a lock-free `Arc`
+//! clone, once per call, never per address) and look up without locks or
+//! the GIL. A writer locks the route table, applies the change, recompiles
+//! the family it touched and publishes the new snapshot; lookups running
+//! meanwhile finish on the old one, which is freed when its last reader
+//! lets go. A change therefore costs a rebuild of one family (tens of
+//! milliseconds for a full table): the dynamic `Fib` (issue 6) will replace
+//! this type with incremental updates behind the same four calls
+//! (`snapshot`, `insert`, `remove`, `with_table`).
+
+use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
+use crate::value::{poisoned, Value};
+use arc_swap::ArcSwap;
+use ipfib::prefix::AnyPrefix;
+use ipfib::table::Table;
+use pyo3::exceptions::PyValueError;
+use pyo3::PyResult;
+use std::sync::{Arc, Mutex};
+
+pub struct Live {
+    table: Mutex<Table<Value>>,
+    published: ArcSwap<Snapshot>,
+}
+
+impl Live {
+    /// Compile `table` (compacted first) and publish it.
+    pub fn new(mut table: Table<Value>, spec: EngineSpec) -> PyResult<Self> {
+        table.compact();
+        let snap = Snapshot {
+            v4: Arc::new(FamilySnap::build(&table.v4, spec).map_err(build_error)?),
+            v6: Arc::new(FamilySnap::build(&table.v6, spec).map_err(build_error)?),
+            spec,
+        };
+        Ok(Live {
+            table: Mutex::new(table),
+            published: ArcSwap::from_pointee(snap),
+        })
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.published.load_full()
+    }
+
+    /// Insert or replace a route; returns the old value.
+    pub fn insert(&self, prefix: AnyPrefix, value: Value) -> PyResult<Option<Value>> {
+        self.change(prefix, |t| t.insert(prefix, value).map_err(build_error))
+    }
+
+    /// Remove exactly `prefix`; returns its value.
+    pub fn remove(&self, prefix: AnyPrefix) -> PyResult<Option<Value>> {
+        self.change(prefix, |t| Ok(t.remove(&prefix)))
+    }
+
+    /// Read the route table (exact gets, supernets, subnets).
+    pub fn with_table<R>(&self, f: impl FnOnce(&Table<Value>) -> R) -> PyResult<R> {
+        Ok(f(&*self.table.lock().map_err(poisoned)?))
+    }
+
+    /// Apply `f` and republish the family of `prefix` when it changed the
+    /// table. The lock is held across the rebuild so writers publish in
+    /// the order they changed the table.
+    fn change(
+        &self,
+        prefix: AnyPrefix,
+        f: impl FnOnce(&mut Table<Value>) -> PyResult<Option<Value>>,
+    ) -> PyResult<Option<Value>> {
+        let mut table = self.table.lock().map_err(poisoned)?;
+        let before = table.len();
+        let old = f(&mut table)?;
+        if old.is_none() && table.len() == before {
+            return Ok(None); // a remove of an absent prefix: nothing to publish
+        }
+        let cur = self.published.load_full();
+        let snap = match prefix {
+            AnyPrefix::V4(_) => Snapshot {
+                v4: Arc::new(FamilySnap::build(&table.v4, cur.spec).map_err(build_error)?),
+                v6: Arc::clone(&cur.v6),
+                spec: cur.spec,
+            },
+            AnyPrefix::V6(_) => Snapshot {
+                v4: Arc::clone(&cur.v4),
+                v6: Arc::new(FamilySnap::build(&table.v6, cur.spec).map_err(build_error)?),
+                spec: cur.spec,
+            },
+        };
+        self.published.store(Arc::new(snap));
+        Ok(old)
+    }
+}
+
+fn build_error(e: impl ToString) -> pyo3::PyErr {
+    PyValueError::new_err(format!(
+        "ipfib: cannot compile the table: {}",
+        e.to_string()
+    ))
+}

@@ -1,0 +1,87 @@
+//! `Table.from_file`: any format ipfib-io reads, leniently as the CLI does
+//! (bad lines in text tables raise naming file and line; damage in MRT or
+//! compressed streams loads what is complete and warns with the byte
+//! offset; `strict=True` raises instead).
+
+use crate::value::Value;
+use ipfib::table::Table;
+use ipfib_io::{load_table, ReadError, Report, TableOptions};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use std::path::Path;
+
+pyo3::create_exception!(
+    ipfib,
+    TableFileError,
+    PyValueError,
+    "A table file could not be read; the message names the file and the line or byte offset."
+);
+pyo3::create_exception!(
+    ipfib,
+    DamagedTableWarning,
+    pyo3::exceptions::PyUserWarning,
+    "A table file was damaged or had records ipfib skipped; what was complete was loaded."
+);
+
+/// Read `path` (no GIL needed) into a route table, with the problems a
+/// lenient load skipped (one message each, for a warning).
+pub fn read(path: &Path, opts: &TableOptions) -> Result<(Table<Value>, Vec<String>), ReadError> {
+    let mut loaded = load_table(path, opts)?;
+    // As in the CLI: a bad line in a text table is an error naming the line.
+    if loaded.report.format.is_line_table() && !loaded.report.errors.is_empty() {
+        return Err(loaded.report.errors.swap_remove(0));
+    }
+    let problems = problems(path, &loaded.report);
+    let mut table = Table::new();
+    for r in loaded.routes {
+        // Over 2^30 distinct values: impossible for any file we read, but
+        // refused rather than trusted.
+        if table
+            .insert(r.prefix, Value::from_file_text(r.value))
+            .is_err()
+        {
+            return Err(ReadError::Policy {
+                path: path.to_path_buf(),
+                reason: "more than 2^30 distinct values".into(),
+            });
+        }
+    }
+    Ok((table, problems))
+}
+
+/// What a lenient load skipped or where it stopped.
+fn problems(path: &Path, report: &Report) -> Vec<String> {
+    let mut out: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
+    if report.bad > report.errors.len() as u64 {
+        out.push(format!(
+            "{}: {} bad lines or records in all (the first {} shown)",
+            path.display(),
+            report.bad,
+            report.errors.len()
+        ));
+    }
+    for ((t, s), n) in &report.unsupported {
+        out.push(format!(
+            "{}: {n} MRT records of type {t} subtype {s} not read (unsupported)",
+            path.display()
+        ));
+    }
+    if let Some(d) = &report.damage {
+        out.push(format!("{}: {d}; loaded what was complete", path.display()));
+    }
+    out
+}
+
+/// A read error as a Python exception: missing files are
+/// `FileNotFoundError`, other I/O `OSError`, the rest [`TableFileError`];
+/// every message names the file (and line or byte offset).
+pub fn to_py_err(e: ReadError) -> PyErr {
+    let msg = e.to_string();
+    match &e {
+        ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(msg)
+        }
+        ReadError::Io { .. } => PyOSError::new_err(msg),
+        _ => TableFileError::new_err(msg),
+    }
+}

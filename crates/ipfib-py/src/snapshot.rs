@@ -1,0 +1,307 @@
+//! Immutable lookup snapshots, one per address family, compiled from the
+//! route table with the chosen engine; everything here runs without the
+//! GIL.
+//!
+//! Two engines per family, as in `ipfib bench`:
+//! - over value slots (the route table's value indices, equal neighbours
+//!   merged: `planb` / `poptrie`), what answers values: `lookup`, `in`,
+//!   `lookup_many` (one engine lookup, then an integer or object per slot);
+//! - over route ordinals (position in the ordered walk: `planb-routes` /
+//!   `poptrie-routes`), what answers the matching prefix: `lookup_prefix`,
+//!   `with_prefix_len`. Built on first use: value-only users never pay it.
+//!
+//! The values are copied into the snapshot, so later changes to the table
+//! never change it. `radix` keeps a copy of the route table and asks it.
+
+use crate::value::Value;
+use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+use ipfib::engine::{Engine, Family, NO_ROUTE};
+use ipfib::intervals::compile;
+use ipfib::prefix::Prefix;
+use ipfib::route_table::RouteTable;
+use std::sync::OnceLock;
+
+/// Addresses handed to the engine's batch path at a time (the batch width
+/// `ipfib bench` finds best for both engines on the real tables).
+pub const BATCH: usize = 32;
+/// Addresses per chunk of work: the ordinals of one chunk stay in L1.
+pub const CHUNK: usize = 2048;
+
+/// Which engine a table compiles to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineSpec {
+    Planb,
+    /// Poptrie with `s` direct-pointing bits (`None`: the default, 18).
+    Poptrie(Option<u8>),
+    Radix,
+}
+
+impl EngineSpec {
+    /// `planb`, `poptrie`, `poptrie:S` (S in 0..=24), `radix`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.split_once(':') {
+            None if text == "planb" => Ok(EngineSpec::Planb),
+            None if text == "radix" => Ok(EngineSpec::Radix),
+            None if text == "poptrie" => Ok(EngineSpec::Poptrie(None)),
+            Some(("poptrie", bits)) => match bits.parse::<u8>() {
+                Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Ok(EngineSpec::Poptrie(Some(s))),
+                _ => Err(format!(
+                    "engine {text:?}: direct-pointing bits must be 0-{}",
+                    PoptrieOptions::MAX_DIRECT_BITS
+                )),
+            },
+            _ => Err(format!(
+                "unknown engine {text:?} (expected planb, poptrie, poptrie:S or radix)"
+            )),
+        }
+    }
+
+    /// The name `parse` takes back.
+    pub fn name(self) -> String {
+        match self {
+            EngineSpec::Planb => "planb".into(),
+            EngineSpec::Poptrie(None) => "poptrie".into(),
+            EngineSpec::Poptrie(Some(s)) => format!("poptrie:{s}"),
+            EngineSpec::Radix => "radix".into(),
+        }
+    }
+}
+
+/// A compiled engine of one family.
+enum Compiled<A: Family> {
+    Planb(PlanB<A>),
+    Poptrie(Poptrie<A>),
+    /// A route table whose values are the payloads.
+    Radix(RouteTable<A, u32>),
+}
+
+impl<A: Family> Compiled<A> {
+    /// Build `spec` over `(prefix, payload)` in walk order.
+    fn build(
+        spec: EngineSpec,
+        routes: impl Iterator<Item = (Prefix<A>, u32)>,
+    ) -> Result<Self, String> {
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        Ok(match spec {
+            EngineSpec::Planb => Compiled::Planb(
+                PlanB::build(&compile(routes), &PlanbOptions::default()).map_err(|e| err(&e))?,
+            ),
+            EngineSpec::Poptrie(s) => {
+                let opts = PoptrieOptions {
+                    direct_bits: s,
+                    ..PoptrieOptions::default()
+                };
+                Compiled::Poptrie(
+                    <Poptrie<A> as Engine<A>>::build(&compile(routes), &opts)
+                        .map_err(|e| err(&e))?,
+                )
+            }
+            EngineSpec::Radix => {
+                let mut t = RouteTable::new();
+                for (p, i) in routes {
+                    t.insert(p, i).map_err(|e| err(&e))?;
+                }
+                t.compact();
+                Compiled::Radix(t)
+            }
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Compiled::Planb(e) => e.name(),
+            Compiled::Poptrie(e) => e.name(),
+            Compiled::Radix(_) => "radix".into(),
+        }
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        match self {
+            Compiled::Planb(e) => e.footprint_bytes(),
+            Compiled::Poptrie(e) => e.footprint_bytes(),
+            Compiled::Radix(t) => t.footprint_bytes(),
+        }
+    }
+
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        match self {
+            Compiled::Planb(e) => e.lookup(addr),
+            Compiled::Poptrie(e) => e.lookup(addr),
+            Compiled::Radix(t) => t.lookup(addr).map_or(NO_ROUTE, |(_, o)| *o),
+        }
+    }
+
+    /// Payloads for `addrs` (`out.len() >= addrs.len()`) through the
+    /// engine's batch path.
+    #[inline]
+    fn lookup_batch(&self, addrs: &[A], out: &mut [u32]) {
+        match self {
+            Compiled::Planb(e) => e.lookup_batch::<BATCH>(addrs, out),
+            Compiled::Poptrie(e) => Engine::lookup_batch::<BATCH>(e, addrs, out),
+            Compiled::Radix(t) => {
+                for (a, o) in addrs.iter().zip(out.iter_mut()) {
+                    *o = t.lookup(*a).map_or(NO_ROUTE, |(_, v)| *v);
+                }
+            }
+        }
+    }
+}
+
+/// One family's snapshot.
+pub struct FamilySnap<A: Family> {
+    spec: EngineSpec,
+    /// Answers value slots.
+    by_value: Compiled<A>,
+    /// Answers route ordinals (built on first use).
+    by_route: OnceLock<Result<Compiled<A>, String>>,
+    /// Ordinal -> prefix (ordered walk: address, then shorter first).
+    pub prefixes: Vec<Prefix<A>>,
+    /// Ordinal -> value slot.
+    slot_of: Vec<u32>,
+    /// Value slot -> value (`None`: a slot free in the route table).
+    pub values: Vec<Option<Value>>,
+    /// Value slot -> integer, when every value is an `Int`.
+    pub ints: Option<Vec<i64>>,
+}
+
+impl<A: Family> FamilySnap<A> {
+    /// Compile `table` with `spec`; an error names the engine's reason.
+    pub fn build(table: &RouteTable<A, Value>, spec: EngineSpec) -> Result<Self, String> {
+        let routes: Vec<(Prefix<A>, u32)> = table.iter_indices().collect();
+        let by_value = Compiled::build(spec, routes.iter().copied())?;
+        let values = table.values().to_vec();
+        let ints = values
+            .iter()
+            .map(|v| match v {
+                Some(Value::Int(i)) => Some(*i),
+                Some(_) => None,
+                None => Some(0),
+            })
+            .collect();
+        let (prefixes, slot_of) = routes.into_iter().unzip();
+        Ok(FamilySnap {
+            spec,
+            by_value,
+            by_route: OnceLock::new(),
+            prefixes,
+            slot_of,
+            values,
+            ints,
+        })
+    }
+
+    /// Routes compiled in.
+    pub fn len(&self) -> usize {
+        self.prefixes.len()
+    }
+
+    /// The value engine's description (`planb[avx512,s=20]`, `radix`).
+    pub fn engine_name(&self) -> String {
+        self.by_value.name()
+    }
+
+    /// Bytes of the engines built so far plus the route list.
+    pub fn footprint_bytes(&self) -> usize {
+        let by_route = match self.by_route.get() {
+            Some(Ok(e)) => e.footprint_bytes(),
+            _ => 0,
+        };
+        self.by_value.footprint_bytes()
+            + by_route
+            + self.prefixes.capacity() * std::mem::size_of::<Prefix<A>>()
+            + self.slot_of.capacity() * 4
+    }
+
+    /// The route-ordinal engine, built now if it was not yet.
+    fn by_route(&self) -> Result<&Compiled<A>, String> {
+        let built = self.by_route.get_or_init(|| {
+            let ordinals = self
+                .prefixes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (*p, i as u32));
+            Compiled::build(self.spec, ordinals)
+        });
+        built.as_ref().map_err(Clone::clone)
+    }
+
+    /// The matching route's ordinal, or `NO_ROUTE`.
+    pub fn ordinal(&self, addr: A) -> Result<u32, String> {
+        Ok(self.by_route()?.lookup(addr))
+    }
+
+    /// The matching value slot, or `NO_ROUTE`.
+    #[inline]
+    pub fn slot(&self, addr: A) -> u32 {
+        self.by_value.lookup(addr)
+    }
+
+    /// The route at an ordinal: prefix and value slot.
+    #[inline]
+    pub fn route(&self, ordinal: u32) -> Option<(Prefix<A>, u32)> {
+        let i = ordinal as usize;
+        Some((*self.prefixes.get(i)?, *self.slot_of.get(i)?))
+    }
+
+    /// Look up `addrs` and hand each answer to `sink` as (position, value
+    /// slot or `NO_ROUTE`, prefix length: 0 unless `with_len`); `pos[i]` is
+    /// where `addrs[i]` belongs (`None`: `i`).
+    #[inline]
+    pub fn answer<S: Sink>(
+        &self,
+        addrs: &[A],
+        pos: Option<&[u32]>,
+        with_len: bool,
+        sink: &mut S,
+    ) -> Result<(), String> {
+        let engine = if with_len {
+            self.by_route()?
+        } else {
+            &self.by_value
+        };
+        let mut out = [0u32; CHUNK];
+        for (c, chunk) in addrs.chunks(CHUNK).enumerate() {
+            let out = &mut out[..chunk.len()];
+            engine.lookup_batch(chunk, out);
+            let base = c * CHUNK;
+            for (i, &o) in out.iter().enumerate() {
+                let p = match pos {
+                    Some(pos) => pos[base + i] as usize,
+                    None => base + i,
+                };
+                if !with_len {
+                    sink.put(p, o, 0);
+                } else {
+                    match self.route(o) {
+                        Some((prefix, slot)) => sink.put(p, slot, prefix.len()),
+                        None => sink.put(p, NO_ROUTE, 0),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where `lookup_many` answers go, one family at a time.
+pub trait Sink {
+    /// Address `pos` matched value slot `slot` (`NO_ROUTE`: no match) with
+    /// a prefix of length `len`.
+    fn put(&mut self, pos: usize, slot: u32, len: u8);
+}
+
+/// Both families.
+pub struct Snapshot {
+    pub v4: std::sync::Arc<FamilySnap<u32>>,
+    pub v6: std::sync::Arc<FamilySnap<u128>>,
+    pub spec: EngineSpec,
+}
+
+impl Snapshot {
+    /// Integer value per slot for both families, when every value is an int.
+    pub fn ints(&self) -> Option<(&[i64], &[i64])> {
+        Some((self.v4.ints.as_deref()?, self.v6.ints.as_deref()?))
+    }
+}

@@ -1,0 +1,588 @@
+//! The Python `ipfib.Table`: construction, scalar lookups, the mapping
+//! protocol, mutations, pickling and `info()`. `lookup_many` is in
+//! `many.rs`.
+
+use crate::live::Live;
+use crate::load;
+use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
+use crate::value::{Objects, Value};
+use ipfib::addr::Addr;
+use ipfib::engine::{Family, NO_ROUTE};
+use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
+use ipfib::table::Table as RouteTables;
+use ipfib_io::TableOptions;
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use std::path::PathBuf;
+
+/// A longest-prefix-match table of IPv4 and IPv6 routes (see the stub
+/// `_ipfib.pyi` for the documented Python API).
+#[pyclass(frozen, module = "ipfib", name = "Table")]
+pub struct Table {
+    pub(crate) live: Live,
+    pub(crate) objects: Objects,
+}
+
+/// Text of a prefix or address argument: `str`, or anything whose `str()`
+/// is one (`ipaddress` objects).
+fn text_of(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    match obj.cast::<PyString>() {
+        Ok(s) => Ok(s.to_cow()?.into_owned()),
+        Err(_) if obj.is_instance_of::<pyo3::types::PyInt>() => Err(PyTypeError::new_err(
+            "addresses and prefixes are given as text (or ipaddress objects), not int",
+        )),
+        Err(_) => Ok(obj.str()?.to_cow()?.into_owned()),
+    }
+}
+
+pub(crate) fn parse_prefix(obj: &Bound<'_, PyAny>, host_bits: HostBits) -> PyResult<AnyPrefix> {
+    let text = text_of(obj)?;
+    AnyPrefix::parse(text.trim(), host_bits)
+        .map_err(|e| PyValueError::new_err(format!("invalid prefix {text:?}: {e}")))
+}
+
+pub(crate) fn parse_addr(obj: &Bound<'_, PyAny>) -> PyResult<AnyAddr> {
+    let text = text_of(obj)?;
+    AnyAddr::parse(&text).map_err(|_| PyValueError::new_err(format!("invalid IP address {text:?}")))
+}
+
+fn build_err(e: String) -> PyErr {
+    PyValueError::new_err(format!("ipfib: cannot compile the table: {e}"))
+}
+
+fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
+    EngineSpec::parse(engine).map_err(PyValueError::new_err)
+}
+
+impl Table {
+    fn build(
+        py: Python<'_>,
+        table: RouteTables<Value>,
+        objects: Objects,
+        spec: EngineSpec,
+    ) -> PyResult<Self> {
+        let live = py.detach(|| Live::new(table, spec))?;
+        Ok(Table { live, objects })
+    }
+
+    /// `(prefix, value)` for a family's ordinal.
+    fn route_at<A: Family>(
+        &self,
+        py: Python<'_>,
+        snap: &FamilySnap<A>,
+        ord: u32,
+    ) -> PyResult<Option<(String, Py<PyAny>)>>
+    where
+        AnyPrefix: From<Prefix<A>>,
+    {
+        let Some((prefix, slot)) = snap.route(ord) else {
+            return Ok(None);
+        };
+        let value = match snap.values.get(slot as usize) {
+            Some(Some(v)) => self.objects.to_py(py, v)?,
+            _ => py.None(),
+        };
+        Ok(Some((AnyPrefix::from(prefix).to_string(), value)))
+    }
+
+    /// The routes covering (supernets) or covered by (subnets) `prefix`.
+    fn related(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        which: Related,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        let routes = self.live.with_table(|t| match (p, which) {
+            (AnyPrefix::V4(p), Related::Supernets) => collect(t.v4.supernets(&p)),
+            (AnyPrefix::V4(p), Related::Subnets) => collect(t.v4.subnets(&p)),
+            (AnyPrefix::V6(p), Related::Supernets) => collect(t.v6.supernets(&p)),
+            (AnyPrefix::V6(p), Related::Subnets) => collect(t.v6.subnets(&p)),
+        })?;
+        self.pairs(py, routes)
+    }
+
+    fn pairs(
+        &self,
+        py: Python<'_>,
+        routes: Vec<(AnyPrefix, Value)>,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        routes
+            .into_iter()
+            .map(|(p, v)| Ok((p.to_string(), self.objects.to_py(py, &v)?)))
+            .collect()
+    }
+
+    /// Every `(prefix, value)` of the current snapshot, IPv4 first, each
+    /// family in address order (shorter prefix first).
+    fn snapshot_items(&self, py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        let snap = self.live.snapshot();
+        let mut out = Vec::with_capacity(snap.v4.len() + snap.v6.len());
+        for o in 0..snap.v4.len() as u32 {
+            out.extend(self.route_at(py, &snap.v4, o)?);
+        }
+        for o in 0..snap.v6.len() as u32 {
+            out.extend(self.route_at(py, &snap.v6, o)?);
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Related {
+    Supernets,
+    Subnets,
+}
+
+/// Python objects for every value slot of both families (IPv6 after IPv4).
+pub(crate) fn slot_objects(
+    py: Python<'_>,
+    objects: &Objects,
+    snap: &Snapshot,
+) -> PyResult<Vec<Py<PyAny>>> {
+    snap.v4
+        .values
+        .iter()
+        .chain(snap.v6.values.iter())
+        .map(|v| match v {
+            Some(v) => objects.to_py(py, v),
+            None => Ok(py.None()),
+        })
+        .collect()
+}
+
+#[pymethods]
+impl Table {
+    #[new]
+    #[pyo3(signature = (*, engine = "planb"))]
+    fn new(py: Python<'_>, engine: &str) -> PyResult<Self> {
+        Self::build(
+            py,
+            RouteTables::new(),
+            Objects::new(py),
+            engine_spec(engine)?,
+        )
+    }
+
+    #[classmethod]
+    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "planb", mask_host_bits = false, strict = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_file(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        path: PathBuf,
+        format: &str,
+        value: Option<&str>,
+        peer: Option<Bound<'_, PyAny>>,
+        engine: &str,
+        mask_host_bits: bool,
+        strict: bool,
+    ) -> PyResult<Self> {
+        let spec = engine_spec(engine)?;
+        let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
+        let opts = TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
+            .map_err(PyValueError::new_err)?;
+        let (table, problems) = py
+            .detach(|| load::read(&path, &opts))
+            .map_err(load::to_py_err)?;
+        if !problems.is_empty() {
+            let category = py.get_type::<load::DamagedTableWarning>();
+            let msg = std::ffi::CString::new(problems.join("\n").replace('\0', " "))
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            PyErr::warn(py, &category, &msg, 2)?;
+        }
+        Self::build(py, table, Objects::new(py), spec)
+    }
+
+    #[classmethod]
+    #[pyo3(signature = (routes, *, engine = "planb", mask_host_bits = false))]
+    fn from_prefixes(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        routes: &Bound<'_, PyAny>,
+        engine: &str,
+        mask_host_bits: bool,
+    ) -> PyResult<Self> {
+        let spec = engine_spec(engine)?;
+        let host_bits = if mask_host_bits {
+            HostBits::Mask
+        } else {
+            HostBits::Reject
+        };
+        let objects = Objects::new(py);
+        let mut table = RouteTables::new();
+        for (i, item) in routes.try_iter()?.enumerate() {
+            let item = item?;
+            let add = |table: &mut RouteTables<Value>| -> PyResult<()> {
+                let (p, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                    item.extract().map_err(|_| {
+                        PyTypeError::new_err("expected a (prefix, value) pair".to_string())
+                    })?;
+                let prefix = parse_prefix(&p, host_bits)?;
+                let value = objects.value_of(&v)?;
+                table
+                    .insert(prefix, value)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                Ok(())
+            };
+            add(&mut table).map_err(|e| {
+                let msg = format!(
+                    "route {i} ({}): {}",
+                    item.repr().map(|r| r.to_string()).unwrap_or_default(),
+                    e.value(py)
+                );
+                if e.is_instance_of::<PyTypeError>(py) {
+                    PyTypeError::new_err(msg)
+                } else {
+                    PyValueError::new_err(msg)
+                }
+            })?;
+        }
+        Self::build(py, table, objects, spec)
+    }
+
+    #[classmethod]
+    #[pyo3(signature = (df, prefix_col = "prefix", value_col = "value", *, engine = "planb", mask_host_bits = false))]
+    fn from_pandas(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        df: &Bound<'_, PyAny>,
+        prefix_col: &str,
+        value_col: &str,
+        engine: &str,
+        mask_host_bits: bool,
+    ) -> PyResult<Self> {
+        let prefixes = df.get_item(prefix_col)?.call_method0("tolist")?;
+        let values = df.get_item(value_col)?.call_method0("tolist")?;
+        let zip = py
+            .import("builtins")?
+            .getattr("zip")?
+            .call1((prefixes, values))?;
+        Self::from_prefixes(cls, py, &zip, engine, mask_host_bits)
+    }
+
+    /// The value of the longest matching prefix, or None.
+    fn lookup(&self, py: Python<'_>, addr: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        let snap = self.live.snapshot();
+        let value = match parse_addr(addr)? {
+            AnyAddr::V4(a) => snap.v4.values.get(snap.v4.slot(a) as usize),
+            AnyAddr::V6(a) => snap.v6.values.get(snap.v6.slot(a) as usize),
+        };
+        match value {
+            Some(Some(v)) => Ok(Some(self.objects.to_py(py, v)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// `(prefix, value)` of the longest matching prefix, or None.
+    fn lookup_prefix(
+        &self,
+        py: Python<'_>,
+        addr: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<(String, Py<PyAny>)>> {
+        let snap = self.live.snapshot();
+        match parse_addr(addr)? {
+            AnyAddr::V4(a) => self.route_at(py, &snap.v4, snap.v4.ordinal(a).map_err(build_err)?),
+            AnyAddr::V6(a) => self.route_at(py, &snap.v6, snap.v6.ordinal(a).map_err(build_err)?),
+        }
+    }
+
+    /// An address: whether some route matches it. A prefix (`a/len`):
+    /// whether some route covers all of it (it or a supernet is present).
+    fn __contains__(&self, x: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let text = text_of(x)?;
+        if text.contains('/') {
+            let prefix = parse_prefix(x, HostBits::Reject)?;
+            return self.live.with_table(|t| match prefix {
+                AnyPrefix::V4(p) => !t.v4.supernets(&p).is_empty(),
+                AnyPrefix::V6(p) => !t.v6.supernets(&p).is_empty(),
+            });
+        }
+        let snap = self.live.snapshot();
+        Ok(match parse_addr(x)? {
+            AnyAddr::V4(a) => snap.v4.slot(a) != NO_ROUTE,
+            AnyAddr::V6(a) => snap.v6.slot(a) != NO_ROUTE,
+        })
+    }
+
+    /// Vectorised longest-prefix match (see `_ipfib.pyi`).
+    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise"))]
+    #[pyo3(
+        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise')"
+    )]
+    fn lookup_many<'py>(
+        &self,
+        py: Python<'py>,
+        addrs: &Bound<'py, PyAny>,
+        default: Py<PyAny>,
+        masked: bool,
+        with_prefix_len: bool,
+        errors: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::many::lookup_many(self, py, addrs, default, masked, with_prefix_len, errors)
+    }
+
+    /// Exact match: the value stored for exactly `prefix` (KeyError if none).
+    fn __getitem__(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        match self.live.with_table(|t| t.get(&p).cloned())? {
+            Some(v) => self.objects.to_py(py, &v),
+            None => Err(PyKeyError::new_err(p.to_string())),
+        }
+    }
+
+    /// Exact match with a default.
+    #[pyo3(signature = (prefix, default = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        match self.live.with_table(|t| t.get(&p).cloned())? {
+            Some(v) => self.objects.to_py(py, &v),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
+    }
+
+    fn __setitem__(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.insert(py, prefix, value).map(|_| ())
+    }
+
+    fn __delitem__(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.remove(py, prefix).map(|_| ())
+    }
+
+    /// Insert or replace a route; returns the previous value or None.
+    fn insert(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        let v = self.objects.value_of(value)?;
+        let old = py.detach(|| self.live.insert(p, v))?;
+        old.map(|v| self.objects.to_py(py, &v)).transpose()
+    }
+
+    /// Remove exactly `prefix`; returns its value (KeyError if absent).
+    fn remove(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let p = parse_prefix(prefix, HostBits::Reject)?;
+        match py.detach(|| self.live.remove(p))? {
+            Some(v) => self.objects.to_py(py, &v),
+            None => Err(PyKeyError::new_err(p.to_string())),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        let snap = self.live.snapshot();
+        snap.v4.len() + snap.v6.len()
+    }
+
+    /// Prefixes in order (IPv4 first; address order, shorter first).
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let keys: Vec<String> = self
+            .snapshot_items(py)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        PyList::new(py, keys)?.try_iter().map(|i| i.into_any())
+    }
+
+    /// `(prefix, value)` pairs in iteration order.
+    fn items(&self, py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        self.snapshot_items(py)
+    }
+
+    /// Routes covering `prefix` (itself included when present), shortest first.
+    fn supernets(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        self.related(py, prefix, Related::Supernets)
+    }
+
+    /// Routes covered by `prefix` (itself included when present), in address order.
+    fn subnets(
+        &self,
+        py: Python<'_>,
+        prefix: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(String, Py<PyAny>)>> {
+        self.related(py, prefix, Related::Subnets)
+    }
+
+    /// The engine name as given (`planb`, `poptrie`, `poptrie:16`, `radix`).
+    #[getter]
+    fn engine(&self) -> String {
+        self.live.snapshot().spec.name()
+    }
+
+    /// Sizes, footprint and engine layout (kernel, direct-pointing bits).
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let snap = self.live.snapshot();
+        let d = PyDict::new(py);
+        let (n4, n6) = (snap.v4.len(), snap.v6.len());
+        let footprint = snap.v4.footprint_bytes() + snap.v6.footprint_bytes();
+        let distinct = |vals: &[Option<Value>]| vals.iter().filter(|v| v.is_some()).count();
+        d.set_item("engine", snap.spec.name())?;
+        d.set_item("engine_v4", snap.v4.engine_name())?;
+        d.set_item("engine_v6", snap.v6.engine_name())?;
+        d.set_item("prefixes", n4 + n6)?;
+        d.set_item("prefixes_v4", n4)?;
+        d.set_item("prefixes_v6", n6)?;
+        d.set_item("values_v4", distinct(&snap.v4.values))?;
+        d.set_item("values_v6", distinct(&snap.v6.values))?;
+        d.set_item("integer_values", snap.ints().is_some())?;
+        d.set_item("footprint_bytes", footprint)?;
+        d.set_item(
+            "bytes_per_prefix",
+            if n4 + n6 == 0 {
+                0.0
+            } else {
+                footprint as f64 / (n4 + n6) as f64
+            },
+        )?;
+        let table_bytes = self
+            .live
+            .with_table(|t| t.v4.footprint_bytes() + t.v6.footprint_bytes())?;
+        d.set_item("route_table_bytes", table_bytes)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        let snap = self.live.snapshot();
+        format!(
+            "<ipfib.Table: {} IPv4 + {} IPv6 prefixes, engine {}>",
+            snap.v4.len(),
+            snap.v6.len(),
+            snap.spec.name()
+        )
+    }
+
+    /// Pickle as the route list: `ipfib._unpickle(state)` rebuilds it.
+    /// State: (engine, IPv4 addresses as big-endian u32 bytes, IPv4
+    /// lengths, IPv6 addresses as 16-byte big-endian, IPv6 lengths,
+    /// value index per route as little-endian u32 bytes, distinct values).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyTuple>,))> {
+        let snap = self.live.snapshot();
+        let values = slot_objects(py, &self.objects, &snap)?;
+        let v6_base = snap.v4.values.len() as u32;
+        let (a4, l4, s4) = packed(&snap.v4, 0, |a: u32| a.to_be_bytes().to_vec());
+        let (a6, l6, s6) = packed(&snap.v6, v6_base, |a: u128| a.to_be_bytes().to_vec());
+        let mut slots = s4;
+        slots.extend(s6);
+        let state = PyTuple::new(
+            py,
+            [
+                PyString::new(py, &snap.spec.name()).into_any(),
+                PyBytes::new(py, &a4).into_any(),
+                PyBytes::new(py, &l4).into_any(),
+                PyBytes::new(py, &a6).into_any(),
+                PyBytes::new(py, &l6).into_any(),
+                PyBytes::new(py, &slots).into_any(),
+                PyList::new(py, values)?.into_any(),
+            ],
+        )?;
+        let rebuild = py.import("ipfib")?.getattr("_unpickle")?;
+        Ok((rebuild, (state,)))
+    }
+
+    /// Rebuild from `__reduce__`'s state (used by `ipfib._unpickle`).
+    #[staticmethod]
+    fn _from_state(py: Python<'_>, state: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        let bad = || PyValueError::new_err("ipfib: malformed pickle state");
+        let (engine, a4, l4, a6, l6, slots, values): PickleState<'_> = state.extract()?;
+        let (a4, l4, a6, l6, slots) = (
+            a4.as_bytes(),
+            l4.as_bytes(),
+            a6.as_bytes(),
+            l6.as_bytes(),
+            slots.as_bytes(),
+        );
+        let objects = Objects::new(py);
+        let values = values
+            .iter()
+            .map(|v| objects.value_of(&v))
+            .collect::<PyResult<Vec<_>>>()?;
+        if a4.len() != l4.len() * 4
+            || a6.len() != l6.len() * 16
+            || slots.len() != (l4.len() + l6.len()) * 4
+        {
+            return Err(bad());
+        }
+        let mut table = RouteTables::new();
+        let slot = |i: usize| -> PyResult<Value> {
+            let b = slots.get(i * 4..i * 4 + 4).ok_or_else(bad)?;
+            let s = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+            values.get(s).cloned().ok_or_else(bad)
+        };
+        for (i, (a, &len)) in a4.chunks_exact(4).zip(l4).enumerate() {
+            let addr = u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
+            let p = Prefix::new(addr, len).map_err(|_| bad())?;
+            table.v4.insert(p, slot(i)?).map_err(|_| bad())?;
+        }
+        for (i, (a, &len)) in a6.chunks_exact(16).zip(l6).enumerate() {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(a);
+            let p = Prefix::new(u128::from_be_bytes(b), len).map_err(|_| bad())?;
+            table.v6.insert(p, slot(l4.len() + i)?).map_err(|_| bad())?;
+        }
+        Self::build(py, table, objects, engine_spec(&engine)?)
+    }
+}
+
+/// What `__reduce__` pickles: engine, IPv4 addresses and lengths, IPv6
+/// addresses and lengths, value index per route, distinct values.
+type PickleState<'py> = (
+    String,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyList>,
+);
+
+fn collect<'a, A: Addr, V: Clone + 'a>(
+    routes: impl IntoIterator<Item = (Prefix<A>, &'a V)>,
+) -> Vec<(AnyPrefix, V)>
+where
+    AnyPrefix: From<Prefix<A>>,
+{
+    routes
+        .into_iter()
+        .map(|(p, v)| (p.into(), v.clone()))
+        .collect()
+}
+
+/// A family's routes as packed addresses, lengths and value slots
+/// (`base + slot`, little-endian u32).
+fn packed<A: Family>(
+    snap: &FamilySnap<A>,
+    base: u32,
+    bytes: impl Fn(A) -> Vec<u8>,
+) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut addrs = Vec::new();
+    let mut lens = Vec::new();
+    let mut slots = Vec::new();
+    for o in 0..snap.len() as u32 {
+        if let Some((p, s)) = snap.route(o) {
+            addrs.extend(bytes(p.addr()));
+            lens.push(p.len());
+            slots.extend((base + s).to_le_bytes());
+        }
+    }
+    (addrs, lens, slots)
+}

@@ -1,0 +1,107 @@
+//! Route values as the Rust side keeps them, and their way back to Python.
+//!
+//! The route table interns values (`Eq + Hash`) and must be usable without
+//! the GIL, so it cannot hold Python objects directly. Python `int`s that
+//! fit an `i64` and `str`s are kept as Rust data (what table files and
+//! nearly every user hold: ASNs, next hops, names); any other hashable
+//! object is interned once in the table's [`Objects`] registry and the
+//! route keeps its index. A table whose values are all `Int` answers
+//! `lookup_many` with an integer array without touching Python objects.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use std::sync::{Arc, Mutex};
+
+/// One route's value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    Int(i64),
+    Str(Arc<str>),
+    /// Index into the table's [`Objects`].
+    Obj(u32),
+}
+
+impl Value {
+    /// A value read from a table file: a canonical decimal integer (no sign,
+    /// no leading zero) that fits an `i64` becomes `Int`, so that
+    /// `str(value)` gives back exactly what the file (and `ipfib lookup`)
+    /// says; anything else stays text.
+    pub fn from_file_text(text: String) -> Value {
+        let canonical = !text.is_empty()
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'));
+        match text.parse::<i64>() {
+            Ok(i) if canonical => Value::Int(i),
+            _ => Value::Str(Arc::from(text)),
+        }
+    }
+}
+
+/// Python objects used as values that are neither `int` (in `i64`) nor
+/// `str`, interned by Python equality. Append-only: an object stays
+/// registered after its last route is removed (a table only grows by the
+/// distinct objects ever inserted).
+pub struct Objects {
+    list: Mutex<Vec<Py<PyAny>>>,
+    index: Py<PyDict>,
+}
+
+impl Objects {
+    pub fn new(py: Python<'_>) -> Self {
+        Objects {
+            list: Mutex::new(Vec::new()),
+            index: PyDict::new(py).unbind(),
+        }
+    }
+
+    /// The value for a Python object (interning it if needed).
+    pub fn value_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+        if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+            if let Ok(i) = obj.extract::<i64>() {
+                return Ok(Value::Int(i));
+            }
+        }
+        if let Ok(s) = obj.cast::<PyString>() {
+            return Ok(Value::Str(Arc::from(&*s.to_cow()?)));
+        }
+        let py = obj.py();
+        if obj.hash().is_err() {
+            return Err(PyTypeError::new_err(format!(
+                "route values must be hashable, got {}",
+                obj.get_type().name()?
+            )));
+        }
+        let index = self.index.bind(py);
+        if let Some(i) = index.get_item(obj)? {
+            return Ok(Value::Obj(i.extract()?));
+        }
+        let mut list = self.list.lock().map_err(poisoned)?;
+        let i = u32::try_from(list.len())
+            .map_err(|_| PyTypeError::new_err("too many distinct object values"))?;
+        list.push(obj.clone().unbind());
+        index.set_item(obj, i)?;
+        Ok(Value::Obj(i))
+    }
+
+    /// The Python object for a value.
+    pub fn to_py(&self, py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+        Ok(match v {
+            Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Value::Str(s) => PyString::new(py, s).into_any().unbind(),
+            Value::Obj(i) => {
+                let list = self.list.lock().map_err(poisoned)?;
+                match list.get(*i as usize) {
+                    Some(o) => o.clone_ref(py),
+                    None => py.None(),
+                }
+            }
+        })
+    }
+}
+
+/// A lock was poisoned by a panic in another thread (cannot happen: no code
+/// holding these locks panics; reported rather than trusted).
+pub fn poisoned<T>(_: T) -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err("ipfib: internal lock poisoned")
+}
