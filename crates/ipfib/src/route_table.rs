@@ -214,6 +214,48 @@ impl<A: Addr, V> RouteTable<A, V> {
         Iter::from_node(self, NIL)
     }
 
+    /// The most specific route strictly shorter than `prefix` that covers
+    /// it, as `(prefix, value index)`: what the addresses of `prefix` not
+    /// under one of its subnets resolve to (a dynamic FIB rebuilds one
+    /// direct-pointing slot from this plus [`RouteTable::subnet_indices`]).
+    pub fn covering_index(&self, prefix: &Prefix<A>) -> Option<(Prefix<A>, u32)> {
+        let mut best = None;
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.prefix.len() >= prefix.len() || !n.prefix.covers(prefix) {
+                break;
+            }
+            if n.value != NIL {
+                best = Some((n.prefix, n.value));
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        best
+    }
+
+    /// The routes covered by `prefix` (itself included when present) as
+    /// `(prefix, value index)`, in pre-order, as `compile` takes them.
+    pub fn subnet_indices(
+        &self,
+        prefix: &Prefix<A>,
+    ) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
+        let mut cur = self.root;
+        let mut start = NIL;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if prefix.covers(&n.prefix) {
+                start = cur;
+                break;
+            }
+            if !n.prefix.covers(prefix) {
+                break;
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        NodeWalk::new(self, start).map(|n| (n.prefix, n.value))
+    }
+
     /// All routes in order: by address, then shorter prefix first.
     pub fn iter(&self) -> Iter<'_, A, V> {
         Iter::from_node(self, self.root)

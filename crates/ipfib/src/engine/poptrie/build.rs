@@ -65,6 +65,47 @@ pub(super) fn build<A: Chunks>(
     })
 }
 
+/// One direct-pointing slot built alone (Poptrie §3.5 update): its
+/// direct entry when the slot lies in one interval, else its subtree with
+/// indices local to the two blocks (root node 0, first leaf 0).
+pub(super) enum SlotBuilt {
+    Leaf(u32),
+    Tree { nodes: Vec<Node>, leaves: Vec<u32> },
+}
+
+/// Build bucket `slot` of an `s`-bit direct table from `iv` (which must
+/// resolve every address of the slot; other addresses are not read).
+pub(super) fn build_slot<A: Chunks>(
+    iv: &Intervals<A>,
+    s: u32,
+    slot: u128,
+    leafvec: bool,
+) -> Result<SlotBuilt, PoptrieError> {
+    let mut b = Builder {
+        starts: &iv.starts,
+        payloads: &iv.payloads,
+        bits: A::BITS as u32,
+        leafvec,
+        nodes: Vec::new(),
+        leaves: Vec::new(),
+    };
+    let width = b.bits - s;
+    let first = if s == 0 { 0 } else { slot << width };
+    let r = iv
+        .starts
+        .partition_point(|a| a.to_u128() <= first)
+        .saturating_sub(1);
+    if b.single(r, first | low_mask(width)) {
+        return Ok(SlotBuilt::Leaf(direct_leaf(b.payloads[r])));
+    }
+    b.nodes.push(Node::default());
+    b.node(0, first, s, r)?;
+    Ok(SlotBuilt::Tree {
+        nodes: b.nodes,
+        leaves: b.leaves,
+    })
+}
+
 /// The direct-pointing entry of a bucket inside one interval.
 fn direct_leaf(payload: u32) -> u32 {
     // Payloads were checked against MAX_PAYLOAD, so `DIRECT_LEAF | p` is
