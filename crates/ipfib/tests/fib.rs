@@ -473,7 +473,7 @@ fn memory_stays_flat_over_two_million_updates() {
         let mut ups = Updates::longer_than(3, 16);
         let mut peak_after_warmup = 0;
         let mut at_warmup = 0;
-        for k in 0..2_000_000 {
+        for k in 0..2_000_000u32 {
             fib.apply(ups.next()).unwrap();
             if k == 100_000 {
                 at_warmup = fib.footprint_bytes();
@@ -500,7 +500,7 @@ fn memory_stays_flat_over_two_million_updates() {
     .unwrap();
     let mut ups = Updates::longer_than(4, 8);
     let mut sizes = Vec::new();
-    for k in 0..300_000 {
+    for k in 0..300_000u32 {
         fib.apply(ups.next()).unwrap();
         if (k + 1).is_multiple_of(50_000) {
             sizes.push(fib.footprint_bytes());
