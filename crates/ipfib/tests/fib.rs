@@ -314,6 +314,7 @@ fn a_long_held_snapshot_neither_blocks_nor_changes() {
             }
             fib.apply(u).unwrap();
         }
+        fib.flush().unwrap();
         assert_same(&held, &frozen.v4, &frozen.v6, &name);
         assert_same(&fib.snapshot(), &reference.v4, &reference.v6, &name);
         if opts_is_poptrie(&fib) {

@@ -168,11 +168,24 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         self.dirty.clear();
     }
 
+    /// Whether a publication could update the spare without waiting (true
+    /// when there is nothing to do or no spare to wait for).
+    pub(crate) fn spare_ready(&mut self) -> bool {
+        if !self.changed {
+            return true;
+        }
+        match &mut self.spare {
+            Some(sp) => Arc::get_mut(sp).is_some(),
+            None => true,
+        }
+    }
+
     /// Bring a side up to date for publication (or keep the current one
     /// when nothing changed) and make it current.
     pub(crate) fn prepare(
         &mut self,
         opts: &FibOptions,
+        wait: Duration,
         stats: &mut FibStats,
     ) -> Result<Arc<FamilySide<A, V>>, FibError> {
         if !self.changed {
@@ -191,7 +204,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             // Past an eighth of all slots a fresh build is cheaper.
             let few = slots.len() <= (1usize << self.s) / 8;
             let spare = self.spare.take().filter(|_| few).and_then(|sp| {
-                let free = wait_unique(sp, opts.spare_patience);
+                let free = wait_unique(sp, wait);
                 if free.is_none() {
                     stats.spare_busy += 1;
                 }

@@ -25,9 +25,11 @@
 //!   spare that the writer updates in place, slot by slot, once no snapshot
 //!   holds it (`Arc::get_mut`), then publishes. The spare is behind by the
 //!   previous publication's slots, so each changed slot is rebuilt twice,
-//!   once per copy. A reader that keeps a snapshot across two publications
-//!   makes the writer wait up to `spare_patience`, then build a fresh copy
-//!   instead: readers are never waited for indefinitely, and never block.
+//!   once per copy. When a publication is due while a snapshot still holds
+//!   the spare, the writer does not wait: it keeps the changes pending and
+//!   tries again at the next update; once the spare has been held for
+//!   `spare_patience` (or on `flush`), it builds a fresh copy instead.
+//!   Readers never block, and the writer never waits for them.
 //! - **Value indices** are resolved through the side that answered them
 //!   (`FamilySide::values`), so a freed index that the route table hands to
 //!   another value cannot change what an older snapshot answers.
@@ -79,8 +81,8 @@ pub struct FibOptions {
     pub max_pending: usize,
     /// Publish on a change arriving this long after the oldest pending one.
     pub max_delay: Duration,
-    /// How long a publication waits for snapshots to release the Poptrie
-    /// spare before building a fresh copy instead.
+    /// How long publications may be put off while snapshots hold the
+    /// Poptrie spare before a fresh copy is built instead.
     pub spare_patience: Duration,
     pub planb: PlanbOptions,
     pub poptrie: PoptrieOptions,
@@ -92,7 +94,7 @@ impl Default for FibOptions {
             engine: FibEngine::Poptrie,
             max_pending: 64,
             max_delay: Duration::from_millis(1),
-            spare_patience: Duration::from_millis(2),
+            spare_patience: Duration::from_millis(20),
             planb: PlanbOptions::default(),
             poptrie: PoptrieOptions::default(),
         }
@@ -144,10 +146,14 @@ pub struct FibStats {
     /// Poptrie direct-pointing slots rebuilt in place.
     pub slot_rebuilds: u64,
     /// Publications that found the Poptrie spare still held by a snapshot
-    /// after `spare_patience`.
+    /// after `spare_patience` (a fresh copy was built).
     pub spare_busy: u64,
+    /// Times a due publication was put off because a snapshot held the spare.
+    pub deferred: u64,
     /// Duration of the last publication.
     pub last_publish: Duration,
+    /// Time spent publishing, in all.
+    pub publish_total: Duration,
 }
 
 /// What one publication makes visible.
@@ -173,6 +179,8 @@ pub struct Fib<V> {
     opts: FibOptions,
     pending: usize,
     oldest_pending: Option<Instant>,
+    /// When a due publication was first put off (spare held).
+    deferred_since: Option<Instant>,
     version: u64,
     stats: FibStats,
 }
@@ -200,6 +208,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
             opts,
             pending: 0,
             oldest_pending: None,
+            deferred_since: None,
             version: 0,
             stats: FibStats::default(),
         })
@@ -257,13 +266,14 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         self.v4.reset(table.v4);
         self.v6.reset(table.v6);
         self.pending += 1;
-        self.publish()
+        self.publish_now(Duration::ZERO)
     }
 
     /// Publish pending changes now.
     pub fn flush(&mut self) -> Result<(), FibError> {
         if self.pending > 0 {
-            self.publish()?;
+            self.deferred_since = None;
+            self.publish_now(self.opts.spare_patience)?;
         }
         Ok(())
     }
@@ -300,10 +310,26 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         Ok(())
     }
 
+    /// Publish, or put it off while a snapshot holds a Poptrie spare (for
+    /// at most `spare_patience`).
     fn publish(&mut self) -> Result<(), FibError> {
+        if !(self.v4.spare_ready() && self.v6.spare_ready()) {
+            let since = *self.deferred_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < self.opts.spare_patience {
+                self.stats.deferred += 1;
+                return Ok(());
+            }
+        }
+        self.deferred_since = None;
+        self.publish_now(Duration::ZERO)
+    }
+
+    /// Publish; a held spare is waited for up to `wait`, then replaced by a
+    /// fresh copy.
+    fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
         let start = Instant::now();
-        let v4 = self.v4.prepare(&self.opts, &mut self.stats)?;
-        let v6 = self.v6.prepare(&self.opts, &mut self.stats)?;
+        let v4 = self.v4.prepare(&self.opts, wait, &mut self.stats)?;
+        let v6 = self.v6.prepare(&self.opts, wait, &mut self.stats)?;
         self.version += 1;
         self.shared.store(Arc::new(Published {
             version: self.version,
@@ -314,6 +340,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         self.oldest_pending = None;
         self.stats.publications += 1;
         self.stats.last_publish = start.elapsed();
+        self.stats.publish_total += self.stats.last_publish;
         Ok(())
     }
 }
