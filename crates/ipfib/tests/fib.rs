@@ -244,6 +244,9 @@ fn a_freed_value_index_never_leaks_into_another_prefix() {
         old.lookup_batch_v4(&[in_a], &mut held);
         fib.remove(&a).unwrap();
         fib.insert(b, "AS-B".to_string()).unwrap();
+        // `old` holds the Poptrie spare, so the publication is put off
+        // until flush copies the published side.
+        fib.flush().unwrap();
         let index_b = fib
             .routes_v4()
             .get_index(&"192.168.0.0/16".parse().unwrap())
@@ -274,6 +277,7 @@ fn a_freed_value_index_never_leaks_into_another_prefix() {
         // More publications, with the freed and reused index moving again.
         fib.remove(&b).unwrap();
         fib.insert(a, "AS-C".to_string()).unwrap();
+        fib.flush().unwrap();
         let last = fib.snapshot();
         assert_eq!(
             last.lookup_v4(in_a).map(String::as_str),
@@ -317,8 +321,10 @@ fn a_long_held_snapshot_neither_blocks_nor_changes() {
         fib.flush().unwrap();
         assert_same(&held, &frozen.v4, &frozen.v6, &name);
         assert_same(&fib.snapshot(), &reference.v4, &reference.v6, &name);
-        if opts_is_poptrie(&fib) {
-            assert!(fib.stats().spare_busy > 0, "{name}: the spare was held");
+        // (s = 0 and 4: most updates touch over an eighth of the slots,
+        // so those publications build afresh and never wait for the spare.)
+        if opts_is_poptrie(&fib) && name.ends_with("18") {
+            assert!(fib.stats().spare_copies > 0, "{name}: the spare was held");
         }
     }
 }

@@ -49,6 +49,20 @@ impl<A: Family, V> FamilySide<A, V> {
         }
     }
 
+    /// A copy of a Poptrie side (`None` for PlanB, never duplicated).
+    fn duplicate(&self) -> Option<Self>
+    where
+        V: Clone,
+    {
+        match &self.engine {
+            SideEngine::Poptrie(t, a) => Some(FamilySide {
+                engine: SideEngine::Poptrie(t.duplicate(), a.clone()),
+                values: self.values.clone(),
+            }),
+            SideEngine::PlanB(_) => None,
+        }
+    }
+
     /// The value of index `i` (as this side knows it).
     #[inline]
     pub(crate) fn value(&self, i: u32) -> Option<&V> {
@@ -79,6 +93,8 @@ pub(crate) struct FamilyFib<A: Family, V> {
     lag: Vec<u32>,
     /// Any route changed since the last publication.
     changed: bool,
+    /// Every route was replaced (`replace_all`): build afresh.
+    rebuild_all: bool,
     /// Poptrie's direct-pointing bits.
     s: u32,
 }
@@ -106,6 +122,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             marked: vec![0; slots.div_ceil(64)],
             lag: Vec::new(),
             changed: false,
+            rebuild_all: false,
             s,
         })
     }
@@ -116,12 +133,12 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
 
     /// Insert or replace; `Ok((old, changed))`.
     pub(crate) fn insert(&mut self, p: Prefix<A>, v: V) -> Result<(Option<V>, bool), FibError> {
-        let old = self.routes.insert(p, v.clone())?;
-        let changed = old.as_ref() != Some(&v);
-        if changed {
-            self.mark(p);
+        if self.routes.get(&p) == Some(&v) {
+            return Ok((Some(v), false)); // re-announced unchanged
         }
-        Ok((old, changed))
+        let old = self.routes.insert(p, v)?;
+        self.mark(p);
+        Ok((old, true))
     }
 
     /// Remove; `(old, changed)`.
@@ -156,6 +173,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     pub(crate) fn reset(&mut self, routes: RouteTable<A, V>) {
         self.routes = routes;
         self.changed = true;
+        self.rebuild_all = true;
         self.spare = None;
         self.clear_dirty();
         self.lag.clear();
@@ -171,8 +189,8 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     /// Whether a publication could update the spare without waiting (true
     /// when there is nothing to do or no spare to wait for).
     pub(crate) fn spare_ready(&mut self) -> bool {
-        if !self.changed {
-            return true;
+        if !self.changed || self.rebuild_all || !self.few() {
+            return true; // nothing to do, or a fresh build anyway
         }
         match &mut self.spare {
             Some(sp) => Arc::get_mut(sp).is_some(),
@@ -196,13 +214,10 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             stats.full_builds += 1;
             Arc::new(full_side(&self.routes, opts)?)
         } else {
-            let mut slots: Vec<u32> = self.lag.iter().chain(&self.dirty).copied().collect();
-            slots.sort_unstable();
-            slots.dedup();
-            self.lag = std::mem::take(&mut self.dirty);
-            self.clear_marks();
+            // The spare is behind by `lag` (copied from the current side,
+            // which has them right) and `dirty` (rebuilt from the routes).
             // Past an eighth of all slots a fresh build is cheaper.
-            let few = slots.len() <= (1usize << self.s) / 8;
+            let few = self.few() && !std::mem::take(&mut self.rebuild_all);
             let spare = self.spare.take().filter(|_| few).and_then(|sp| {
                 let free = wait_unique(sp, wait);
                 if free.is_none() {
@@ -210,36 +225,63 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
                 }
                 free
             });
-            match spare {
-                Some(mut arc) => {
-                    match Arc::get_mut(&mut arc) {
-                        Some(side) => {
-                            if !update_slots(side, &self.routes, &slots, self.s)? {
-                                stats.full_builds += 1;
-                                *side = full_side(&self.routes, opts)?;
-                            }
-                            stats.slot_rebuilds += slots.len() as u64;
-                        }
-                        // wait_unique returned it unique and nothing else
-                        // has seen it since; a fresh build covers the case.
-                        None => {
-                            stats.full_builds += 1;
-                            arc = Arc::new(full_side(&self.routes, opts)?);
-                        }
-                    }
-                    arc
+            // A snapshot still holds the spare: copy the current side (a few
+            // memcpys, far cheaper than a build); it only lacks `dirty`.
+            let (spare, lag) = match spare {
+                Some(sp) => (Some(sp), self.lag.as_slice()),
+                None if few => {
+                    stats.spare_copies += 1;
+                    (self.current.duplicate().map(Arc::new), &[][..])
                 }
-                _ => {
+                None => (None, &[][..]),
+            };
+            let next = match spare {
+                Some(mut arc) => match Arc::get_mut(&mut arc) {
+                    Some(side) => {
+                        let done = update_slots(
+                            side,
+                            &self.current,
+                            &self.routes,
+                            lag,
+                            &self.dirty,
+                            &self.marked,
+                            self.s,
+                        )?;
+                        if !done {
+                            stats.full_builds += 1;
+                            *side = full_side(&self.routes, opts)?;
+                        }
+                        stats.slot_rebuilds += self.dirty.len() as u64;
+                        stats.slot_copies += lag.len() as u64;
+                        arc
+                    }
+                    // wait_unique returned it unique and nothing else has
+                    // seen it since; a fresh build covers the case anyway.
+                    None => {
+                        stats.full_builds += 1;
+                        Arc::new(full_side(&self.routes, opts)?)
+                    }
+                },
+                None => {
                     stats.full_builds += 1;
                     Arc::new(full_side(&self.routes, opts)?)
                 }
-            }
+            };
+            self.lag = std::mem::take(&mut self.dirty);
+            self.clear_marks();
+            next
         };
         let old = std::mem::replace(&mut self.current, Arc::clone(&next));
         if opts.engine == FibEngine::Poptrie {
             self.spare = Some(old);
         }
         Ok(next)
+    }
+
+    /// Whether updating the spare slot by slot beats a fresh build: up to
+    /// an eighth of all slots.
+    fn few(&self) -> bool {
+        self.lag.len() + self.dirty.len() <= (1usize << self.s) / 8
     }
 
     fn clear_marks(&mut self) {
@@ -306,19 +348,41 @@ fn full_side<A: Family, V: Clone>(
 /// its arrays are full and it must be built afresh.
 fn update_slots<A: Family, V: Clone + Eq>(
     side: &mut FamilySide<A, V>,
+    current: &FamilySide<A, V>,
     routes: &RouteTable<A, V>,
-    slots: &[u32],
+    lag: &[u32],
+    dirty: &[u32],
+    marked: &[u64],
     s: u32,
 ) -> Result<bool, FibError> {
-    let SideEngine::Poptrie(trie, arena) = &mut side.engine else {
+    let (SideEngine::Poptrie(trie, arena), SideEngine::Poptrie(from, _)) =
+        (&mut side.engine, &current.engine)
+    else {
         return Ok(false);
     };
-    for &slot in slots {
+    for &slot in lag {
+        if marked[slot as usize / 64] & (1 << (slot % 64)) != 0 {
+            continue; // changed again: rebuilt below
+        }
+        if trie.copy_slot(arena, slot as usize, from).is_err() {
+            return Ok(false);
+        }
+        sync_values(
+            &mut side.values,
+            routes.values(),
+            from.slot_payloads(slot as usize),
+        );
+    }
+    for &slot in dirty {
         let iv = slot_intervals(routes, slot, s);
         if trie.replace_slot(arena, slot as usize, &iv)?.is_err() {
             return Ok(false);
         }
-        sync_values(&mut side.values, routes.values(), &iv.payloads);
+        sync_values(
+            &mut side.values,
+            routes.values(),
+            iv.payloads.iter().copied(),
+        );
     }
     Ok(true)
 }
@@ -346,9 +410,9 @@ fn slot_intervals<A: Family, V>(routes: &RouteTable<A, V>, slot: u32, s: u32) ->
 fn sync_values<V: Clone + Eq>(
     values: &mut Vec<Option<V>>,
     table: &ValueTable<V>,
-    payloads: &[u32],
+    payloads: impl IntoIterator<Item = u32>,
 ) {
-    for &p in payloads {
+    for p in payloads {
         if p == NO_ROUTE {
             continue;
         }

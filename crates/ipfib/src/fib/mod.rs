@@ -28,8 +28,9 @@
 //!   once per copy. When a publication is due while a snapshot still holds
 //!   the spare, the writer does not wait: it keeps the changes pending and
 //!   tries again at the next update; once the spare has been held for
-//!   `spare_patience` (or on `flush`), it builds a fresh copy instead.
-//!   Readers never block, and the writer never waits for them.
+//!   `spare_patience` (or on `flush`), it copies the published side (a few
+//!   memcpys) and updates that instead, leaving the held one to its
+//!   readers. Readers never block, and the writer never waits for them.
 //! - **Value indices** are resolved through the side that answered them
 //!   (`FamilySide::values`), so a freed index that the route table hands to
 //!   another value cannot change what an older snapshot answers.
@@ -82,7 +83,7 @@ pub struct FibOptions {
     /// Publish on a change arriving this long after the oldest pending one.
     pub max_delay: Duration,
     /// How long publications may be put off while snapshots hold the
-    /// Poptrie spare before a fresh copy is built instead.
+    /// Poptrie spare before the published side is copied instead.
     pub spare_patience: Duration,
     pub planb: PlanbOptions,
     pub poptrie: PoptrieOptions,
@@ -94,7 +95,7 @@ impl Default for FibOptions {
             engine: FibEngine::Poptrie,
             max_pending: 64,
             max_delay: Duration::from_millis(1),
-            spare_patience: Duration::from_millis(20),
+            spare_patience: Duration::from_micros(200),
             planb: PlanbOptions::default(),
             poptrie: PoptrieOptions::default(),
         }
@@ -143,11 +144,16 @@ pub struct FibStats {
     pub publications: u64,
     /// Family sides built from the whole table (PlanB: every publication).
     pub full_builds: u64,
-    /// Poptrie direct-pointing slots rebuilt in place.
+    /// Poptrie direct-pointing slots rebuilt in place from the routes.
     pub slot_rebuilds: u64,
+    /// Poptrie slots copied into the spare from the published copy (the
+    /// previous publication's changes).
+    pub slot_copies: u64,
     /// Publications that found the Poptrie spare still held by a snapshot
-    /// after `spare_patience` (a fresh copy was built).
+    /// after `spare_patience`.
     pub spare_busy: u64,
+    /// ... and so copied the published side as the new spare.
+    pub spare_copies: u64,
     /// Times a due publication was put off because a snapshot held the spare.
     pub deferred: u64,
     /// Duration of the last publication.

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 pub(crate) struct ArenaFull;
 
 /// Free space of one array: blocks by size, and the untouched tail.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Space {
     free: BTreeMap<u32, Vec<u32>>,
     free_total: usize,
@@ -108,7 +108,7 @@ impl Space {
 }
 
 /// Free-space bookkeeping of one updatable Poptrie.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Arena {
     nodes: Space,
     leaves: Space,
@@ -139,6 +139,19 @@ impl<A: Chunks> Poptrie<A> {
             leaves: Space::new(l, leaves.len()),
         };
         Ok((trie, arena))
+    }
+
+    /// A copy with the same layout (for a second updatable copy).
+    pub(crate) fn duplicate(&self) -> Self {
+        Poptrie {
+            direct: LookupBuf::from_slice(&self.direct),
+            nodes: LookupBuf::from_slice(&self.nodes),
+            leaves: LookupBuf::from_slice(&self.leaves),
+            s: self.s,
+            kernel: self.kernel,
+            leafvec: self.leafvec,
+            _family: std::marker::PhantomData,
+        }
     }
 
     /// Rebuild direct-pointing slot `slot` from `iv`, which must resolve
@@ -194,6 +207,70 @@ impl<A: Chunks> Poptrie<A> {
         self.leaves[l0..l0 + leaves.len()].copy_from_slice(&leaves);
         self.direct[slot] = n_off;
         Ok(Ok(()))
+    }
+
+    /// Make `slot` what it is in `from` (a trie of the same shape): its
+    /// subtree's two blocks copied and relocated, no rebuild. `Err`: no
+    /// room; the trie must then be replaced by a fresh build.
+    pub(crate) fn copy_slot(
+        &mut self,
+        arena: &mut Arena,
+        slot: usize,
+        from: &Poptrie<A>,
+    ) -> Result<(), ArenaFull> {
+        self.free_slot(arena, slot);
+        let entry = from.direct[slot];
+        if entry & DIRECT_LEAF != 0 {
+            self.direct[slot] = entry;
+            return Ok(());
+        }
+        let root = entry as usize;
+        let (n_nodes, n_leaves) = from.subtree_size(root);
+        let first_leaf = from.nodes[root].base0;
+        let n_off = arena.nodes.alloc(n_nodes).ok_or(ArenaFull)?;
+        let l_off = if n_leaves == 0 {
+            0
+        } else if let Some(off) = arena.leaves.alloc(n_leaves) {
+            off
+        } else {
+            arena.nodes.release(n_off, n_nodes);
+            return Err(ArenaFull);
+        };
+        let (n0, l0) = (n_off as usize, l_off as usize);
+        let src = &from.nodes[root..root + n_nodes as usize];
+        for (dst, n) in self.nodes[n0..n0 + src.len()].iter_mut().zip(src) {
+            // Wrapping: a node without children or leaves keeps a base that
+            // is never followed, possibly one past its block.
+            *dst = Node {
+                base0: n.base0.wrapping_sub(first_leaf).wrapping_add(l_off),
+                base1: n.base1.wrapping_sub(root as u32).wrapping_add(n_off),
+                ..*n
+            };
+        }
+        let fl = first_leaf as usize;
+        self.leaves[l0..l0 + n_leaves as usize]
+            .copy_from_slice(&from.leaves[fl..fl + n_leaves as usize]);
+        self.direct[slot] = n_off;
+        Ok(())
+    }
+
+    /// Every payload `slot` can answer (its leaves, or its direct leaf).
+    pub(crate) fn slot_payloads(&self, slot: usize) -> impl Iterator<Item = u32> + '_ {
+        let entry = self.direct[slot];
+        let (direct, leaves) = if entry & DIRECT_LEAF != 0 {
+            let p = if entry == NO_ROUTE {
+                NO_ROUTE
+            } else {
+                entry & !DIRECT_LEAF
+            };
+            (Some(p), &self.leaves[..0])
+        } else {
+            let root = entry as usize;
+            let (_, n) = self.subtree_size(root);
+            let first = self.nodes[root].base0 as usize;
+            (None, &self.leaves[first..first + n as usize])
+        };
+        direct.into_iter().chain(leaves.iter().copied())
     }
 
     /// Return the blocks of `slot`'s subtree to the arena.
