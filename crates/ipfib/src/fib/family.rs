@@ -133,12 +133,22 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
 
     /// Insert or replace; `Ok((old, changed))`.
     pub(crate) fn insert(&mut self, p: Prefix<A>, v: V) -> Result<(Option<V>, bool), FibError> {
-        if self.routes.get(&p) == Some(&v) {
-            return Ok((Some(v), false)); // re-announced unchanged
-        }
         let old = self.routes.insert(p, v)?;
-        self.mark(p);
-        Ok((old, true))
+        // Unchanged exactly when the value index stayed the same.
+        let changed = self.routes.get(&p) != old.as_ref();
+        if changed {
+            self.mark(p);
+        }
+        Ok((old, changed))
+    }
+
+    /// Insert or replace without the old value; whether anything changed.
+    pub(crate) fn upsert(&mut self, p: Prefix<A>, v: V) -> Result<bool, FibError> {
+        let changed = self.routes.upsert(p, v)?;
+        if changed {
+            self.mark(p);
+        }
+        Ok(changed)
     }
 
     /// Remove; `(old, changed)`.

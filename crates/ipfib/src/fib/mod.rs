@@ -237,10 +237,18 @@ impl<V: Clone + Eq + Hash> Fib<V> {
 
     /// Apply one update (insert or remove).
     pub fn apply(&mut self, update: FibUpdate<V>) -> Result<(), FibError> {
-        match update {
-            FibUpdate::Insert(p, v) => self.insert(p, v).map(drop),
-            FibUpdate::Remove(p) => self.remove(&p).map(drop),
-        }
+        let changed = self.apply_unpublished(update)?;
+        self.changed(changed)
+    }
+
+    /// Apply without publishing (no old value is cloned): whether a route
+    /// changed.
+    fn apply_unpublished(&mut self, update: FibUpdate<V>) -> Result<bool, FibError> {
+        Ok(match update {
+            FibUpdate::Insert(AnyPrefix::V4(p), v) => self.v4.upsert(p, v)?,
+            FibUpdate::Insert(AnyPrefix::V6(p), v) => self.v6.upsert(p, v)?,
+            FibUpdate::Remove(p) => self.remove_unpublished(&p).1,
+        })
     }
 
     /// Apply updates together: no publication happens between them, so
@@ -251,11 +259,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     ) -> Result<(), FibError> {
         let mut any = false;
         for u in updates {
-            let changed = match u {
-                FibUpdate::Insert(p, v) => self.insert_unpublished(p, v)?.1,
-                FibUpdate::Remove(p) => self.remove_unpublished(&p).1,
-            };
-            if changed {
+            if self.apply_unpublished(u)? {
                 self.pending += 1;
                 any = true;
             }
