@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::ipfib;
+use common::{data_file, ipfib};
 use ipfib::check::boundary_queries;
 use ipfib::compiled::Compiled;
 use ipfib::engine::poptrie::Poptrie;
@@ -22,27 +22,8 @@ use ipfib::table::Table;
 use ipfib_io::{load_table, read_updates, Change, Event, TableOptions};
 use std::path::{Path, PathBuf};
 
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
 const TABLE: &str = "routeviews-20151101.ipasn.dat.gz";
 const UPDATES: &str = "linx-update.20141217.0000-p52.txt.gz";
-
-fn data_file(name: &str) -> Option<PathBuf> {
-    let path = Path::new(DATA).join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "{} not found, and CI=true requires the real-table data (../shared/data)",
-            path.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED: {} not found (real-data replay tests need ../shared/data)",
-        path.display()
-    );
-    None
-}
 
 fn linx_updates(path: &Path) -> Vec<FibUpdate<String>> {
     read_updates(path, &TableOptions::default())
@@ -174,28 +155,25 @@ fn fixture(name: &str) -> (PathBuf, PathBuf) {
     (table, updates)
 }
 
+/// `ipfib replay --table T --updates U --json J EXTRA...`.
+fn replay(table: &Path, updates: &Path, json: &Path, extra: &[&str]) -> common::Run {
+    let mut args = vec!["replay", "--table", table.to_str().unwrap()];
+    args.extend(["--updates", updates.to_str().unwrap()]);
+    args.extend(["--json", json.to_str().unwrap()]);
+    args.extend(extra);
+    ipfib(&args, None)
+}
+
 #[test]
 fn replay_reports_every_contract_field_in_text_and_json() {
     for engine in ["poptrie", "planb"] {
         let (table, updates) = fixture(engine);
         let json = table.with_file_name("out.json");
-        let r = ipfib(
-            &[
-                "replay",
-                "--table",
-                table.to_str().unwrap(),
-                "--updates",
-                updates.to_str().unwrap(),
-                "--engine",
-                engine,
-                "--runs",
-                "2",
-                "--idle-ms",
-                "20",
-                "--json",
-                json.to_str().unwrap(),
-            ],
-            None,
+        let r = replay(
+            &table,
+            &updates,
+            &json,
+            &["--engine", engine, "--runs", "2", "--idle-ms", "20"],
         );
         assert_eq!(r.code, 0, "{engine}: {}", r.stderr);
         for line in [
@@ -269,22 +247,7 @@ fn replay_reads_mrt_bgp4mp_updates() {
     };
     let (table, _) = fixture("mrt");
     let json = table.with_file_name("mrt.json");
-    let r = ipfib(
-        &[
-            "replay",
-            "--table",
-            table.to_str().unwrap(),
-            "--updates",
-            updates.to_str().unwrap(),
-            "--runs",
-            "1",
-            "--idle-ms",
-            "10",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        None,
-    );
+    let r = replay(&table, &updates, &json, &["--runs", "1", "--idle-ms", "10"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -32,14 +32,7 @@ pub(super) fn build<A: Chunks>(
     s: u32,
     leafvec: bool,
 ) -> Result<Built, PoptrieError> {
-    let mut b = Builder {
-        starts: &iv.starts,
-        payloads: &iv.payloads,
-        bits: A::BITS as u32,
-        leafvec,
-        nodes: Vec::new(),
-        leaves: Vec::new(),
-    };
+    let mut b = Builder::new(iv, leafvec);
     let width = b.bits - s; // address bits below a bucket index
     let mut direct = Vec::with_capacity(1 << s);
     let mut r = 0;
@@ -81,14 +74,7 @@ pub(super) fn build_slot<A: Chunks>(
     slot: u128,
     leafvec: bool,
 ) -> Result<SlotBuilt, PoptrieError> {
-    let mut b = Builder {
-        starts: &iv.starts,
-        payloads: &iv.payloads,
-        bits: A::BITS as u32,
-        leafvec,
-        nodes: Vec::new(),
-        leaves: Vec::new(),
-    };
+    let mut b = Builder::new(iv, leafvec);
     let width = b.bits - s;
     let first = if s == 0 { 0 } else { slot << width };
     let r = iv
@@ -134,7 +120,18 @@ struct Builder<'a, A> {
     leaves: Vec<u32>,
 }
 
-impl<A: Chunks> Builder<'_, A> {
+impl<'a, A: Chunks> Builder<'a, A> {
+    fn new(iv: &'a Intervals<A>, leafvec: bool) -> Self {
+        Builder {
+            starts: &iv.starts,
+            payloads: &iv.payloads,
+            bits: A::BITS as u32,
+            leafvec,
+            nodes: Vec::new(),
+            leaves: Vec::new(),
+        }
+    }
+
     /// Move the rank cursor `r` to the interval holding `addr` (never back).
     #[inline]
     fn advance(&self, r: &mut usize, addr: u128) {
