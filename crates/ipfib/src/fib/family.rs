@@ -104,8 +104,9 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         let current = Arc::new(full_side(&routes, opts)?);
         let (spare, s) = match opts.engine {
             FibEngine::PlanB => (None, 0),
+            // The spare starts as a copy (memcpy, not a second build).
             FibEngine::Poptrie => (
-                Some(Arc::new(full_side(&routes, opts)?)),
+                current.duplicate().map(Arc::new),
                 u32::from(opts.direct_bits()),
             ),
         };
