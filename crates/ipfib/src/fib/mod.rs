@@ -9,8 +9,8 @@
 //!     ▼ every max_pending updates or       snapshot.lookup_v4 / lookup_batch_v4 / value_v4
 //!       max_delay, or flush():               (one consistent version for the whole batch)
 //!  PlanB:   build a new side from the table
-//!  Poptrie: take the spare side (wait until no snapshot holds it),
-//!           rebuild its changed slots (§3.5), make it current
+//!  Poptrie: take the spare side (once no snapshot holds it), copy in
+//!           the last publication's slots, rebuild this one's (§3.5)
 //!     │ ArcSwap::store(new Published)  ─────►  next snapshot sees the new version
 //! ```
 //!
@@ -24,13 +24,15 @@
 //! - **Poptrie** keeps two copies (left-right): the published one and a
 //!   spare that the writer updates in place, slot by slot, once no snapshot
 //!   holds it (`Arc::get_mut`), then publishes. The spare is behind by the
-//!   previous publication's slots, so each changed slot is rebuilt twice,
-//!   once per copy. When a publication is due while a snapshot still holds
+//!   previous publication's slots, which it copies from the published side
+//!   (block copies); this publication's slots are rebuilt from the route
+//!   table. When a publication is due while a snapshot still holds
 //!   the spare, the writer does not wait: it keeps the changes pending and
 //!   tries again at the next update; once the spare has been held for
 //!   `spare_patience` (or on `flush`), it copies the published side (a few
 //!   memcpys) and updates that instead, leaving the held one to its
-//!   readers. Readers never block, and the writer never waits for them.
+//!   readers. Readers never block; the writer waits for them only in
+//!   `flush`, and at most `spare_patience`.
 //! - **Value indices** are resolved through the side that answered them
 //!   (`FamilySide::values`), so a freed index that the route table hands to
 //!   another value cannot change what an older snapshot answers.
