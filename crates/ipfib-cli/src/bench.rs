@@ -27,12 +27,12 @@
 //! and `plot/draw.rs` (`--plot`).
 
 mod latency;
-mod machine;
+pub(crate) mod machine;
 mod passes;
 mod plot;
 mod report;
 mod runner;
-mod stats;
+pub(crate) mod stats;
 mod trace;
 mod tsc;
 

@@ -8,6 +8,7 @@ mod engines;
 mod info;
 mod load;
 mod lookup;
+mod replay;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -32,6 +33,10 @@ enum Command {
     Bench(bench::Args),
     /// Describe a table file: format, counts, lengths, values, peers, damage.
     Info(info::Args),
+    /// Replay an update stream (LINX text or MRT BGP4MP) into a dynamic FIB
+    /// while reader threads look up: update cost, publication latency,
+    /// readers' rate during the replay vs without updates.
+    Replay(replay::Args),
 }
 
 /// How a command ended.
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         Command::Lookup(a) => lookup::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Info(a) => info::run(a),
+        Command::Replay(a) => replay::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

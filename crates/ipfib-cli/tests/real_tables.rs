@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::ipfib;
+use common::{data_file, ipfib};
 use ipfib::check::{boundary_queries, check_engines};
 use ipfib::engine::Family;
 use ipfib::gen::{matched_trace, uniform_trace};
@@ -24,36 +24,14 @@ use ipfib::route_table::RouteTable;
 use ipfib_io::{read_routes, Format, LoadOptions};
 use std::ffi::OsStr;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
 
 /// Uniform and matched addresses per family (each, at least a million).
 const TRACE: usize = 1_000_000;
 /// Addresses compared with the brute-force oracle per family (half matched,
 /// half uniform).
 const ORACLE_SAMPLE: usize = 2_000;
-
-/// The path of a data file, or `None` (after saying so) when it is absent;
-/// under `CI=true` its absence is a failure.
-fn data_file(name: &str) -> Option<PathBuf> {
-    let path = Path::new(DATA).join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "{} not found, and CI=true requires the real-table data (../shared/data)",
-            path.display()
-        );
-    }
-    eprintln!(
-        "SKIPPED: {} not found (real-table tests need ../shared/data)",
-        path.display()
-    );
-    None
-}
 
 struct Expect {
     format: Format,

@@ -35,6 +35,9 @@
 //! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
 //!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
+//! - `fib/`: `Fib<V>`, the dynamic FIB: updates while readers look up
+//!   through snapshots (`mod.rs`: publication, staleness, snapshots;
+//!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
 //! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
 //!   (seeded synthetic tables and traces): test and benchmark support.
 //! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures.
@@ -43,6 +46,7 @@ pub mod addr;
 pub mod check;
 pub mod compiled;
 pub mod engine;
+pub mod fib;
 pub mod gen;
 pub mod intervals;
 pub mod mem;

@@ -114,6 +114,16 @@ impl<T: Copy> Deref for LookupBuf<T> {
     }
 }
 
+impl<T: Copy> std::ops::DerefMut for LookupBuf<T> {
+    /// Writable only through `&mut`: a dynamic FIB rewrites the copy of a
+    /// structure no reader can reach (see `crate::fib`).
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
 impl<T: Copy> Drop for LookupBuf<T> {
     fn drop(&mut self) {
         match self.layout {

@@ -72,6 +72,20 @@ impl<A: Addr, V: Clone + Eq + Hash> RouteTable<A, V> {
         }))
     }
 
+    /// Insert or replace the route for `prefix`, without handing back the
+    /// old value (no clone): whether the route changed (it did not when the
+    /// prefix already had an equal value). One walk of the trie.
+    pub fn upsert(&mut self, prefix: Prefix<A>, value: V) -> Result<bool, TooManyValues> {
+        let vi = self.values.acquire(value)?;
+        Ok(match self.insert_index(prefix, vi) {
+            Some(old) => {
+                self.values.release(old);
+                old != vi
+            }
+            None => true,
+        })
+    }
+
     /// Remove the route for exactly `prefix`; returns its value.
     pub fn remove(&mut self, prefix: &Prefix<A>) -> Option<V> {
         let mut path: Vec<Slot> = Vec::with_capacity(A::BITS as usize + 1);
@@ -212,6 +226,48 @@ impl<A: Addr, V> RouteTable<A, V> {
             cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
         }
         Iter::from_node(self, NIL)
+    }
+
+    /// The most specific route strictly shorter than `prefix` that covers
+    /// it, as `(prefix, value index)`: what the addresses of `prefix` not
+    /// under one of its subnets resolve to (a dynamic FIB rebuilds one
+    /// direct-pointing slot from this plus [`RouteTable::subnet_indices`]).
+    pub fn covering_index(&self, prefix: &Prefix<A>) -> Option<(Prefix<A>, u32)> {
+        let mut best = None;
+        let mut cur = self.root;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if n.prefix.len() >= prefix.len() || !n.prefix.covers(prefix) {
+                break;
+            }
+            if n.value != NIL {
+                best = Some((n.prefix, n.value));
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        best
+    }
+
+    /// The routes covered by `prefix` (itself included when present) as
+    /// `(prefix, value index)`, in pre-order, as `compile` takes them.
+    pub fn subnet_indices(
+        &self,
+        prefix: &Prefix<A>,
+    ) -> impl Iterator<Item = (Prefix<A>, u32)> + '_ {
+        let mut cur = self.root;
+        let mut start = NIL;
+        while cur != NIL {
+            let n = &self.nodes[cur as usize];
+            if prefix.covers(&n.prefix) {
+                start = cur;
+                break;
+            }
+            if !n.prefix.covers(prefix) {
+                break;
+            }
+            cur = n.child[prefix.addr().bit(n.prefix.len()) as usize];
+        }
+        NodeWalk::new(self, start).map(|n| (n.prefix, n.value))
     }
 
     /// All routes in order: by address, then shorter prefix first.
@@ -484,6 +540,30 @@ mod tests {
         assert_eq!(t.remove(&p4("11.0.0.0/8")), Some(4));
         assert!(t.is_empty());
         assert_eq!(t.node_count(), 0, "removal frees glue nodes");
+    }
+
+    #[test]
+    fn upsert_reports_changes_and_slot_helpers_see_the_slot() {
+        let mut t = RouteTable::new();
+        assert!(t.upsert(p4("10.0.0.0/8"), "a").unwrap());
+        assert!(!t.upsert(p4("10.0.0.0/8"), "a").unwrap(), "same value");
+        assert!(t.upsert(p4("10.0.0.0/8"), "b").unwrap());
+        assert_eq!(t.values().distinct(), 1, "a's index was released");
+        t.insert(p4("10.1.0.0/16"), "c").unwrap();
+        t.insert(p4("10.1.2.0/24"), "d").unwrap();
+        let slot = p4("10.1.0.0/18");
+        assert_eq!(
+            t.covering_index(&slot).map(|x| x.0),
+            Some(p4("10.1.0.0/16"))
+        );
+        assert_eq!(
+            t.covering_index(&p4("10.0.0.0/8")),
+            None,
+            "strictly shorter only"
+        );
+        let under: Vec<_> = t.subnet_indices(&slot).map(|x| x.0).collect();
+        assert_eq!(under, vec![p4("10.1.2.0/24")]);
+        assert_eq!(t.subnet_indices(&p4("11.0.0.0/8")).count(), 0);
     }
 
     #[test]

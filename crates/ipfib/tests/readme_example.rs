@@ -19,3 +19,16 @@ fn readme_example() {
     assert_eq!(hit.map(|(_, v)| *v), Some("b"));
     assert_eq!(fib.lookup(AnyAddr::parse("11.0.0.1").unwrap()), None);
 }
+
+/// The README's `Fib` example.
+#[test]
+fn readme_fib_example() -> Result<(), Box<dyn std::error::Error>> {
+    use ipfib::fib::{Fib, FibOptions};
+    let mut fib: Fib<u32> = Fib::new(FibOptions::default())?; // Poptrie
+    let reader = fib.reader(); // Clone + Send: one per thread
+    fib.insert("10.0.0.0/8".parse()?, 7)?;
+    fib.flush()?; // else: every 64 changes or 1 ms
+    let snap = reader.snapshot(); // no lock, no allocation
+    assert_eq!(snap.lookup_v4(0x0a01_0203), Some(&7));
+    Ok(())
+}

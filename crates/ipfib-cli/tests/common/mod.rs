@@ -42,3 +42,26 @@ pub fn ipfib<S: AsRef<std::ffi::OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Run
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// The shared data folder (`../shared/data` beside the repository).
+pub const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+
+/// The path of a data file, or `None` (after printing `SKIPPED`) when it is
+/// absent; under `CI=true` its absence is a failure.
+pub fn data_file(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(DATA).join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "{} not found, and CI=true requires the real-table data (../shared/data)",
+            path.display()
+        );
+    }
+    eprintln!(
+        "SKIPPED: {} not found (real-data tests need ../shared/data)",
+        path.display()
+    );
+    None
+}

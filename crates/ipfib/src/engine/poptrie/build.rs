@@ -32,14 +32,7 @@ pub(super) fn build<A: Chunks, N: Stride>(
     s: u32,
     leafvec: bool,
 ) -> Result<Built<N>, PoptrieError> {
-    let mut b = Builder {
-        starts: &iv.starts,
-        payloads: &iv.payloads,
-        bits: A::BITS as u32,
-        leafvec,
-        nodes: Vec::new(),
-        leaves: Vec::new(),
-    };
+    let mut b = Builder::<A, N>::new(iv, leafvec);
     let width = b.bits - s; // address bits below a bucket index
     let mut direct = Vec::with_capacity(1 << s);
     let mut r = 0;
@@ -60,6 +53,40 @@ pub(super) fn build<A: Chunks, N: Stride>(
     }
     Ok(Built {
         direct,
+        nodes: b.nodes,
+        leaves: b.leaves,
+    })
+}
+
+/// One direct-pointing slot built alone (Poptrie §3.5 update): its
+/// direct entry when the slot lies in one interval, else its subtree with
+/// indices local to the two blocks (root node 0, first leaf 0).
+pub(super) enum SlotBuilt<N> {
+    Leaf(u32),
+    Tree { nodes: Vec<N>, leaves: Vec<u32> },
+}
+
+/// Build bucket `slot` of an `s`-bit direct table from `iv` (which must
+/// resolve every address of the slot; other addresses are not read).
+pub(super) fn build_slot<A: Chunks, N: Stride>(
+    iv: &Intervals<A>,
+    s: u32,
+    slot: u128,
+    leafvec: bool,
+) -> Result<SlotBuilt<N>, PoptrieError> {
+    let mut b = Builder::<A, N>::new(iv, leafvec);
+    let width = b.bits - s;
+    let first = if s == 0 { 0 } else { slot << width };
+    let r = iv
+        .starts
+        .partition_point(|a| a.to_u128() <= first)
+        .saturating_sub(1);
+    if b.single(r, first | low_mask(width)) {
+        return Ok(SlotBuilt::Leaf(direct_leaf(b.payloads[r])));
+    }
+    b.nodes.push(N::default());
+    b.node(0, first, s, r)?;
+    Ok(SlotBuilt::Tree {
         nodes: b.nodes,
         leaves: b.leaves,
     })
@@ -93,7 +120,18 @@ struct Builder<'a, A, N> {
     leaves: Vec<u32>,
 }
 
-impl<A: Chunks, N: Stride> Builder<'_, A, N> {
+impl<'a, A: Chunks, N: Stride> Builder<'a, A, N> {
+    fn new(iv: &'a Intervals<A>, leafvec: bool) -> Self {
+        Builder {
+            starts: &iv.starts,
+            payloads: &iv.payloads,
+            bits: A::BITS as u32,
+            leafvec,
+            nodes: Vec::new(),
+            leaves: Vec::new(),
+        }
+    }
+
     /// Move the rank cursor `r` to the interval holding `addr` (never back).
     #[inline]
     fn advance(&self, r: &mut usize, addr: u128) {

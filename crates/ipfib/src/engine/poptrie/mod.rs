@@ -28,12 +28,16 @@
 //! single address and is always a leaf.
 //!
 //! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
-//! (single and batch lookups; the one popcount dispatch point).
+//! (single and batch lookups; the one popcount dispatch point), `update.rs`
+//! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`).
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod build;
 mod search;
+mod update;
+
+pub(crate) use update::Arena;
 
 use crate::addr::Addr;
 use crate::intervals::{Intervals, NO_ROUTE};

@@ -1,0 +1,502 @@
+//! `Fib<V>`: a FIB that takes route updates while other threads look up,
+//! and lookups never wait.
+//!
+//! ```text
+//!  writer (&mut Fib)                        readers (FibReader, any thread)
+//!  insert / remove / apply_batch            reader.snapshot()  (no lock, no allocation)
+//!     │ RouteTable per family (truth)          │ Arc<Published>: version, v4 side, v6 side
+//!     │ marks changed direct slots             ▼
+//!     ▼ every max_pending updates or       snapshot.lookup_v4 / lookup_batch_v4 / value_v4
+//!       max_delay, or flush():               (one consistent version for the whole batch)
+//!  PlanB:   build a new side from the table
+//!  Poptrie: take the spare side (once no snapshot holds it), copy in
+//!           the last publication's slots, rebuild this one's (§3.5)
+//!     │ ArcSwap::store(new Published)  ─────►  next snapshot sees the new version
+//! ```
+//!
+//! - **Publication** is one `ArcSwap` store of an `Arc<Published>` holding
+//!   both families, so a snapshot never mixes versions, and a batch of
+//!   updates (`apply_batch`) becomes visible all at once.
+//! - **Reclamation** is reference counting through arc-swap: a published
+//!   version is freed when the last snapshot holding it is dropped.
+//! - **PlanB** is rebuilt from the route table at each publication
+//!   (coalesced rebuild-and-swap).
+//! - **Poptrie** keeps two copies (left-right): the published one and a
+//!   spare that the writer updates in place, slot by slot, once no snapshot
+//!   holds it (`Arc::get_mut`), then publishes. The spare is behind by the
+//!   previous publication's slots, which it copies from the published side
+//!   (block copies); this publication's slots are rebuilt from the route
+//!   table. When a publication is due while a snapshot still holds
+//!   the spare, the writer does not wait: it keeps the changes pending and
+//!   tries again at the next update; once the spare has been held for
+//!   `spare_patience` (or on `flush`), it copies the published side (a few
+//!   memcpys) and updates that instead, leaving the held one to its
+//!   readers. Readers never block; the writer waits for them only in
+//!   `flush`, and at most `spare_patience`.
+//! - **Value indices** are resolved through the side that answered them
+//!   (`FamilySide::values`), so a freed index that the route table hands to
+//!   another value cannot change what an older snapshot answers.
+//!
+//! Staleness: a change is published when `max_pending` changes have
+//! accumulated or when a change arrives `max_delay` after the oldest
+//! unpublished one, whichever comes first; the writer has no timer thread,
+//! so a writer that stops updating calls [`Fib::flush`].
+
+mod family;
+
+use crate::engine::planb::{BuildError, PlanbOptions};
+use crate::engine::poptrie::{PoptrieError, PoptrieOptions};
+use crate::prefix::{AnyAddr, AnyPrefix};
+use crate::route_table::RouteTable;
+use crate::table::Table;
+use crate::values::TooManyValues;
+use arc_swap::ArcSwap;
+use family::{FamilyFib, FamilySide};
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which engine a [`Fib`] publishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FibEngine {
+    /// Coalesced rebuild-and-swap of the whole engine per publication.
+    PlanB,
+    /// In-place rebuild of the changed direct-pointing slots in the spare
+    /// copy (Poptrie §3.5), then swap.
+    Poptrie,
+}
+
+impl FibEngine {
+    /// Lower-case name (`planb`, `poptrie`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FibEngine::PlanB => "planb",
+            FibEngine::Poptrie => "poptrie",
+        }
+    }
+}
+
+/// How a [`Fib`] publishes.
+#[derive(Clone, Debug)]
+pub struct FibOptions {
+    pub engine: FibEngine,
+    /// Publish once this many changes are pending (at least 1).
+    pub max_pending: usize,
+    /// Publish on a change arriving this long after the oldest pending one.
+    pub max_delay: Duration,
+    /// How long publications may be put off while snapshots hold the
+    /// Poptrie spare before the published side is copied instead.
+    pub spare_patience: Duration,
+    pub planb: PlanbOptions,
+    pub poptrie: PoptrieOptions,
+}
+
+impl Default for FibOptions {
+    fn default() -> Self {
+        FibOptions {
+            engine: FibEngine::Poptrie,
+            max_pending: 64,
+            max_delay: Duration::from_millis(1),
+            spare_patience: Duration::from_micros(200),
+            planb: PlanbOptions::default(),
+            poptrie: PoptrieOptions::default(),
+        }
+    }
+}
+
+impl FibOptions {
+    /// Options for `engine`, defaults otherwise.
+    pub fn with_engine(engine: FibEngine) -> Self {
+        FibOptions {
+            engine,
+            ..FibOptions::default()
+        }
+    }
+
+    fn direct_bits(&self) -> u8 {
+        self.poptrie
+            .direct_bits
+            .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS)
+    }
+}
+
+/// Why an update or a publication failed. The route table keeps the
+/// change; the previously published version stays readable.
+#[derive(Debug, thiserror::Error)]
+pub enum FibError {
+    #[error(transparent)]
+    Values(#[from] TooManyValues),
+    #[error("planb build: {0}")]
+    PlanB(#[from] BuildError),
+    #[error("poptrie build: {0}")]
+    Poptrie(#[from] PoptrieError),
+}
+
+/// One route change for [`Fib::apply`] and [`Fib::apply_batch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FibUpdate<V> {
+    /// Insert or replace the route for the prefix.
+    Insert(AnyPrefix, V),
+    Remove(AnyPrefix),
+}
+
+/// Counters of what publications did.
+#[derive(Clone, Debug, Default)]
+pub struct FibStats {
+    pub publications: u64,
+    /// Family sides built from the whole table (PlanB: every publication).
+    pub full_builds: u64,
+    /// Poptrie direct-pointing slots rebuilt in place from the routes.
+    pub slot_rebuilds: u64,
+    /// Poptrie slots copied into the spare from the published copy (the
+    /// previous publication's changes).
+    pub slot_copies: u64,
+    /// Publications that found the Poptrie spare still held by a snapshot
+    /// after `spare_patience`.
+    pub spare_busy: u64,
+    /// ... and so copied the published side as the new spare.
+    pub spare_copies: u64,
+    /// Times a due publication was put off because a snapshot held the spare.
+    pub deferred: u64,
+    /// Duration of the last publication.
+    pub last_publish: Duration,
+    /// Time spent publishing, in all.
+    pub publish_total: Duration,
+}
+
+/// What one publication makes visible.
+pub(crate) struct Published<V> {
+    version: u64,
+    v4: Arc<FamilySide<u32, V>>,
+    v6: Arc<FamilySide<u128, V>>,
+}
+
+/// A dynamic FIB for both families.
+///
+/// Thread safety: the writer owns the `Fib` (`&mut` to change it); any
+/// number of [`FibReader`]s, `Send + Sync + Clone`, look up from other
+/// threads. Updates allocate; lookups do not (arc-swap allocates one
+/// bookkeeping node per thread on its first snapshot, then reuses it).
+/// A miss returns `None`. IPv4-mapped IPv6 addresses are looked up in the
+/// IPv4 table by [`Snapshot::lookup`] (the [`AnyAddr`] rule); the
+/// per-family calls take addresses as given.
+pub struct Fib<V> {
+    v4: FamilyFib<u32, V>,
+    v6: FamilyFib<u128, V>,
+    shared: Arc<ArcSwap<Published<V>>>,
+    opts: FibOptions,
+    pending: usize,
+    oldest_pending: Option<Instant>,
+    /// When a due publication was first put off (spare held).
+    deferred_since: Option<Instant>,
+    version: u64,
+    stats: FibStats,
+}
+
+impl<V: Clone + Eq + Hash> Fib<V> {
+    /// An empty FIB.
+    pub fn new(opts: FibOptions) -> Result<Self, FibError> {
+        Self::from_table(Table::new(), opts)
+    }
+
+    /// A FIB holding `table`, published as version 0.
+    pub fn from_table(table: Table<V>, mut opts: FibOptions) -> Result<Self, FibError> {
+        opts.max_pending = opts.max_pending.max(1);
+        let v4 = FamilyFib::new(table.v4, &opts)?;
+        let v6 = FamilyFib::new(table.v6, &opts)?;
+        let published = Published {
+            version: 0,
+            v4: v4.current(),
+            v6: v6.current(),
+        };
+        Ok(Fib {
+            v4,
+            v6,
+            shared: Arc::new(ArcSwap::from_pointee(published)),
+            opts,
+            pending: 0,
+            oldest_pending: None,
+            deferred_since: None,
+            version: 0,
+            stats: FibStats::default(),
+        })
+    }
+
+    /// Insert or replace the route for `prefix`; returns the old value.
+    /// Visible to readers at the next publication.
+    pub fn insert(&mut self, prefix: AnyPrefix, value: V) -> Result<Option<V>, FibError> {
+        let (old, changed) = self.insert_unpublished(prefix, value)?;
+        self.changed(changed)?;
+        Ok(old)
+    }
+
+    /// Remove the route for exactly `prefix`; returns its value.
+    pub fn remove(&mut self, prefix: &AnyPrefix) -> Result<Option<V>, FibError> {
+        let (old, changed) = self.remove_unpublished(prefix);
+        self.changed(changed)?;
+        Ok(old)
+    }
+
+    /// Apply one update (insert or remove).
+    pub fn apply(&mut self, update: FibUpdate<V>) -> Result<(), FibError> {
+        let changed = self.apply_unpublished(update)?;
+        self.changed(changed)
+    }
+
+    /// Apply without publishing (no old value is cloned): whether a route
+    /// changed.
+    fn apply_unpublished(&mut self, update: FibUpdate<V>) -> Result<bool, FibError> {
+        Ok(match update {
+            FibUpdate::Insert(AnyPrefix::V4(p), v) => self.v4.upsert(p, v)?,
+            FibUpdate::Insert(AnyPrefix::V6(p), v) => self.v6.upsert(p, v)?,
+            FibUpdate::Remove(p) => self.remove_unpublished(&p).1,
+        })
+    }
+
+    /// Apply updates together: no publication happens between them, so
+    /// readers see all of them or none.
+    pub fn apply_batch(
+        &mut self,
+        updates: impl IntoIterator<Item = FibUpdate<V>>,
+    ) -> Result<(), FibError> {
+        let mut any = false;
+        for u in updates {
+            if self.apply_unpublished(u)? {
+                self.pending += 1;
+                any = true;
+            }
+        }
+        if any {
+            self.pending -= 1;
+            self.changed(true)?;
+        }
+        Ok(())
+    }
+
+    /// Replace every route with `table` and publish at once.
+    pub fn replace_all(&mut self, table: Table<V>) -> Result<(), FibError> {
+        self.v4.reset(table.v4);
+        self.v6.reset(table.v6);
+        self.pending += 1;
+        self.publish_now(Duration::ZERO)
+    }
+
+    /// Publish pending changes now.
+    pub fn flush(&mut self) -> Result<(), FibError> {
+        if self.pending > 0 {
+            self.deferred_since = None;
+            self.publish_now(self.opts.spare_patience)?;
+        }
+        Ok(())
+    }
+
+    fn insert_unpublished(
+        &mut self,
+        prefix: AnyPrefix,
+        value: V,
+    ) -> Result<(Option<V>, bool), FibError> {
+        match prefix {
+            AnyPrefix::V4(p) => self.v4.insert(p, value),
+            AnyPrefix::V6(p) => self.v6.insert(p, value),
+        }
+    }
+
+    fn remove_unpublished(&mut self, prefix: &AnyPrefix) -> (Option<V>, bool) {
+        match prefix {
+            AnyPrefix::V4(p) => self.v4.remove(p),
+            AnyPrefix::V6(p) => self.v6.remove(p),
+        }
+    }
+
+    /// Count a change and publish when the staleness bound says so.
+    fn changed(&mut self, changed: bool) -> Result<(), FibError> {
+        if !changed {
+            return Ok(());
+        }
+        self.pending += 1;
+        let now = Instant::now();
+        let oldest = *self.oldest_pending.get_or_insert(now);
+        if self.pending >= self.opts.max_pending || now - oldest >= self.opts.max_delay {
+            self.publish()?;
+        }
+        Ok(())
+    }
+
+    /// Publish, or put it off while a snapshot holds a Poptrie spare (for
+    /// at most `spare_patience`).
+    fn publish(&mut self) -> Result<(), FibError> {
+        if !(self.v4.spare_ready() && self.v6.spare_ready()) {
+            let since = *self.deferred_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < self.opts.spare_patience {
+                self.stats.deferred += 1;
+                return Ok(());
+            }
+        }
+        self.deferred_since = None;
+        self.publish_now(Duration::ZERO)
+    }
+
+    /// Publish; a held spare is waited for up to `wait`, then replaced by a
+    /// fresh copy.
+    fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
+        let start = Instant::now();
+        let v4 = self.v4.prepare(&self.opts, wait, &mut self.stats)?;
+        let v6 = self.v6.prepare(&self.opts, wait, &mut self.stats)?;
+        self.version += 1;
+        self.shared.store(Arc::new(Published {
+            version: self.version,
+            v4,
+            v6,
+        }));
+        self.pending = 0;
+        self.oldest_pending = None;
+        self.stats.publications += 1;
+        self.stats.last_publish = start.elapsed();
+        self.stats.publish_total += self.stats.last_publish;
+        Ok(())
+    }
+}
+
+impl<V> Fib<V> {
+    /// A handle for reader threads.
+    pub fn reader(&self) -> FibReader<V> {
+        FibReader {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// The latest published version, for the writer's own lookups.
+    pub fn snapshot(&self) -> Snapshot<V> {
+        Snapshot {
+            guard: self.shared.load(),
+        }
+    }
+
+    /// Version of the latest publication (0: the initial table).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Changes not yet published.
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    /// The IPv4 route table (the truth, including unpublished changes).
+    pub fn routes_v4(&self) -> &RouteTable<u32, V> {
+        &self.v4.routes
+    }
+
+    /// The IPv6 route table.
+    pub fn routes_v6(&self) -> &RouteTable<u128, V> {
+        &self.v6.routes
+    }
+
+    /// What publications did so far.
+    pub fn stats(&self) -> &FibStats {
+        &self.stats
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &FibOptions {
+        &self.opts
+    }
+
+    /// Heap bytes the writer keeps: route tables, the published and spare
+    /// engines with their value slots (not the values' own heap data, nor
+    /// versions that readers still hold).
+    pub fn footprint_bytes(&self) -> usize {
+        self.v4.footprint_bytes() + self.v6.footprint_bytes()
+    }
+}
+
+/// A reader's handle on a [`Fib`]: cheap to clone, `Send + Sync`.
+pub struct FibReader<V> {
+    shared: Arc<ArcSwap<Published<V>>>,
+}
+
+impl<V> Clone for FibReader<V> {
+    fn clone(&self) -> Self {
+        FibReader {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<V> FibReader<V> {
+    /// The latest published version: take one per batch of lookups. No lock,
+    /// no allocation; holding it keeps that version's memory alive, and
+    /// holding it across two publications makes the Poptrie writer build a
+    /// fresh copy (slower updates, never blocked lookups).
+    #[inline]
+    pub fn snapshot(&self) -> Snapshot<V> {
+        Snapshot {
+            guard: self.shared.load(),
+        }
+    }
+}
+
+/// One published version of a [`Fib`]: every lookup through it answers
+/// from that version.
+pub struct Snapshot<V> {
+    guard: arc_swap::Guard<Arc<Published<V>>>,
+}
+
+impl<V> Snapshot<V> {
+    /// The publication this snapshot shows (0: the initial table).
+    pub fn version(&self) -> u64 {
+        self.guard.version
+    }
+
+    /// Longest-prefix match, IPv4-mapped IPv6 looked up as IPv4.
+    #[inline]
+    pub fn lookup(&self, addr: AnyAddr) -> Option<&V> {
+        match addr {
+            AnyAddr::V4(a) => self.lookup_v4(a),
+            AnyAddr::V6(a) => self.lookup_v6(a),
+        }
+    }
+
+    /// Longest-prefix match of an IPv4 address.
+    #[inline]
+    pub fn lookup_v4(&self, addr: u32) -> Option<&V> {
+        let side = &self.guard.v4;
+        side.value(side.lookup_index(addr))
+    }
+
+    /// Longest-prefix match of an IPv6 address (taken as given).
+    #[inline]
+    pub fn lookup_v6(&self, addr: u128) -> Option<&V> {
+        let side = &self.guard.v6;
+        side.value(side.lookup_index(addr))
+    }
+
+    /// Value indices for `addrs` into `out` ([`crate::intervals::NO_ROUTE`]
+    /// on a miss), resolved with [`Snapshot::value_v4`] of this snapshot
+    /// only: another version may give an index another meaning.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    #[inline]
+    pub fn lookup_batch_v4(&self, addrs: &[u32], out: &mut [u32]) {
+        self.guard.v4.lookup_batch(addrs, out)
+    }
+
+    /// As [`Snapshot::lookup_batch_v4`], for IPv6.
+    #[inline]
+    pub fn lookup_batch_v6(&self, addrs: &[u128], out: &mut [u32]) {
+        self.guard.v6.lookup_batch(addrs, out)
+    }
+
+    /// The value of an IPv4 index this snapshot answered.
+    #[inline]
+    pub fn value_v4(&self, index: u32) -> Option<&V> {
+        self.guard.v4.value(index)
+    }
+
+    /// The value of an IPv6 index this snapshot answered.
+    #[inline]
+    pub fn value_v6(&self, index: u32) -> Option<&V> {
+        self.guard.v6.value(index)
+    }
+}
