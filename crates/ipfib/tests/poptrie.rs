@@ -51,12 +51,20 @@ fn counts_for_one_slash_8() {
         assert_eq!(e.lookup(u32::MAX), NO_ROUTE);
     }
     // s = 18: a /8 is 64 whole buckets, all direct leaves: no node at all.
+    // Every boundary (10.0.0.0, 11.0.0.0) lies in 10.0.0.0/8, the focus
+    // prefix: the direct table covers it alone, 2^(18 - 8) entries, and
+    // addresses outside it are answered from the two outside entries.
     let d = build(&r, 18, true);
+    assert_eq!(d.focus_bits(), 8);
     assert_eq!(
         (d.internal_nodes(), d.leaves(), d.direct_entries()),
-        (0, 0, 1 << 18)
+        (0, 0, 1 << 10)
     );
     assert_eq!(d.lookup(0x0a12_3456), 7);
+    assert_eq!(d.lookup(0x09ff_ffff), NO_ROUTE);
+    assert_eq!(d.lookup(0x0b00_0000), NO_ROUTE);
+    assert_eq!(d.lookup(0), NO_ROUTE);
+    assert_eq!(d.lookup(u32::MAX), NO_ROUTE);
 }
 
 #[test]

@@ -113,12 +113,35 @@ fn chunk(hi: __m512i, lo: __m512i, off: u32, k: u32) -> __m512i {
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
 unsafe fn start<A: Chunks, N: Stride>(e: &Poptrie<A, N>, a: *const A) -> Group {
     // SAFETY: `load` reads the caller's eight addresses; the direct table
-    // has 2^s entries and the index is the top `s` bits (a shift by 64
-    // gives 0 when s = 0).
+    // has 2^(s - f) entries (f = focus bits) and the index is the `s - f`
+    // bits after the focus prefix (a shift by 64 gives 0 when s = f);
+    // lanes outside the focus prefix load nothing.
     unsafe {
         let (hi, lo) = load(a);
-        let idx = _mm512_srl_epi64(hi, count(64 - e.s));
-        let d = _mm512_i64gather_epi32::<4>(idx, e.direct.as_ptr() as *const i32);
+        let direct = e.direct.as_ptr() as *const i32;
+        let f = e.focus.bits;
+        let d = if f == 0 {
+            let idx = _mm512_srl_epi64(hi, count(64 - e.s));
+            _mm512_i64gather_epi32::<4>(idx, direct)
+        } else {
+            // The focus prefix's first address, as the top of `hi` (f <= 24).
+            let first = (e.focus.first << (128 - A::BITS as u32) >> 64) as i64;
+            let first = _mm512_set1_epi64(first);
+            let inside = _mm512_cmpeq_epi64_mask(
+                _mm512_srl_epi64(_mm512_xor_si512(hi, first), count(64 - f)),
+                _mm512_setzero_si512(),
+            );
+            let below = _mm512_cmplt_epu64_mask(hi, first);
+            let outside = _mm256_mask_blend_epi32(
+                below,
+                _mm256_set1_epi32(e.focus.above as i32),
+                _mm256_set1_epi32(e.focus.below as i32),
+            );
+            // Bucket: the `s - f` bits after the focus prefix (a shift by
+            // 64 gives 0 when s = f).
+            let idx = _mm512_srl_epi64(_mm512_sll_epi64(hi, count(f)), count(64 - (e.s - f)));
+            _mm512_mask_i64gather_epi32::<4>(outside, inside, idx, direct)
+        };
         let leaf_lane = _mm256_test_epi32_mask(d, _mm256_set1_epi32(DIRECT_LEAF as i32));
         // A leaf's payload is its low 31 bits, `NO_ROUTE` as it is.
         let none = _mm256_cmpeq_epi32_mask(d, _mm256_set1_epi32(NO_ROUTE as i32));

@@ -24,20 +24,71 @@ pub(super) struct Built<N> {
     pub direct: Vec<u32>,
     pub nodes: Vec<N>,
     pub leaves: Vec<u32>,
+    pub focus: Focus,
 }
 
-/// Build the trie for `iv` with `s` direct-pointing bits.
+/// The focus prefix `F` of a trie: every interval boundary lies in
+/// `[F.first, F.last + 1]`, so addresses below `F` share one answer and
+/// addresses above it another, and the direct table need only cover `F`:
+/// `2^(s - bits)` entries instead of `2^s`. Real IPv6 tables lie in
+/// 2000::/3 (bits = 3): s = 18 then costs 128 KiB instead of 1 MiB.
+/// `bits == 0`: no focus (the whole address space).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Focus {
+    /// Length of `F`, at most `s`.
+    pub bits: u32,
+    /// `F.first`.
+    pub first: u128,
+    /// Direct entries (leaf form) for the addresses below and above `F`.
+    pub below: u32,
+    pub above: u32,
+}
+
+impl Focus {
+    /// The longest focus prefix for `iv`, at most `max_bits` long.
+    fn of<A: Chunks>(iv: &Intervals<A>, max_bits: u32) -> Focus {
+        let n = iv.starts.len();
+        if n < 2 || max_bits == 0 {
+            return Focus::default();
+        }
+        let bits = A::BITS as u32;
+        // Left-aligned in 128 bits, so leading_zeros counts from the top.
+        let lo = iv.starts[1].to_u128() << (128 - bits);
+        let hi = (iv.starts[n - 1].to_u128() - 1).max(iv.starts[1].to_u128()) << (128 - bits);
+        let common = (lo ^ hi).leading_zeros().min(bits).min(max_bits);
+        if common == 0 {
+            return Focus::default();
+        }
+        let first = iv.starts[1].to_u128() & !low_mask(bits - common);
+        Focus {
+            bits: common,
+            first,
+            below: direct_leaf(iv.payloads[0]),
+            above: direct_leaf(iv.payloads[n - 1]),
+        }
+    }
+}
+
+/// Build the trie for `iv` with `s` direct-pointing bits, over a focus
+/// prefix when `focus` is true (see [`Focus`]).
 pub(super) fn build<A: Chunks, N: Stride>(
     iv: &Intervals<A>,
     s: u32,
     leafvec: bool,
+    focus: bool,
 ) -> Result<Built<N>, PoptrieError> {
     let mut b = Builder::<A, N>::new(iv, leafvec);
+    let focus = if focus {
+        Focus::of(iv, s)
+    } else {
+        Focus::default()
+    };
     let width = b.bits - s; // address bits below a bucket index
-    let mut direct = Vec::with_capacity(1 << s);
+    let table_bits = s - focus.bits;
+    let mut direct = Vec::with_capacity(1 << table_bits);
     let mut r = 0;
-    for bucket in 0..1u128 << s {
-        let first = if s == 0 { 0 } else { bucket << width };
+    for bucket in 0..1u128 << table_bits {
+        let first = focus.first | if s == 0 { 0 } else { bucket << width };
         b.advance(&mut r, first);
         if b.single(r, first | low_mask(width)) {
             direct.push(direct_leaf(b.payloads[r]));
@@ -55,6 +106,7 @@ pub(super) fn build<A: Chunks, N: Stride>(
         direct,
         nodes: b.nodes,
         leaves: b.leaves,
+        focus,
     })
 }
 

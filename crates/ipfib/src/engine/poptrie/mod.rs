@@ -336,6 +336,8 @@ pub struct Poptrie<A: Chunks, N: Stride = Node> {
     nodes: LookupBuf<N>,
     leaves: LookupBuf<u32>,
     s: u32,
+    /// The prefix the direct table covers (`build::Focus`).
+    focus: build::Focus,
     kernel: Kernel,
     leafvec: bool,
     _family: std::marker::PhantomData<A>,
@@ -344,7 +346,22 @@ pub struct Poptrie<A: Chunks, N: Stride = Node> {
 impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// Build from compiled intervals: one pass over the `2^s` buckets and,
     /// per internal node, its `2^K` slots.
+    ///
+    /// The direct table covers only the focus prefix of the table (the
+    /// longest prefix, up to `s` bits, holding every interval boundary;
+    /// 2000::/3 for real IPv6 tables), so it has `2^(s - len)` entries;
+    /// addresses outside it are answered without a memory access.
     pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
+        Self::build_focused(iv, opts, true)
+    }
+
+    /// [`Poptrie::build`], over the whole address space when `focus` is
+    /// false (what in-place slot updates need: a slot of every prefix).
+    pub(crate) fn build_focused(
+        iv: &Intervals<A>,
+        opts: &PoptrieOptions,
+        focus: bool,
+    ) -> Result<Self, PoptrieError> {
         let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
         if !kernel.is_supported() {
             return Err(PoptrieError::UnsupportedKernel(kernel));
@@ -363,12 +380,13 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         {
             return Err(PoptrieError::PayloadTooLarge(p));
         }
-        let built = build::build::<A, N>(iv, s as u32, opts.leafvec)?;
+        let built = build::build::<A, N>(iv, s as u32, opts.leafvec, focus)?;
         Ok(Poptrie {
             direct: LookupBuf::from_slice(&built.direct),
             nodes: LookupBuf::from_slice(&built.nodes),
             leaves: LookupBuf::from_slice(&built.leaves),
             s: s as u32,
+            focus: built.focus,
             kernel,
             leafvec: opts.leafvec,
             _family: std::marker::PhantomData,
@@ -416,7 +434,12 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         self.leaves.len()
     }
 
-    /// Entries of the direct-pointing table (`2^s`).
+    /// Length of the prefix the direct table covers (0: all addresses).
+    pub fn focus_bits(&self) -> u8 {
+        self.focus.bits as u8
+    }
+
+    /// Entries of the direct-pointing table (`2^(s - focus bits)`).
     pub fn direct_entries(&self) -> usize {
         self.direct.len()
     }

@@ -126,7 +126,8 @@ impl<A: Chunks> Poptrie<A> {
         iv: &Intervals<A>,
         opts: &PoptrieOptions,
     ) -> Result<(Self, Arena), PoptrieError> {
-        let mut trie = Poptrie::build(iv, opts)?;
+        // Slots are indexed by the top `s` bits of any address.
+        let mut trie = Poptrie::build_focused(iv, opts, false)?;
         let (n, l) = (trie.nodes.len(), trie.leaves.len());
         let mut nodes = trie.nodes.to_vec();
         nodes.resize(with_room(n), Node::default());
@@ -148,6 +149,7 @@ impl<A: Chunks> Poptrie<A> {
             nodes: LookupBuf::from_slice(&self.nodes),
             leaves: LookupBuf::from_slice(&self.leaves),
             s: self.s,
+            focus: self.focus,
             kernel: self.kernel,
             leafvec: self.leafvec,
             _family: std::marker::PhantomData,
