@@ -10,13 +10,14 @@
 //! The scalar batch (`search.rs`) spends about 200 instructions on a
 //! matched IPv6 lookup: per lane and level it reloads the lane's state,
 //! counts, prefetches and compacts a lane list. Here a level costs, for
-//! eight lanes together, two gathers (the nodes' `vector` and bases), one
-//! `vpopcntq` and about ten plain vector instructions (a lane's `leafvec`
-//! is read once, at the node where it stops), and no
-//! lane ever branches: a lane that reached a leaf slot is masked off (its
-//! gathers do not load). All lanes of a batch sit at the same trie level in
-//! a given step, so the six address bits a level reads are at the same
-//! offset for every lane, and one shift by a scalar count extracts them.
+//! eight lanes together, one or two gathers (the nodes' `vector` and
+//! `base1`), one `vpopcntq` and about ten plain vector instructions (a
+//! lane's `leafvec` is read once, at the node where it stops), and no lane
+//! ever branches: a lane that reached a leaf slot is masked off (its
+//! gathers do not load, though a gather costs the same either way). All
+//! lanes of a batch sit at the same trie level in a given step, so the `K`
+//! address bits a level reads are at the same offset for every lane, and
+//! one shift by a scalar count extracts them.
 //!
 //! Addresses are held as two 64-bit halves per lane (`hi`, `lo`); an IPv4
 //! address is the top 32 bits of `hi`, so one body serves both families.
