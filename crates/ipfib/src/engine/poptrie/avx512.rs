@@ -126,8 +126,7 @@ unsafe fn start<A: Chunks, N: Stride>(e: &Poptrie<A, N>, a: *const A) -> Group {
             _mm512_i64gather_epi32::<4>(idx, direct)
         } else {
             // The focus prefix's first address, as the top of `hi` (f <= 24).
-            let first = (e.focus.first << (128 - A::BITS as u32) >> 64) as i64;
-            let first = _mm512_set1_epi64(first);
+            let first = _mm512_set1_epi64(e.focus.first_top as i64);
             let inside = _mm512_cmpeq_epi64_mask(
                 _mm512_srl_epi64(_mm512_xor_si512(hi, first), count(64 - f)),
                 _mm512_setzero_si512(),

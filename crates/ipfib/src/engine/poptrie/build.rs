@@ -39,6 +39,9 @@ pub(super) struct Focus {
     pub bits: u32,
     /// `F.first`.
     pub first: u128,
+    /// `F.first` left-aligned in 64 bits (its top 64 bits; `F` is at most
+    /// 24 bits long, so they decide membership and order).
+    pub first_top: u64,
     /// Direct entries (leaf form) for the addresses below and above `F`.
     pub below: u32,
     pub above: u32,
@@ -63,6 +66,7 @@ impl Focus {
         Focus {
             bits: common,
             first,
+            first_top: ((first << (128 - bits)) >> 64) as u64,
             below: direct_leaf(iv.payloads[0]),
             above: direct_leaf(iv.payloads[n - 1]),
         }

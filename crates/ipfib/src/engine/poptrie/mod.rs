@@ -296,6 +296,9 @@ pub trait Chunks: Addr {
     /// `self << n` (`n < BITS`).
     fn shl(self, n: u32) -> Self;
     #[doc(hidden)]
+    /// The top 64 bits, left-aligned (an IPv4 address in the high half).
+    fn top64(self) -> u64;
+    #[doc(hidden)]
     /// The top `k` bits (`1 <= k <= 6`).
     fn top(self, k: u32) -> usize;
 }
@@ -311,6 +314,10 @@ macro_rules! impl_chunks {
             #[inline(always)]
             fn shl(self, n: u32) -> Self {
                 self << n
+            }
+            #[inline(always)]
+            fn top64(self) -> u64 {
+                ((self as u128) << (128 - <$t>::BITS) >> 64) as u64
             }
             #[inline(always)]
             fn top(self, k: u32) -> usize {

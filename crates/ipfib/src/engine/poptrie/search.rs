@@ -20,28 +20,53 @@ fn direct_payload(d: u32) -> u32 {
     }
 }
 
-/// The direct-pointing entry for `addr`: its bucket's, or for an address
-/// outside the focus prefix the leaf entry of the addresses below or above
-/// it. Branch-free (a select), as batches need: uniform IPv6 traces fall
-/// mostly outside 2000::/3.
+/// Where `addr` falls: inside the focus prefix with its bucket, or
+/// outside with the leaf entry of the addresses below or above the prefix.
+/// On the top 64 bits only (the prefix and `s` are at most 24 bits).
 #[inline(always)]
-fn direct_entry<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
-    let f = e.focus.bits;
-    if f == 0 {
-        // SAFETY: the table has 2^s entries and the index is `s` bits.
-        return unsafe { *e.direct.get_unchecked(addr.direct_index(e.s)) };
-    }
-    let a = addr.to_u128();
-    let bits = A::BITS as u32;
-    // 0 < f <= s <= 24 < bits: the shifts are in range.
-    let inside = (a ^ e.focus.first) >> (bits - f) == 0;
-    let i = addr.shl(f).direct_index(e.s - f) & (inside as usize).wrapping_neg();
-    // SAFETY: the table has 2^(s - f) entries; `i` is `s - f` bits or 0.
-    let d = unsafe { *e.direct.get_unchecked(i) };
-    let outside = if a < e.focus.first {
+fn focus_slot<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> (bool, usize, u32) {
+    let (f, t) = (e.focus.bits, addr.top64());
+    // 0 < f <= s <= 24: the shifts are in range; two shifts so that s = f
+    // (a one-entry table) gives bucket 0.
+    let inside = (t ^ e.focus.first_top) >> (64 - f) == 0;
+    let bucket = (((t << f) >> 1) >> (63 - (e.s - f))) as usize;
+    let outside = if t < e.focus.first_top {
         e.focus.below
     } else {
         e.focus.above
+    };
+    (inside, bucket, outside)
+}
+
+/// The direct-pointing entry for `addr` in a single lookup: an address
+/// outside the focus prefix returns before any load.
+#[inline(always)]
+fn direct_entry<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
+    if e.focus.bits == 0 {
+        // SAFETY: the table has 2^s entries and the index is `s` bits.
+        return unsafe { *e.direct.get_unchecked(addr.direct_index(e.s)) };
+    }
+    let (inside, bucket, outside) = focus_slot(e, addr);
+    if !inside {
+        return outside;
+    }
+    // SAFETY: the table has 2^(s - f) entries; `bucket` is `s - f` bits.
+    unsafe { *e.direct.get_unchecked(bucket) }
+}
+
+/// [`direct_entry`] without a data-dependent branch, for batches (uniform
+/// IPv6 traces mix addresses inside and outside 2000::/3 at random).
+#[inline(always)]
+fn direct_entry_branch_free<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
+    if e.focus.bits == 0 {
+        // SAFETY: as in `direct_entry`.
+        return unsafe { *e.direct.get_unchecked(addr.direct_index(e.s)) };
+    }
+    let (inside, bucket, outside) = focus_slot(e, addr);
+    // SAFETY: `bucket` is `s - f` bits, or 0 when outside.
+    let d = unsafe {
+        *e.direct
+            .get_unchecked(bucket & (inside as usize).wrapping_neg())
     };
     if inside {
         d
@@ -109,7 +134,7 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
         let mut lane = [0usize; M];
         let mut n = 0;
         for i in 0..M {
-            let d = direct_entry(e, a[i]);
+            let d = direct_entry_branch_free(e, a[i]);
             o[i] = direct_payload(d);
             node[i] = d as usize;
             // Leaf entries prefetch a wild address, which is harmless; masking
