@@ -17,8 +17,10 @@
 //! - `poptrie[:S]`: Poptrie with leafvec over value payloads (route
 //!   aggregation), `S` direct-pointing bits; `poptrie-routes[:S]`: leafvec
 //!   over route payloads (no aggregation); `poptrie-basic[:S]`: neither
-//!   (the paper's Table 2 rows). Poptrie rows also report internal nodes
-//!   and leaves.
+//!   (the paper's Table 2 rows); `poptrie5[:S]`: 32-ary nodes;
+//!   `poptrie-flat[:S]`: 32-ary nodes held inline with the leaves. Poptrie
+//!   rows also report internal nodes and leaves (flat: entries, as
+//!   leaves).
 //!
 //! Where things are: `bench/trace.rs` (the traces), `runner.rs` (build and
 //! time one table), `passes.rs` (timed passes, threads), `latency.rs` and
@@ -85,7 +87,8 @@ pub struct Args {
     #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
     /// Engines: planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S],
-    /// poptrie-basic[:S] (S: direct-pointing bits, 0-24).
+    /// poptrie-basic[:S], poptrie5[:S], poptrie-flat[:S] (S: direct-pointing
+    /// bits, 0-24).
     #[arg(
         long,
         default_value = "planb,planb-routes,poptrie,radix",

@@ -1,6 +1,7 @@
 //! Engine names on the command line: `planb`, `planb-routes`, `radix`,
 //! `poptrie[:S]`, `poptrie-routes[:S]`, `poptrie-basic[:S]`, and
-//! `poptrie5[:S]` (the 32-ary node layout, with leafvec and aggregation).
+//! `poptrie5[:S]` (the 32-ary node layout, with leafvec and aggregation)
+//! and `poptrie-flat[:S]` (32-ary nodes held inline, with aggregation).
 
 use ipfib::engine::poptrie::PoptrieOptions;
 
@@ -21,16 +22,27 @@ pub enum EngineSpec {
         /// Route aggregation (value payloads); off for `poptrie-routes`
         /// and `poptrie-basic` (route payloads: no two prefixes merge).
         aggregate: bool,
-        /// Address bits per level: 6 (the paper's 64-ary nodes) or 5
-        /// (`poptrie5`: 32-ary nodes, one gather per level in batches).
-        stride: u8,
+        /// Node layout.
+        layout: Layout,
     },
+}
+
+/// How a Poptrie lays out its nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The paper's 64-ary nodes (`poptrie`).
+    Node64,
+    /// 32-ary nodes, one gather per level in batches (`poptrie5`).
+    Node32,
+    /// 32-ary nodes held inline with the leaves (`poptrie-flat`): one
+    /// 64-bit read per level and nothing else.
+    Flat,
 }
 
 /// What the commands accept, for error messages.
 pub const BENCH_ENGINES: &str = "planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], \
-     poptrie-basic[:S], poptrie5[:S]";
-pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], poptrie5[:S], radix";
+     poptrie-basic[:S], poptrie5[:S], poptrie-flat[:S]";
+pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], poptrie5[:S], poptrie-flat[:S], radix";
 
 impl EngineSpec {
     /// Parse one name; the error says what was wrong.
@@ -39,7 +51,7 @@ impl EngineSpec {
             Some((base, bits)) => (base, Some(bits)),
             None => (text, None),
         };
-        let poptrie = |leafvec, aggregate, stride| -> Result<EngineSpec, String> {
+        let poptrie = |leafvec, aggregate, layout| -> Result<EngineSpec, String> {
             let s = s
                 .map(parse_bits)
                 .transpose()
@@ -48,17 +60,18 @@ impl EngineSpec {
                 s,
                 leafvec,
                 aggregate,
-                stride,
+                layout,
             })
         };
         match (base, s) {
             ("planb", None) => Ok(EngineSpec::Planb),
             ("planb-routes", None) => Ok(EngineSpec::PlanbRoutes),
             ("radix", None) => Ok(EngineSpec::Radix),
-            ("poptrie", _) => poptrie(true, true, 6),
-            ("poptrie-routes", _) => poptrie(true, false, 6),
-            ("poptrie-basic", _) => poptrie(false, false, 6),
-            ("poptrie5", _) => poptrie(true, true, 5),
+            ("poptrie", _) => poptrie(true, true, Layout::Node64),
+            ("poptrie-routes", _) => poptrie(true, false, Layout::Node64),
+            ("poptrie-basic", _) => poptrie(false, false, Layout::Node64),
+            ("poptrie5", _) => poptrie(true, true, Layout::Node32),
+            ("poptrie-flat", _) => poptrie(true, true, Layout::Flat),
             _ => Err(format!("unknown engine {text:?}")),
         }
     }
@@ -73,10 +86,11 @@ impl EngineSpec {
                 s,
                 leafvec,
                 aggregate,
-                stride,
+                layout,
             } => {
-                let base = match (leafvec, aggregate, stride) {
-                    (_, _, 5) => "poptrie5",
+                let base = match (leafvec, aggregate, layout) {
+                    (_, _, Layout::Node32) => "poptrie5",
+                    (_, _, Layout::Flat) => "poptrie-flat",
                     (true, true, _) => "poptrie",
                     (true, false, _) => "poptrie-routes",
                     _ => "poptrie-basic",
@@ -110,12 +124,16 @@ mod tests {
                 s: Some(16),
                 leafvec: true,
                 aggregate: true,
-                stride: 6,
+                layout: Layout::Node64,
             })
         );
         assert_eq!(
             EngineSpec::parse("poptrie5:12").map(|e| e.label(18)),
             Ok("poptrie5:12".into())
+        );
+        assert_eq!(
+            EngineSpec::parse("poptrie-flat:13").map(|e| e.label(18)),
+            Ok("poptrie-flat:13".into())
         );
         assert_eq!(
             EngineSpec::parse("poptrie-basic").map(|e| e.label(18)),

@@ -4,12 +4,12 @@
 //! with its line (or argument) number and the rest is still answered; the
 //! exit status is then 1.
 
-use crate::engines::{EngineSpec, LOOKUP_ENGINES};
+use crate::engines::{EngineSpec, Layout, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::PlanbOptions;
-use ipfib::engine::poptrie::{self, Node, Node32, Poptrie, PoptrieOptions};
+use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::{CompiledTable, Table};
 use std::io::{self, BufRead, BufWriter, Write};
@@ -19,7 +19,9 @@ pub struct Args {
     #[command(flatten)]
     table: TableArgs,
     /// Lookup engine: planb (linearized B+-tree), poptrie[:S] (Poptrie with
-    /// S direct-pointing bits, 0-24, default 18) or radix (the route table itself).
+    /// S direct-pointing bits, 0-24, default 18), poptrie5[:S] (32-ary
+    /// nodes), poptrie-flat[:S] (32-ary nodes inline with the leaves: the
+    /// fastest batches on IPv6) or radix (the route table itself).
     #[arg(long, default_value = "planb")]
     engine: String,
     /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best
@@ -38,6 +40,7 @@ enum Engine {
     Planb(Box<CompiledTable<String>>),
     Poptrie(Box<PoptrieTable<Node>>),
     Poptrie5(Box<PoptrieTable<Node32>>),
+    PoptrieFlat(Box<CompiledTable<String, FlatPoptrie<u32>, FlatPoptrie<u128>>>),
     Radix,
 }
 
@@ -75,7 +78,7 @@ pub fn run(args: Args) -> CmdResult {
     let engine = match spec {
         EngineSpec::Radix => Engine::Radix,
         // Route payloads (`Compiled`), so the matching prefix is printed.
-        EngineSpec::Poptrie { s, stride, .. } => {
+        EngineSpec::Poptrie { s, layout, .. } => {
             let opts = PoptrieOptions {
                 direct_bits: s,
                 kernel: kernel
@@ -83,10 +86,10 @@ pub fn run(args: Args) -> CmdResult {
                     .map(|_| poptrie::Kernel::Scalar),
                 ..Default::default()
             };
-            if stride == 5 {
-                Engine::Poptrie5(Box::new(table.compile_with(&opts)?))
-            } else {
-                Engine::Poptrie(Box::new(table.compile_with(&opts)?))
+            match layout {
+                Layout::Node64 => Engine::Poptrie(Box::new(table.compile_with(&opts)?)),
+                Layout::Node32 => Engine::Poptrie5(Box::new(table.compile_with(&opts)?)),
+                Layout::Flat => Engine::PoptrieFlat(Box::new(table.compile_with(&opts)?)),
             }
         }
         _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
@@ -173,6 +176,7 @@ fn lookup<'a>(
         Engine::Planb(c) => c.lookup(a),
         Engine::Poptrie(c) => c.lookup(a),
         Engine::Poptrie5(c) => c.lookup(a),
+        Engine::PoptrieFlat(c) => c.lookup(a),
         Engine::Radix => table.lookup(a),
     }
 }

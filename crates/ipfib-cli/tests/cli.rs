@@ -25,13 +25,16 @@ mod common;
 use common::{ipfib, Run, IPFIB};
 
 /// Every engine `ipfib lookup` takes, with a non-default Poptrie `s`.
-const ENGINES: [&str; 7] = [
+const ENGINES: [&str; 10] = [
     "planb",
     "poptrie",
     "poptrie:16",
     "poptrie:0",
     "poptrie5",
     "poptrie5:13",
+    "poptrie-flat",
+    "poptrie-flat:13",
+    "poptrie-flat:0",
     "radix",
 ];
 

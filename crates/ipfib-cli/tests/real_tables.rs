@@ -168,7 +168,7 @@ fn cli_agrees(
     }
     let mut input = addrs.join("\n");
     input.push('\n');
-    for engine in ["planb", "poptrie"] {
+    for engine in ["planb", "poptrie", "poptrie-flat"] {
         let out = ipfib(
             &[
                 OsStr::new("lookup"),

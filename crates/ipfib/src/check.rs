@@ -9,7 +9,7 @@
 use crate::compiled::Compiled;
 use crate::engine::planb::kernel::Kernel;
 use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
-use crate::engine::poptrie::{self, Node32, Poptrie, PoptrieOptions};
+use crate::engine::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::{compile, Intervals, NO_ROUTE};
 use crate::oracle::Oracle;
@@ -123,9 +123,44 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             // AVX-512 batch differs: one gather per level).
             let name = format!("poptrie5[{kernel}, s={s}, leafvec={leafvec}]");
             c.variant::<Poptrie<A, Node32>>(&name, &opts)?;
+            if leafvec {
+                // The flat layout (its runs are always compressed), with
+                // its own focus rule and with a focus that leaves a
+                // fraction of the boundaries to the outer table.
+                let name = format!("poptrie-flat[{kernel}, s={s}]");
+                c.variant::<FlatPoptrie<A>>(&name, &opts)?;
+                let name = format!("poptrie-flat[{kernel}, s={s}, strays]");
+                c.variant::<StrayFlat<A>>(&name, &opts)?;
+            }
         }
     }
     Ok(())
+}
+
+/// A [`FlatPoptrie`] whose focus prefix need hold only just over half the
+/// interval boundaries, so that random tables send many lanes through the
+/// outer table (real tables leave it a handful of stray prefixes).
+struct StrayFlat<A: Family>(FlatPoptrie<A>);
+
+impl<A: Family> Engine<A> for StrayFlat<A> {
+    type Options = PoptrieOptions;
+    type Error = poptrie::PoptrieError;
+
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
+        FlatPoptrie::build_with_share(iv, opts, 501).map(StrayFlat)
+    }
+    fn lookup(&self, addr: A) -> u32 {
+        self.0.lookup(addr)
+    }
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        self.0.lookup_batch::<M>(addrs, out)
+    }
+    fn footprint_bytes(&self) -> usize {
+        self.0.footprint_bytes()
+    }
+    fn name(&self) -> String {
+        format!("{} (strays)", self.0.name())
+    }
 }
 
 /// The reference answers and the intervals every variant is built from.

@@ -9,11 +9,11 @@ use super::passes::time_passes;
 use super::report::{print_row, Row, Subject};
 use super::trace::TraceSpec;
 use super::tsc;
-use crate::engines::EngineSpec;
+use crate::engines::{EngineSpec, Layout};
 use ipfib::compiled::Compiled;
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
-use ipfib::engine::poptrie::{self, Node, Node32, Poptrie, PoptrieOptions, Stride};
+use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
 use ipfib::engine::{Engine, Family};
 use ipfib::intervals::{compile, NO_ROUTE};
 use ipfib::route_table::RouteTable;
@@ -169,7 +169,7 @@ impl Plan<'_> {
                     s,
                     leafvec,
                     aggregate,
-                    stride,
+                    layout,
                 } => {
                     for &kernel in self.pop_kernels {
                         let opts = PoptrieOptions {
@@ -179,10 +179,14 @@ impl Plan<'_> {
                         };
                         let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
                         let who = (label, kernel.name());
-                        built.push(if stride == 5 {
-                            poptrie_variant::<A, Node32>(table, &opts, aggregate, who)?
-                        } else {
-                            poptrie_variant::<A, Node>(table, &opts, aggregate, who)?
+                        built.push(match layout {
+                            Layout::Node64 => {
+                                poptrie_variant::<A, Node>(table, &opts, aggregate, who)?
+                            }
+                            Layout::Node32 => {
+                                poptrie_variant::<A, Node32>(table, &opts, aggregate, who)?
+                            }
+                            Layout::Flat => flat_variant::<A>(table, &opts, aggregate, who)?,
                         });
                     }
                 }
@@ -205,6 +209,20 @@ fn poptrie_variant<'t, A: Family, N: Stride>(
     v.base.inodes = Some(n);
     v.base.leaves = Some(l);
     v.base.engine_bytes = Some(b);
+    Ok(Box::new(v))
+}
+
+/// A flat Poptrie, with its entry and byte counts.
+fn flat_variant<'t, A: Family>(
+    table: &'t RouteTable<A, String>,
+    opts: &PoptrieOptions,
+    aggregate: bool,
+    who: (String, &'static str),
+) -> Result<Box<dyn Bench<A> + 't>, Error> {
+    let mut v = Variant::<A, FlatPoptrie<A>>::build(table, opts, aggregate, who)?;
+    let (entries, bytes) = (v.engine().entries(), v.engine().footprint_bytes());
+    v.base.leaves = Some(entries);
+    v.base.engine_bytes = Some(bytes);
     Ok(Box::new(v))
 }
 

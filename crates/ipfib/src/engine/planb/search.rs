@@ -17,6 +17,7 @@
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
 use super::{Family, PlanB, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_OFFSET};
+use crate::mem::prefetch_input;
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -138,6 +139,7 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
     let payloads = e.payloads.as_ptr();
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
+        prefetch_input(a.as_ptr(), M);
         // Pass 0: direct pointing for every lane, with the window and
         // payload lines prefetched, so the lanes' misses overlap instead of
         // each lane waiting for its entry, then its keys, then its payload.

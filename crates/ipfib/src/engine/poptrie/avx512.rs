@@ -25,6 +25,7 @@
 
 use super::{Chunks, Poptrie, Stride, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
+use crate::mem::prefetch_input;
 use std::arch::x86_64::*;
 
 /// Lanes per vector.
@@ -58,7 +59,7 @@ struct Group {
 /// `p` points at eight readable addresses; the CPU has AVX-512F.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-unsafe fn load<A: Chunks>(p: *const A) -> (__m512i, __m512i) {
+pub(super) unsafe fn load<A: Chunks>(p: *const A) -> (__m512i, __m512i) {
     // SAFETY: the caller guarantees eight readable addresses of type `A`,
     // which is `u32` or `u128` (`Chunks` is implemented for nothing else).
     unsafe {
@@ -82,7 +83,7 @@ unsafe fn load<A: Chunks>(p: *const A) -> (__m512i, __m512i) {
 /// A vector shift count.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-fn count(n: u32) -> __m128i {
+pub(super) fn count(n: u32) -> __m128i {
     _mm_cvtsi32_si128(n as i32)
 }
 
@@ -163,7 +164,7 @@ unsafe fn start<A: Chunks, N: Stride>(e: &Poptrie<A, N>, a: *const A) -> Group {
 /// Slots `0..=v` of each lane's vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
-fn upto(v: __m512i) -> __m512i {
+pub(super) fn upto(v: __m512i) -> __m512i {
     _mm512_srlv_epi64(
         _mm512_set1_epi64(-1),
         _mm512_sub_epi64(_mm512_set1_epi64(63), v),
@@ -295,6 +296,7 @@ pub(super) unsafe fn batch<A: Chunks, N: Stride, const M: usize>(
     let done = addrs.len() - addrs.len() % M;
     let max_off = A::BITS;
     for (a, o) in addrs[..done].chunks_exact(M).zip(out.chunks_exact_mut(M)) {
+        prefetch_input(a.as_ptr(), M);
         let mut live: u32 = 0;
         for (j, slot) in gs.iter_mut().enumerate().take(groups) {
             // SAFETY: `a` has M = groups * 8 addresses.

@@ -160,7 +160,7 @@ fn direct_leaf(payload: u32) -> u32 {
 }
 
 /// The low `w` bits set (`w <= 128`).
-fn low_mask(w: u32) -> u128 {
+pub(super) fn low_mask(w: u32) -> u128 {
     u128::MAX
         .checked_shr(128 - w)
         .filter(|_| w > 0)

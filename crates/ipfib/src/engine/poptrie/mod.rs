@@ -34,8 +34,12 @@
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod build;
+mod flat;
 mod search;
 mod update;
+
+use build::low_mask;
+pub use flat::FlatPoptrie;
 
 pub(crate) use update::Arena;
 

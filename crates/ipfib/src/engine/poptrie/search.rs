@@ -8,7 +8,7 @@
 use super::avx512;
 use super::{Chunks, Kernel, Poptrie, Stride, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
-use crate::mem::prefetch;
+use crate::mem::{prefetch, prefetch_input};
 
 /// The payload of a direct-pointing leaf entry.
 #[inline(always)]
@@ -129,6 +129,7 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
     let nodes = &e.nodes[..];
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
+        prefetch_input(a.as_ptr(), M);
         let mut node = [0usize; M];
         let mut key = [A::ZERO; M];
         let mut lane = [0usize; M];

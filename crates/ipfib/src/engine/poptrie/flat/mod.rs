@@ -1,0 +1,195 @@
+//! The flat Poptrie: 32-ary Poptrie nodes (`K = 5`) whose headers live
+//! inline, in the parent's entry array, next to the leaves. A lookup reads
+//! one 64-bit word per level and nothing else: no separate leaf vector at
+//! the node where it stops and no leaf array at the end.
+//!
+//! - **Entries** (8 bytes each). A *leaf* entry is `LEAF | payload`. A
+//!   *node* entry is `runs | (base - 1) << 32`: bit `v` of `runs` is set
+//!   where slot `v` starts a run (an internal slot, or a leaf slot whose
+//!   payload differs from the previous slot's or whose previous slot is
+//!   internal), and the node's entries (one per run) start at `base`, so
+//!   slot `v` reads `entries[base - 1 + popcnt(runs & slots 0..=v)]`, a
+//!   leaf or the header of its child node. This is Poptrie's
+//!   `vector`/`leafvec` pair (§3.2, §3.3) folded into one vector over one
+//!   array; runs break at internal slots, which costs a few more entries
+//!   than `leafvec`, whose runs skip over them.
+//! - **Direct pointing over a dominant prefix**. The direct table covers
+//!   the prefix `F` (at most `s` bits) holding at least 99.9% of the
+//!   interval boundaries, with `2^(s - |F|)` entries; a second table of
+//!   `2^|F|` entries covers the whole space at `|F|` bits for the addresses
+//!   outside `F` (its buckets inside `F` are never read). Real IPv6 tables
+//!   sit in 2000::/4 except for a few stray prefixes (the 2015 RouteViews
+//!   table has f8f0:1100::/24 and fdfe:13b9:8bf4::/48), which the outer
+//!   table serves at full depth, so strays cost their own lookups a few
+//!   levels and nothing else.
+//! - **Depth**: a lane that starts in the outer table reads the address
+//!   from bit `|F|`, one in the focus table from bit `s`; every level
+//!   then reads the next 5 bits. Each lane keeps its address shifted so
+//!   that the next 5 bits are its top bits (zeros shift in past the last
+//!   bit, which is the padding the partial last level reads, as in
+//!   [`Poptrie`](super::Poptrie)).
+//!
+//! Why: the AVX-512 batch of [`Poptrie`](super::Poptrie) with 32-ary nodes
+//! reads one gather per level and two more at the end (the stopping node's
+//! `leafvec | base0`, then the leaf); on this machine a gather costs about
+//! 11 cycles whatever it loads, so a /48 in the LINX table cost 9 gathers
+//! at s = 18. Here it costs 7 (direct entry and six levels), and the
+//! answer is in the last word read.
+//!
+//! Files: `build.rs` (intervals to entries), `search.rs` (single and batch
+//! lookups; the one kernel dispatch point), `avx512.rs` (the batch, eight
+//! lanes per vector).
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod build;
+mod search;
+
+use super::{validate, Chunks, Kernel, PoptrieError, PoptrieOptions, MAX_PAYLOAD};
+use crate::intervals::{Intervals, NO_ROUTE};
+use crate::mem::LookupBuf;
+
+/// Entries with this bit set are leaves, their payload in the low 32 bits.
+const LEAF: u64 = 1 << 63;
+
+/// Address bits per level.
+const K: u32 = 5;
+
+/// Where the tables sit in `entries` and which addresses they serve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Focus {
+    /// `|F|`: 0 when the focus table covers the whole space (no outer
+    /// table).
+    bits: u32,
+    /// `F`'s first address, left-aligned in 64 bits (`|F| <= 24`).
+    first_top: u64,
+}
+
+/// The flat Poptrie for one address family (see the module doc): answers
+/// `u32` payloads (as compiled into the intervals) or [`NO_ROUTE`].
+///
+/// Immutable once built: `Send + Sync`, lookups never allocate or lock.
+/// Payloads must be below `2^31 - 1`, as for [`Poptrie`](super::Poptrie).
+pub struct FlatPoptrie<A: Chunks> {
+    /// Focus table (`2^(s - |F|)` entries), outer table (`2^|F|`, when
+    /// `|F| > 0`), then every node's run entries.
+    entries: LookupBuf<u64>,
+    s: u32,
+    focus: Focus,
+    kernel: Kernel,
+    _family: std::marker::PhantomData<A>,
+}
+
+impl<A: Chunks> FlatPoptrie<A> {
+    /// Build from compiled intervals ([`PoptrieOptions::direct_bits`] and
+    /// `kernel` apply; `leafvec` does not: runs are always compressed).
+    pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
+        Self::build_with_share(iv, opts, build::FOCUS_SHARE)
+    }
+
+    /// [`FlatPoptrie::build`] with the focus prefix holding at least
+    /// `share` thousandths of the interval boundaries (501 to 1000), so
+    /// that tests can send many lanes through the outer table.
+    #[doc(hidden)]
+    pub fn build_with_share(
+        iv: &Intervals<A>,
+        opts: &PoptrieOptions,
+        share: u32,
+    ) -> Result<Self, PoptrieError> {
+        let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
+        if !kernel.is_supported() {
+            return Err(PoptrieError::UnsupportedKernel(kernel));
+        }
+        let s = opts
+            .direct_bits
+            .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
+        if s > PoptrieOptions::MAX_DIRECT_BITS {
+            return Err(PoptrieError::DirectBits(s));
+        }
+        validate(iv)?;
+        if let Some(&p) = iv
+            .payloads
+            .iter()
+            .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
+        {
+            return Err(PoptrieError::PayloadTooLarge(p));
+        }
+        let built = build::build(iv, s as u32, share.clamp(501, 1000))?;
+        Ok(FlatPoptrie {
+            entries: LookupBuf::from_slice(&built.entries),
+            s: s as u32,
+            focus: built.focus,
+            kernel,
+            _family: std::marker::PhantomData,
+        })
+    }
+
+    /// Payload for `addr`, or [`NO_ROUTE`].
+    #[inline]
+    pub fn lookup(&self, addr: A) -> u32 {
+        search::lookup(self, addr)
+    }
+
+    /// Payloads for `addrs` into `out`, `M` addresses in flight.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    #[inline]
+    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        assert!(out.len() >= addrs.len(), "output shorter than input");
+        search::lookup_batch::<A, M>(self, addrs, out)
+    }
+
+    /// Direct-pointing bits `s`.
+    pub fn direct_bits(&self) -> u8 {
+        self.s as u8
+    }
+
+    /// The popcount kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Length of the prefix the focus table covers (0: all addresses).
+    pub fn focus_bits(&self) -> u8 {
+        self.focus.bits as u8
+    }
+
+    /// Entries of both direct tables and of every node.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Heap bytes: 8 per entry.
+    pub fn footprint_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.entries)
+    }
+
+    /// Entries of the focus table.
+    fn focus_len(&self) -> usize {
+        1 << (self.s - self.focus.bits)
+    }
+}
+
+impl<A: Chunks> crate::engine::Engine<A> for FlatPoptrie<A> {
+    type Options = PoptrieOptions;
+    type Error = PoptrieError;
+
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
+        FlatPoptrie::build(iv, opts)
+    }
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        FlatPoptrie::lookup(self, addr)
+    }
+    #[inline]
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        FlatPoptrie::lookup_batch::<M>(self, addrs, out)
+    }
+    fn footprint_bytes(&self) -> usize {
+        FlatPoptrie::footprint_bytes(self)
+    }
+    fn name(&self) -> String {
+        format!("poptrie-flat[s={},{}]", self.s, self.kernel)
+    }
+}
