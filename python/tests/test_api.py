@@ -21,7 +21,7 @@ def norm(prefix: str) -> str:
     return str(ipaddress.ip_network(prefix))
 
 
-ENGINES = ["planb", "poptrie", "poptrie:16", "radix"]
+ENGINES = ["planb", "poptrie", "poptrie:16", "poptrie-flat", "poptrie-flat:13", "radix"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

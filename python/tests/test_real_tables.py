@@ -80,6 +80,7 @@ def test_python_equals_the_cli(name: str) -> None:
         warnings.simplefilter("ignore", ipfib.DamagedTableWarning)
         t = ipfib.Table.from_file(path)
         tp = ipfib.Table.from_file(path, engine="poptrie")
+        tf = ipfib.Table.from_file(path, engine="poptrie-flat")
     assert len(t) > 0
     addrs = addresses(t, len(name))
     want = native(path, addrs, "planb")
@@ -93,6 +94,7 @@ def test_python_equals_the_cli(name: str) -> None:
     _, lens = t.lookup_many(addrs, with_prefix_len=True)
     assert lens.tolist() == [int(w[0].rsplit("/", 1)[1]) if w else -1 for w in want]
     assert tp.lookup_many(addrs, default=None).tolist() == values.tolist()
+    assert tf.lookup_many(addrs, default=None).tolist() == values.tolist()
     v4 = [i for i, a in enumerate(addrs) if ":" not in a]
     nums = np.array([int(ipaddress.IPv4Address(addrs[i])) for i in v4], dtype=np.uint32)
     assert tp.lookup_many(nums, default=None).tolist() == [values[i] for i in v4]
@@ -100,6 +102,7 @@ def test_python_equals_the_cli(name: str) -> None:
     packed = b"".join(ipaddress.IPv6Address(addrs[i]).packed for i in v6)
     rows = np.frombuffer(packed, dtype=np.uint8).reshape(-1, 16)
     assert t.lookup_many(rows, default=None).tolist() == [values[i] for i in v6]
+    assert tf.lookup_many(rows, default=None).tolist() == [values[i] for i in v6]
 
 
 def test_value_policies_on_mrt() -> None:

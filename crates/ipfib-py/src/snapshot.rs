@@ -15,7 +15,7 @@
 
 use crate::value::Value;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
-use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+use ipfib::engine::poptrie::{FlatPoptrie, Poptrie, PoptrieOptions};
 use ipfib::engine::{Engine, Family, NO_ROUTE};
 use ipfib::intervals::compile;
 use ipfib::prefix::Prefix;
@@ -34,25 +34,30 @@ pub enum EngineSpec {
     Planb,
     /// Poptrie with `s` direct-pointing bits (`None`: the default, 18).
     Poptrie(Option<u8>),
+    /// The flat Poptrie (32-ary nodes inline with the leaves), `s` as above.
+    PoptrieFlat(Option<u8>),
     Radix,
 }
 
 impl EngineSpec {
-    /// `planb`, `poptrie`, `poptrie:S` (S in 0..=24), `radix`.
+    /// `planb`, `poptrie[:S]`, `poptrie-flat[:S]` (S in 0..=24), `radix`.
     pub fn parse(text: &str) -> Result<Self, String> {
+        let bits = |bits: &str| match bits.parse::<u8>() {
+            Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Ok(Some(s)),
+            _ => Err(format!(
+                "engine {text:?}: direct-pointing bits must be 0-{}",
+                PoptrieOptions::MAX_DIRECT_BITS
+            )),
+        };
         match text.split_once(':') {
             None if text == "planb" => Ok(EngineSpec::Planb),
             None if text == "radix" => Ok(EngineSpec::Radix),
             None if text == "poptrie" => Ok(EngineSpec::Poptrie(None)),
-            Some(("poptrie", bits)) => match bits.parse::<u8>() {
-                Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Ok(EngineSpec::Poptrie(Some(s))),
-                _ => Err(format!(
-                    "engine {text:?}: direct-pointing bits must be 0-{}",
-                    PoptrieOptions::MAX_DIRECT_BITS
-                )),
-            },
+            None if text == "poptrie-flat" => Ok(EngineSpec::PoptrieFlat(None)),
+            Some(("poptrie", b)) => bits(b).map(EngineSpec::Poptrie),
+            Some(("poptrie-flat", b)) => bits(b).map(EngineSpec::PoptrieFlat),
             _ => Err(format!(
-                "unknown engine {text:?} (expected planb, poptrie, poptrie:S or radix)"
+                "unknown engine {text:?} (expected planb, poptrie[:S], poptrie-flat[:S] or radix)"
             )),
         }
     }
@@ -63,6 +68,8 @@ impl EngineSpec {
             EngineSpec::Planb => "planb".into(),
             EngineSpec::Poptrie(None) => "poptrie".into(),
             EngineSpec::Poptrie(Some(s)) => format!("poptrie:{s}"),
+            EngineSpec::PoptrieFlat(None) => "poptrie-flat".into(),
+            EngineSpec::PoptrieFlat(Some(s)) => format!("poptrie-flat:{s}"),
             EngineSpec::Radix => "radix".into(),
         }
     }
@@ -72,6 +79,7 @@ impl EngineSpec {
 enum Compiled<A: Family> {
     Planb(PlanB<A>),
     Poptrie(Poptrie<A>),
+    PoptrieFlat(FlatPoptrie<A>),
     /// A route table whose values are the payloads.
     Radix(RouteTable<A, u32>),
 }
@@ -87,15 +95,17 @@ impl<A: Family> Compiled<A> {
             EngineSpec::Planb => Compiled::Planb(
                 PlanB::build(&compile(routes), &PlanbOptions::default()).map_err(|e| err(&e))?,
             ),
-            EngineSpec::Poptrie(s) => {
+            EngineSpec::Poptrie(s) | EngineSpec::PoptrieFlat(s) => {
                 let opts = PoptrieOptions {
                     direct_bits: s,
                     ..PoptrieOptions::default()
                 };
-                Compiled::Poptrie(
-                    <Poptrie<A> as Engine<A>>::build(&compile(routes), &opts)
-                        .map_err(|e| err(&e))?,
-                )
+                let iv = compile(routes);
+                if matches!(spec, EngineSpec::Poptrie(_)) {
+                    Compiled::Poptrie(Poptrie::build(&iv, &opts).map_err(|e| err(&e))?)
+                } else {
+                    Compiled::PoptrieFlat(FlatPoptrie::build(&iv, &opts).map_err(|e| err(&e))?)
+                }
             }
             EngineSpec::Radix => {
                 let mut t = RouteTable::new();
@@ -112,6 +122,7 @@ impl<A: Family> Compiled<A> {
         match self {
             Compiled::Planb(e) => e.name(),
             Compiled::Poptrie(e) => e.name(),
+            Compiled::PoptrieFlat(e) => e.name(),
             Compiled::Radix(_) => "radix".into(),
         }
     }
@@ -120,6 +131,7 @@ impl<A: Family> Compiled<A> {
         match self {
             Compiled::Planb(e) => e.footprint_bytes(),
             Compiled::Poptrie(e) => e.footprint_bytes(),
+            Compiled::PoptrieFlat(e) => e.footprint_bytes(),
             Compiled::Radix(t) => t.footprint_bytes(),
         }
     }
@@ -129,6 +141,7 @@ impl<A: Family> Compiled<A> {
         match self {
             Compiled::Planb(e) => e.lookup(addr),
             Compiled::Poptrie(e) => e.lookup(addr),
+            Compiled::PoptrieFlat(e) => e.lookup(addr),
             Compiled::Radix(t) => t.lookup(addr).map_or(NO_ROUTE, |(_, o)| *o),
         }
     }
@@ -140,6 +153,7 @@ impl<A: Family> Compiled<A> {
         match self {
             Compiled::Planb(e) => e.lookup_batch::<BATCH>(addrs, out),
             Compiled::Poptrie(e) => Engine::lookup_batch::<BATCH>(e, addrs, out),
+            Compiled::PoptrieFlat(e) => e.lookup_batch::<BATCH>(addrs, out),
             Compiled::Radix(t) => {
                 for (a, o) in addrs.iter().zip(out.iter_mut()) {
                     *o = t.lookup(*a).map_or(NO_ROUTE, |(_, v)| *v);

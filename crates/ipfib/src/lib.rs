@@ -15,6 +15,8 @@
 //!                                  ─► payload ─► (IPv6 >/64: stage 2)
 //!        engine::poptrie::Poptrie<A>: direct table (top s bits) ─► leaf | 64-ary node
 //!                                  ─► (6 bits per level, popcount) ─► leaf
+//!        engine::poptrie::FlatPoptrie<A>: direct table ─► 64-bit entry: leaf | 32-ary
+//!                                  node header ─► (5 bits per level, one read) ─► leaf
 //!                                                        │ both implement engine::Engine
 //!           compiled::Compiled<A, V, E> / table::CompiledTable<V, E4, E6>: (prefix, &value)
 //! ```
@@ -31,7 +33,9 @@
 //!   "Why is this IPv6 lookup slow?": `search.rs` then `tree.rs`.
 //! - `engine/poptrie/`: `mod.rs` (node layout, options, kernels), `build.rs`
 //!   (intervals to direct table, nodes, leaves), `search.rs` (single and
-//!   batch search, the one popcount dispatch point).
+//!   batch search, the one popcount dispatch point), `avx512.rs` (the
+//!   batch, eight lanes per vector), `flat/` (the flat layout: one 64-bit
+//!   read per level; the fastest IPv6 batches).
 //! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
 //!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
@@ -40,7 +44,8 @@
 //!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
 //! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
 //!   (seeded synthetic tables and traces): test and benchmark support.
-//! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures.
+//! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures,
+//!   and the non-temporal input prefetch every batch kernel uses.
 
 pub mod addr;
 pub mod check;

@@ -43,8 +43,9 @@ pub(super) fn build<A: Chunks>(
     };
     let mut r = 0;
     for bucket in 0..focus_len {
-        // s <= 24 < bits, so the shift is in range (and 0 when s = |F|).
-        let lo = first | (bucket as u128) << (bits - s);
+        // The bucket's bits follow F's (bucket 0 only when s = |F|, and a
+        // shift by all 128 bits when s = 0 and the family is IPv6).
+        let lo = first | (bucket as u128).checked_shl(bits - s).unwrap_or(0);
         b.advance(&mut r, lo);
         b.entries[bucket] = b.subtree(lo, s, r)?;
     }
