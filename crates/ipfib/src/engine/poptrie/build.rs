@@ -167,6 +167,22 @@ pub(super) fn low_mask(w: u32) -> u128 {
         .unwrap_or(0)
 }
 
+/// Move the rank cursor `r` to the interval of `starts` holding `addr`
+/// (never back).
+#[inline]
+pub(super) fn advance<A: Chunks>(starts: &[A], r: &mut usize, addr: u128) {
+    while *r + 1 < starts.len() && starts[*r + 1].to_u128() <= addr {
+        *r += 1;
+    }
+}
+
+/// Whether `r`'s interval reaches up to `last` (no interval starts after
+/// `r`'s and at or before `last`).
+#[inline]
+pub(super) fn single<A: Chunks>(starts: &[A], r: usize, last: u128) -> bool {
+    starts.get(r + 1).is_none_or(|next| next.to_u128() > last)
+}
+
 struct Builder<'a, A, N> {
     starts: &'a [A],
     payloads: &'a [u32],
@@ -188,21 +204,14 @@ impl<'a, A: Chunks, N: Stride> Builder<'a, A, N> {
         }
     }
 
-    /// Move the rank cursor `r` to the interval holding `addr` (never back).
     #[inline]
     fn advance(&self, r: &mut usize, addr: u128) {
-        while *r + 1 < self.starts.len() && self.starts[*r + 1].to_u128() <= addr {
-            *r += 1;
-        }
+        advance(self.starts, r, addr)
     }
 
-    /// Whether `r`'s interval reaches up to `last` (no interval starts
-    /// after `r`'s and at or before `last`).
     #[inline]
     fn single(&self, r: usize, last: u128) -> bool {
-        self.starts
-            .get(r + 1)
-            .is_none_or(|next| next.to_u128() > last)
+        single(self.starts, r, last)
     }
 
     /// Fill node `idx`, which covers the addresses whose top `offset` bits

@@ -373,24 +373,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         opts: &PoptrieOptions,
         focus: bool,
     ) -> Result<Self, PoptrieError> {
-        let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
-        if !kernel.is_supported() {
-            return Err(PoptrieError::UnsupportedKernel(kernel));
-        }
-        let s = opts
-            .direct_bits
-            .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
-        if s > PoptrieOptions::MAX_DIRECT_BITS {
-            return Err(PoptrieError::DirectBits(s));
-        }
-        validate(iv)?;
-        if let Some(&p) = iv
-            .payloads
-            .iter()
-            .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
-        {
-            return Err(PoptrieError::PayloadTooLarge(p));
-        }
+        let (kernel, s) = checked(iv, opts)?;
         let built = build::build::<A, N>(iv, s as u32, opts.leafvec, focus)?;
         Ok(Poptrie {
             direct: LookupBuf::from_slice(&built.direct),
@@ -461,6 +444,33 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             + std::mem::size_of_val(&*self.nodes)
             + std::mem::size_of_val(&*self.leaves)
     }
+}
+
+/// The kernel and `s` of `opts`, once they and `iv` are checked (both
+/// layouts, [`Poptrie`] and [`FlatPoptrie`], build under these rules).
+fn checked<A: Chunks>(
+    iv: &Intervals<A>,
+    opts: &PoptrieOptions,
+) -> Result<(Kernel, u8), PoptrieError> {
+    let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
+    if !kernel.is_supported() {
+        return Err(PoptrieError::UnsupportedKernel(kernel));
+    }
+    let s = opts
+        .direct_bits
+        .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
+    if s > PoptrieOptions::MAX_DIRECT_BITS {
+        return Err(PoptrieError::DirectBits(s));
+    }
+    validate(iv)?;
+    if let Some(&p) = iv
+        .payloads
+        .iter()
+        .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
+    {
+        return Err(PoptrieError::PayloadTooLarge(p));
+    }
+    Ok((kernel, s))
 }
 
 /// The shape `intervals::compile` guarantees, checked so that hand-made

@@ -11,16 +11,11 @@
 //! nothing in a level depends on it.
 
 use super::super::avx512::{count, load, upto};
+pub(super) use super::super::avx512::{LANES, MAX_GROUPS};
 use super::{FlatPoptrie, K, LEAF};
 use crate::engine::poptrie::Chunks;
 use crate::mem::prefetch_input;
 use std::arch::x86_64::*;
-
-/// Lanes per vector.
-pub(super) const LANES: usize = 8;
-/// Most groups of one batch (`M <= 128`; larger batches use the scalar
-/// batch, see `search.rs`).
-pub(super) const MAX_GROUPS: usize = 16;
 
 /// The state of eight lanes.
 #[derive(Clone, Copy)]

@@ -7,6 +7,7 @@
 //! build is linear in slots plus intervals per level.
 
 use super::{Focus, K, LEAF};
+use crate::engine::poptrie::build::{advance, single};
 use crate::engine::poptrie::{low_mask, Chunks, PoptrieError};
 use crate::intervals::Intervals;
 
@@ -46,7 +47,7 @@ pub(super) fn build<A: Chunks>(
         // The bucket's bits follow F's (bucket 0 only when s = |F|, and a
         // shift by all 128 bits when s = 0 and the family is IPv6).
         let lo = first | (bucket as u128).checked_shl(bits - s).unwrap_or(0);
-        b.advance(&mut r, lo);
+        advance(b.starts, &mut r, lo);
         b.entries[bucket] = b.subtree(lo, s, r)?;
     }
     let mut r = 0;
@@ -56,7 +57,7 @@ pub(super) fn build<A: Chunks>(
             // Addresses in F use the focus table: never read.
             leaf(crate::intervals::NO_ROUTE)
         } else {
-            b.advance(&mut r, lo);
+            advance(b.starts, &mut r, lo);
             b.subtree(lo, fbits, r)?
         };
     }
@@ -114,28 +115,12 @@ struct Builder<'a, A> {
 }
 
 impl<A: Chunks> Builder<'_, A> {
-    /// Move the rank cursor `r` to the interval holding `addr` (never back).
-    #[inline]
-    fn advance(&self, r: &mut usize, addr: u128) {
-        while *r + 1 < self.starts.len() && self.starts[*r + 1].to_u128() <= addr {
-            *r += 1;
-        }
-    }
-
-    /// Whether `r`'s interval reaches up to `last`.
-    #[inline]
-    fn single(&self, r: usize, last: u128) -> bool {
-        self.starts
-            .get(r + 1)
-            .is_none_or(|next| next.to_u128() > last)
-    }
-
     /// The entry for the addresses whose top `offset` bits are those of
     /// `first` (`r` the rank of `first`): a leaf, or the header of a node
     /// whose block this call allocates and fills.
     fn subtree(&mut self, first: u128, offset: u32, mut r: usize) -> Result<u64, PoptrieError> {
         let last = first | low_mask(self.bits.saturating_sub(offset));
-        if self.single(r, last) {
+        if single(self.starts, r, last) {
             return Ok(leaf(self.payloads[r]));
         }
         // offset < bits here: a range of one address is always single.
@@ -153,8 +138,8 @@ impl<A: Chunks> Builder<'_, A> {
                 let a = first | (slot >> (offset + K - self.bits)) as u128;
                 (a, a)
             };
-            self.advance(&mut r, lo);
-            if self.single(r, hi) {
+            advance(self.starts, &mut r, lo);
+            if single(self.starts, r, hi) {
                 let p = self.payloads[r];
                 if prev != Some(p) {
                     runs |= 1 << slot;

@@ -45,8 +45,8 @@ mod avx512;
 mod build;
 mod search;
 
-use super::{validate, Chunks, Kernel, PoptrieError, PoptrieOptions, MAX_PAYLOAD};
-use crate::intervals::{Intervals, NO_ROUTE};
+use super::{checked, Chunks, Kernel, PoptrieError, PoptrieOptions};
+use crate::intervals::Intervals;
 use crate::mem::LookupBuf;
 
 /// Entries with this bit set are leaves, their payload in the low 32 bits.
@@ -96,24 +96,7 @@ impl<A: Chunks> FlatPoptrie<A> {
         opts: &PoptrieOptions,
         share: u32,
     ) -> Result<Self, PoptrieError> {
-        let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
-        if !kernel.is_supported() {
-            return Err(PoptrieError::UnsupportedKernel(kernel));
-        }
-        let s = opts
-            .direct_bits
-            .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
-        if s > PoptrieOptions::MAX_DIRECT_BITS {
-            return Err(PoptrieError::DirectBits(s));
-        }
-        validate(iv)?;
-        if let Some(&p) = iv
-            .payloads
-            .iter()
-            .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
-        {
-            return Err(PoptrieError::PayloadTooLarge(p));
-        }
+        let (kernel, s) = checked(iv, opts)?;
         let built = build::build(iv, s as u32, share.clamp(501, 1000))?;
         Ok(FlatPoptrie {
             entries: LookupBuf::from_slice(&built.entries),
