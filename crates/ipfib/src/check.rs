@@ -123,15 +123,21 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             // AVX-512 batch differs: one gather per level).
             let name = format!("poptrie5[{kernel}, s={s}, leafvec={leafvec}]");
             c.variant::<Poptrie<A, Node32>>(&name, &opts)?;
-            if leafvec {
-                // The flat layout (its runs are always compressed), with
-                // its own focus rule and with a focus that leaves a
-                // fraction of the boundaries to the outer table.
-                let name = format!("poptrie-flat[{kernel}, s={s}]");
-                c.variant::<FlatPoptrie<A>>(&name, &opts)?;
-                let name = format!("poptrie-flat[{kernel}, s={s}, strays]");
-                c.variant::<StrayFlat<A>>(&name, &opts)?;
-            }
+        }
+        // The flat layout (its runs are always compressed), every `s` on
+        // every kernel (its searches share less code across kernels),
+        // with its own focus rule and with a focus that leaves a fraction
+        // of the boundaries to the outer table.
+        for &(s, _) in POPTRIE_LAYOUTS.iter().filter(|l| l.1) {
+            let opts = PoptrieOptions {
+                direct_bits: Some(s),
+                kernel: Some(kernel),
+                ..Default::default()
+            };
+            let name = format!("poptrie-flat[{kernel}, s={s}]");
+            c.variant::<FlatPoptrie<A>>(&name, &opts)?;
+            let name = format!("poptrie-flat[{kernel}, s={s}, strays]");
+            c.variant::<StrayFlat<A>>(&name, &opts)?;
         }
     }
     Ok(())

@@ -15,7 +15,8 @@
 //!                                  ─► payload ─► (IPv6 >/64: stage 2)
 //!        engine::poptrie::Poptrie<A>: direct table (top s bits) ─► leaf | 64-ary node
 //!                                  ─► (6 bits per level, popcount) ─► leaf
-//!        engine::poptrie::FlatPoptrie<A>: direct table ─► 64-bit entry: leaf | 32-ary
+//!        engine::poptrie::FlatPoptrie<A>: direct table over the dominant prefix (outer
+//!                                  table for the rest) ─► 64-bit entry: leaf | 32-ary
 //!                                  node header ─► (5 bits per level, one read) ─► leaf
 //!                                                        │ both implement engine::Engine
 //!           compiled::Compiled<A, V, E> / table::CompiledTable<V, E4, E6>: (prefix, &value)

@@ -285,6 +285,8 @@ pub enum PoptrieError {
     PayloadTooLarge(u32),
     #[error("{0} internal nodes is more than poptrie indexes (2^31)")]
     TooManyNodes(usize),
+    #[error("{0} entries is more than the flat poptrie indexes (2^31)")]
+    TooManyEntries(usize),
     #[error("{0} leaves is more than poptrie indexes (2^32)")]
     TooManyLeaves(usize),
     #[error("malformed intervals: {0}")]

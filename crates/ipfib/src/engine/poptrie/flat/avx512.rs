@@ -31,7 +31,8 @@ struct Group {
 /// First entries for the eight addresses at `a`.
 ///
 /// # Safety
-/// `a` points at eight addresses; the CPU has AVX-512F and VL.
+/// `a` points at eight addresses; the CPU has AVX-512F, AVX-512VL and
+/// AVX512-VPOPCNTDQ.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
 unsafe fn start<A: Chunks>(e: &FlatPoptrie<A>, a: *const A) -> Group {
@@ -65,7 +66,7 @@ unsafe fn start<A: Chunks>(e: &FlatPoptrie<A>, a: *const A) -> Group {
             )
         };
         let x = _mm512_i64gather_epi64::<8>(idx, e.entries.as_ptr() as *const i64);
-        // hi:lo << shift (0 < shift <= 24; a count of 64 gives 0 when 0).
+        // hi:lo << shift (0 <= shift <= 24; `lo >> 64` gives 0 when 0).
         let back = _mm512_sub_epi64(_mm512_set1_epi64(64), shift);
         let hi = _mm512_or_si512(_mm512_sllv_epi64(hi, shift), _mm512_srlv_epi64(lo, back));
         let lo = _mm512_sllv_epi64(lo, shift);
@@ -81,8 +82,8 @@ unsafe fn start<A: Chunks>(e: &FlatPoptrie<A>, a: *const A) -> Group {
 /// One level for the group's active lanes.
 ///
 /// # Safety
-/// Every active lane's `x` is a node entry of `e`; the CPU has AVX-512F
-/// and AVX512-VPOPCNTDQ.
+/// Every active lane's `x` is a node entry of `e`; the CPU has AVX-512F,
+/// AVX-512VL and AVX512-VPOPCNTDQ.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
 unsafe fn step<A: Chunks>(e: &FlatPoptrie<A>, g: &mut Group) {

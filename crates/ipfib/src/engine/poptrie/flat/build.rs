@@ -156,7 +156,7 @@ impl<A: Chunks> Builder<'_, A> {
         }
         let base = self.entries.len();
         if base + n > MAX_ENTRIES {
-            return Err(PoptrieError::TooManyNodes(base + n));
+            return Err(PoptrieError::TooManyEntries(base + n));
         }
         self.entries.resize(base + n, 0);
         for (j, &item) in items[..n].iter().enumerate() {
