@@ -91,9 +91,9 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// How many rounds ahead a batch fetches its input ([`prefetch_input`]):
-/// 2 KiB at 32 IPv6 addresses a round. 1 to 16 rounds measured within a
-/// few percent of each other on the LINX matched trace, except 1 (~7%
-/// slower); see BENCHMARKS.md, "Input streaming".
+/// 2 KiB at 32 IPv6 addresses a round. 2 to 16 rounds measured within 3%
+/// of each other on the LINX matched trace, 1 round 7% slower (AMD EPYC
+/// Zen 5; BENCHMARKS.md, "Input streaming" under the issue-2 standing).
 const INPUT_AHEAD_ROUNDS: usize = 4;
 
 /// Fetch the input of the batch round [`INPUT_AHEAD_ROUNDS`] after the
@@ -104,8 +104,8 @@ const INPUT_AHEAD_ROUNDS: usize = 4;
 /// prefetcher) those lines fill L2 and push out the lookup structure,
 /// which real IPv6 tables fit in (0.4-0.6 MiB of a 1 MiB L2); fetched
 /// non-temporally they stay out of the way. Measured on the LINX matched
-/// trace (2M addresses): the flat Poptrie's batch went from ~183 to
-/// ~270 MLPS. Never faults, whatever the address (past the end of the
+/// trace (2M addresses, batch 32): the flat Poptrie's batch went from
+/// ~183 to ~280 MLPS, `poptrie5:18`'s from 191 to 245. Never faults, whatever the address (past the end of the
 /// input included).
 #[inline(always)]
 pub(crate) fn prefetch_input<A>(round: *const A, n: usize) {
