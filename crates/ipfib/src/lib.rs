@@ -52,6 +52,7 @@ pub mod addr;
 pub mod check;
 pub mod compiled;
 pub mod engine;
+mod fault;
 pub mod fib;
 pub mod gen;
 pub mod intervals;

@@ -48,7 +48,8 @@ impl<V: Clone + Eq + Hash> ValueTable<V> {
         let i = match self.free.pop() {
             Some(i) => i,
             None => {
-                if self.slots.len() >= MAX_VALUES {
+                if self.slots.len() >= MAX_VALUES || crate::fault::hit(crate::fault::Point::Acquire)
+                {
                     return Err(TooManyValues);
                 }
                 self.slots.push(None);

@@ -88,7 +88,7 @@ fn check_routes<A: Family>(routes: &[(Prefix<A>, u32)], extra: &[A]) -> Result<(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(ipfib::check::cases(300)))]
 
     #[test]
     fn v4_engines_agree_with_oracle(

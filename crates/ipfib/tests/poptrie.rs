@@ -148,7 +148,7 @@ fn aggregation_preserves<A: ipfib::engine::Family>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(ipfib::check::cases(64)))]
 
     #[test]
     fn aggregation_never_changes_an_answer(seed in any::<u64>(), n in 1usize..400) {

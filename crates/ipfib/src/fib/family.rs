@@ -83,20 +83,32 @@ impl<A: Family, V> FamilySide<A, V> {
 pub(crate) struct FamilyFib<A: Family, V> {
     pub(crate) routes: RouteTable<A, V>,
     current: Arc<FamilySide<A, V>>,
-    /// Poptrie only: the other copy, behind `current` by `lag`.
-    spare: Option<Arc<FamilySide<A, V>>>,
+    /// Poptrie only: the other copy, with the slots it lacks.
+    spare: Option<Spare<A, V>>,
     /// Direct-pointing slots changed since the last publication (Poptrie),
     /// each listed once (`marked` is their bitset).
     dirty: Vec<u32>,
     marked: Vec<u64>,
-    /// Slots the spare has not seen yet: the last publication's `dirty`.
-    lag: Vec<u32>,
-    /// Any route changed since the last publication.
+    /// Any route changed since the last publication. Cleared only when a
+    /// publication has made the changes current, so a publication that
+    /// fails keeps them for the next one.
     changed: bool,
-    /// Every route was replaced (`replace_all`): build afresh.
+    /// Every route was replaced (`replace_all`): build afresh, and the
+    /// side replaced then is no spare (it differs from the new one in
+    /// slots no one listed).
     rebuild_all: bool,
     /// Poptrie's direct-pointing bits.
     s: u32,
+}
+
+/// The Poptrie copy readers are not given: the previously current side,
+/// behind the current one by exactly the direct-pointing slots in `lag`.
+/// The lag travels with the side it describes, so a spare can never be
+/// used with another side's list (a spare that no list describes is
+/// dropped instead, e.g. after `replace_all`).
+struct Spare<A: Family, V> {
+    side: Arc<FamilySide<A, V>>,
+    lag: Vec<u32>,
 }
 
 impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
@@ -106,7 +118,10 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             FibEngine::PlanB => (None, 0),
             // The spare starts as a copy (memcpy, not a second build).
             FibEngine::Poptrie => (
-                current.duplicate().map(Arc::new),
+                current.duplicate().map(|side| Spare {
+                    side: Arc::new(side),
+                    lag: Vec::new(),
+                }),
                 u32::from(opts.direct_bits()),
             ),
         };
@@ -121,7 +136,6 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             spare,
             dirty: Vec::new(),
             marked: vec![0; slots.div_ceil(64)],
-            lag: Vec::new(),
             changed: false,
             rebuild_all: false,
             s,
@@ -187,7 +201,6 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         self.rebuild_all = true;
         self.spare = None;
         self.clear_dirty();
-        self.lag.clear();
     }
 
     fn clear_dirty(&mut self) {
@@ -204,101 +217,109 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
             return true; // nothing to do, or a fresh build anyway
         }
         match &mut self.spare {
-            Some(sp) => Arc::get_mut(sp).is_some(),
+            Some(sp) => Arc::get_mut(&mut sp.side).is_some(),
             None => true,
         }
     }
 
-    /// Bring a side up to date for publication (or keep the current one
-    /// when nothing changed) and make it current.
-    pub(crate) fn prepare(
+    /// The side the next publication shows: `None` when nothing changed
+    /// (the current side stands). Changes nothing readers or the next
+    /// publication rely on: `current`, the route table and the changed
+    /// slots stay as they are until [`FamilyFib::commit`], so an error
+    /// leaves the family as it was (at most the spare is gone, which the
+    /// next publication replaces by a copy of the current side).
+    pub(crate) fn build_next(
         &mut self,
         opts: &FibOptions,
         wait: Duration,
         stats: &mut FibStats,
-    ) -> Result<Arc<FamilySide<A, V>>, FibError> {
+    ) -> Result<Option<Arc<FamilySide<A, V>>>, FibError> {
         if !self.changed {
-            return Ok(self.current());
+            return Ok(None);
         }
-        self.changed = false;
-        let next = if opts.engine == FibEngine::PlanB {
+        if opts.engine == FibEngine::PlanB {
             stats.full_builds += 1;
-            Arc::new(full_side(&self.routes, opts)?)
-        } else {
-            // The spare is behind by `lag` (copied from the current side,
-            // which has them right) and `dirty` (rebuilt from the routes).
-            // Past an eighth of all slots a fresh build is cheaper.
-            let few = self.few() && !std::mem::take(&mut self.rebuild_all);
-            let spare = self.spare.take().filter(|_| few).and_then(|sp| {
-                let free = wait_unique(sp, wait);
-                if free.is_none() {
-                    stats.spare_busy += 1;
+            let side = full_side(&self.routes, opts)?;
+            return Ok(Some(Arc::new(side)));
+        }
+        // The spare is behind by its `lag` (copied from the current side,
+        // which has those slots right) and by `dirty` (rebuilt from the
+        // routes). Past an eighth of all slots a fresh build is cheaper.
+        let few = !self.rebuild_all && self.few();
+        let spare = if few { self.spare.take() } else { None };
+        let spare = spare.and_then(|sp| match wait_unique(sp.side, wait) {
+            Some(side) => Some((side, sp.lag)),
+            None => {
+                stats.spare_busy += 1;
+                None
+            }
+        });
+        // A snapshot still holds the spare: copy the current side (a few
+        // memcpys, far cheaper than a build); it only lacks `dirty`.
+        let spare = match spare {
+            Some(sp) => Some(sp),
+            None if few => {
+                stats.spare_copies += 1;
+                self.current
+                    .duplicate()
+                    .map(|side| (Arc::new(side), Vec::new()))
+            }
+            None => None,
+        };
+        if let Some((mut arc, lag)) = spare {
+            // wait_unique returned it unique and nothing else has seen it
+            // since; were it shared, the fresh build below covers it.
+            if let Some(side) = Arc::get_mut(&mut arc) {
+                let done = update_slots(
+                    side,
+                    &self.current,
+                    &self.routes,
+                    &lag,
+                    &self.dirty,
+                    &self.marked,
+                    self.s,
+                )?;
+                if done {
+                    stats.slot_rebuilds += self.dirty.len() as u64;
+                    stats.slot_copies += lag.len() as u64;
+                    return Ok(Some(arc));
                 }
-                free
-            });
-            // A snapshot still holds the spare: copy the current side (a few
-            // memcpys, far cheaper than a build); it only lacks `dirty`.
-            let (spare, lag) = match spare {
-                Some(sp) => (Some(sp), self.lag.as_slice()),
-                None if few => {
-                    stats.spare_copies += 1;
-                    (self.current.duplicate().map(Arc::new), &[][..])
-                }
-                None => (None, &[][..]),
-            };
-            let next = match spare {
-                Some(mut arc) => match Arc::get_mut(&mut arc) {
-                    Some(side) => {
-                        let done = update_slots(
-                            side,
-                            &self.current,
-                            &self.routes,
-                            lag,
-                            &self.dirty,
-                            &self.marked,
-                            self.s,
-                        )?;
-                        if !done {
-                            stats.full_builds += 1;
-                            *side = full_side(&self.routes, opts)?;
-                        }
-                        stats.slot_rebuilds += self.dirty.len() as u64;
-                        stats.slot_copies += lag.len() as u64;
-                        arc
-                    }
-                    // wait_unique returned it unique and nothing else has
-                    // seen it since; a fresh build covers the case anyway.
-                    None => {
-                        stats.full_builds += 1;
-                        Arc::new(full_side(&self.routes, opts)?)
-                    }
-                },
-                None => {
-                    stats.full_builds += 1;
-                    Arc::new(full_side(&self.routes, opts)?)
-                }
-            };
-            self.lag = std::mem::take(&mut self.dirty);
-            self.clear_marks();
-            next
+            }
+        }
+        stats.full_builds += 1;
+        let side = full_side(&self.routes, opts)?;
+        Ok(Some(Arc::new(side)))
+    }
+
+    /// Make `next` (from [`FamilyFib::build_next`]) current and return the
+    /// side to publish. Infallible, so a publication changes both families
+    /// or neither. The side it replaces becomes the Poptrie spare, behind
+    /// by exactly this publication's changed slots.
+    pub(crate) fn commit(
+        &mut self,
+        next: Option<Arc<FamilySide<A, V>>>,
+        opts: &FibOptions,
+    ) -> Arc<FamilySide<A, V>> {
+        let Some(next) = next else {
+            return self.current();
         };
         let old = std::mem::replace(&mut self.current, Arc::clone(&next));
-        if opts.engine == FibEngine::Poptrie {
-            self.spare = Some(old);
+        for &slot in &self.dirty {
+            self.marked[slot as usize / 64] = 0;
         }
-        Ok(next)
+        let lag = std::mem::take(&mut self.dirty);
+        self.spare = (opts.engine == FibEngine::Poptrie && !self.rebuild_all)
+            .then_some(Spare { side: old, lag });
+        self.changed = false;
+        self.rebuild_all = false;
+        next
     }
 
     /// Whether updating the spare slot by slot beats a fresh build: up to
     /// an eighth of all slots.
     fn few(&self) -> bool {
-        self.lag.len() + self.dirty.len() <= (1usize << self.s) / 8
-    }
-
-    fn clear_marks(&mut self) {
-        for &slot in &self.lag {
-            self.marked[slot as usize / 64] = 0;
-        }
+        let lag = self.spare.as_ref().map_or(0, |sp| sp.lag.len());
+        lag + self.dirty.len() <= (1usize << self.s) / 8
     }
 }
 
@@ -307,10 +328,13 @@ impl<A: Family, V> FamilyFib<A, V> {
     /// dirty-slot bookkeeping.
     pub(crate) fn footprint_bytes(&self) -> usize {
         self.current.footprint_bytes()
-            + self.spare.as_ref().map_or(0, |s| s.footprint_bytes())
+            + self
+                .spare
+                .as_ref()
+                .map_or(0, |sp| sp.side.footprint_bytes() + sp.lag.capacity() * 4)
             + self.routes.footprint_bytes()
             + self.marked.capacity() * 8
-            + (self.dirty.capacity() + self.lag.capacity()) * 4
+            + self.dirty.capacity() * 4
     }
 }
 
@@ -341,6 +365,9 @@ fn full_side<A: Family, V: Clone>(
     routes: &RouteTable<A, V>,
     opts: &FibOptions,
 ) -> Result<FamilySide<A, V>, FibError> {
+    if crate::fault::hit(crate::fault::Point::FullBuild) {
+        return Err(FibError::Invariant("injected build failure".into()));
+    }
     let iv = compile(routes.iter_indices());
     let engine = match opts.engine {
         FibEngine::PlanB => SideEngine::PlanB(PlanB::build(&iv, &opts.planb)?),
@@ -383,6 +410,9 @@ fn update_slots<A: Family, V: Clone + Eq>(
             routes.values(),
             from.slot_payloads(slot as usize),
         );
+    }
+    if crate::fault::hit(crate::fault::Point::SlotUpdate) {
+        return Err(FibError::Invariant("injected slot update failure".into()));
     }
     for &slot in dirty {
         let iv = slot_intervals(routes, slot, s);

@@ -37,10 +37,26 @@
 //!   (`FamilySide::values`), so a freed index that the route table hands to
 //!   another value cannot change what an older snapshot answers.
 //!
-//! Staleness: a change is published when `max_pending` changes have
-//! accumulated or when a change arrives `max_delay` after the oldest
-//! unpublished one, whichever comes first; the writer has no timer thread,
-//! so a writer that stops updating calls [`Fib::flush`].
+//! Staleness: pending changes are published by the first of
+//! - the update that makes `max_pending` of them,
+//! - any call of [`Fib::insert`], [`Fib::remove`], [`Fib::apply`],
+//!   [`Fib::apply_batch`] or [`Fib::publish_if_due`] made `max_delay` or
+//!   more after the oldest of them,
+//! - [`Fib::flush`] or [`Fib::replace_all`].
+//!
+//! The FIB has no timer thread (a writer owns it, `&mut`), so with no
+//! further calls nothing is published: a writer that goes idle calls
+//! `flush`, or waits for its next update with [`Fib::due_in`] as the
+//! timeout and then calls `publish_if_due`. While a snapshot holds the
+//! Poptrie spare a due publication may be put off by up to
+//! `spare_patience` (again, counted at the next call).
+//!
+//! Errors: an update the route table refuses ([`FibError::Values`])
+//! changes nothing (`apply_batch` undoes the updates before it). A
+//! publication that fails (an engine's build error, or
+//! [`FibError::Invariant`] when `validate` is on) publishes nothing and
+//! leaves readers on the last version; the changes stay in the route
+//! table and pending, and the next publication tries again.
 
 mod family;
 
@@ -89,6 +105,11 @@ pub struct FibOptions {
     pub spare_patience: Duration,
     pub planb: PlanbOptions,
     pub poptrie: PoptrieOptions,
+    /// Check each side's structural invariants after every in-place
+    /// update and every build, before it is published
+    /// ([`FibError::Invariant`] on a violation). Slow: for tests and
+    /// fuzzing.
+    pub validate: bool,
 }
 
 impl Default for FibOptions {
@@ -100,6 +121,7 @@ impl Default for FibOptions {
             spare_patience: Duration::from_micros(200),
             planb: PlanbOptions::default(),
             poptrie: PoptrieOptions::default(),
+            validate: false,
         }
     }
 }
@@ -120,8 +142,13 @@ impl FibOptions {
     }
 }
 
-/// Why an update or a publication failed. The route table keeps the
-/// change; the previously published version stays readable.
+/// Why an update or a publication failed.
+///
+/// [`FibError::Values`]: the update was refused and changed nothing.
+/// The others: a publication failed; readers keep the previously
+/// published version, the route table keeps the changes, which stay
+/// pending, and the next publication (the next change,
+/// [`Fib::publish_if_due`], [`Fib::flush`]) tries again.
 #[derive(Debug, thiserror::Error)]
 pub enum FibError {
     #[error(transparent)]
@@ -130,6 +157,10 @@ pub enum FibError {
     PlanB(#[from] BuildError),
     #[error("poptrie build: {0}")]
     Poptrie(#[from] PoptrieError),
+    /// A side failed its structural check after an update
+    /// ([`FibOptions::validate`]): a bug in ipfib, never published.
+    #[error("invariant broken after an update (not published): {0}")]
+    Invariant(String),
 }
 
 /// One route change for [`Fib::apply`] and [`Fib::apply_batch`].
@@ -254,23 +285,59 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Apply updates together: no publication happens between them, so
-    /// readers see all of them or none.
+    /// readers see all of them or none. All or none for the route table
+    /// too: when an update is refused ([`FibError::Values`]), the ones
+    /// before it are undone and the call changes nothing.
     pub fn apply_batch(
         &mut self,
         updates: impl IntoIterator<Item = FibUpdate<V>>,
     ) -> Result<(), FibError> {
-        let mut any = false;
+        // (prefix, value before the batch touched it): undone in reverse,
+        // each step returns the table to a state it held a moment ago.
+        let mut undo: Vec<(AnyPrefix, Option<V>)> = Vec::new();
+        let mut changes = 0usize;
         for u in updates {
-            if self.apply_unpublished(u)? {
-                self.pending += 1;
-                any = true;
+            let (prefix, step) = match u {
+                FibUpdate::Insert(p, v) => (p, self.insert_unpublished(p, v)),
+                FibUpdate::Remove(p) => (p, Ok(self.remove_unpublished(&p))),
+            };
+            match step {
+                Ok((old, changed)) => {
+                    if changed {
+                        changes += 1;
+                        undo.push((prefix, old));
+                    }
+                }
+                Err(e) => {
+                    self.undo(undo);
+                    return Err(e);
+                }
             }
         }
-        if any {
-            self.pending -= 1;
+        if changes > 0 {
+            self.pending += changes - 1;
             self.changed(true)?;
         }
         Ok(())
+    }
+
+    /// Put back the routes `log` recorded, last first. Each step returns
+    /// the table to a state it held during the same call, so the value
+    /// table had room for it then and has now: the insert cannot be
+    /// refused (were it, the route would stay as the later update left it,
+    /// and the publication that follows would still show the table as it
+    /// is).
+    fn undo(&mut self, log: Vec<(AnyPrefix, Option<V>)>) {
+        for (prefix, old) in log.into_iter().rev() {
+            match old {
+                Some(v) => {
+                    let _ = self.insert_unpublished(prefix, v);
+                }
+                None => {
+                    self.remove_unpublished(&prefix);
+                }
+            }
+        }
     }
 
     /// Replace every route with `table` and publish at once.
@@ -278,6 +345,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         self.v4.reset(table.v4);
         self.v6.reset(table.v6);
         self.pending += 1;
+        self.oldest_pending.get_or_insert_with(Instant::now);
         self.publish_now(Duration::ZERO)
     }
 
@@ -314,12 +382,37 @@ impl<V: Clone + Eq + Hash> Fib<V> {
             return Ok(());
         }
         self.pending += 1;
-        let now = Instant::now();
-        let oldest = *self.oldest_pending.get_or_insert(now);
-        if self.pending >= self.opts.max_pending || now - oldest >= self.opts.max_delay {
-            self.publish()?;
+        self.oldest_pending.get_or_insert_with(Instant::now);
+        self.publish_if_due().map(drop)
+    }
+
+    /// How long until the pending changes are due for publication: `None`
+    /// when nothing is pending, zero when they are due now. A writer that
+    /// waits for updates with a timeout uses this as the timeout, then
+    /// calls [`Fib::publish_if_due`]: the FIB has no thread of its own.
+    pub fn due_in(&self) -> Option<Duration> {
+        if self.pending == 0 {
+            return None;
         }
-        Ok(())
+        if self.pending >= self.opts.max_pending {
+            return Some(Duration::ZERO);
+        }
+        let oldest = self.oldest_pending?;
+        Some(self.opts.max_delay.saturating_sub(oldest.elapsed()))
+    }
+
+    /// Publish the pending changes if the staleness bound says they are
+    /// due (`max_pending` changes, or the oldest `max_delay` old); whether
+    /// a version was published. Updates call it themselves; a writer with
+    /// no more updates for a while calls it (or [`Fib::flush`]) so that
+    /// the last changes do not wait for the next update.
+    pub fn publish_if_due(&mut self) -> Result<bool, FibError> {
+        if self.due_in() != Some(Duration::ZERO) {
+            return Ok(false);
+        }
+        let before = self.version;
+        self.publish()?;
+        Ok(self.version != before)
     }
 
     /// Publish, or put it off while a snapshot holds a Poptrie spare (for
@@ -337,11 +430,17 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Publish; a held spare is waited for up to `wait`, then replaced by a
-    /// fresh copy.
+    /// fresh copy. Both families' sides are built before either becomes
+    /// current, so an error publishes nothing and changes no state a later
+    /// publication relies on: the changes stay pending and the next
+    /// publication (the next change, [`Fib::publish_if_due`] or
+    /// [`Fib::flush`]) tries again.
     fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
         let start = Instant::now();
-        let v4 = self.v4.prepare(&self.opts, wait, &mut self.stats)?;
-        let v6 = self.v6.prepare(&self.opts, wait, &mut self.stats)?;
+        let v4 = self.v4.build_next(&self.opts, wait, &mut self.stats)?;
+        let v6 = self.v6.build_next(&self.opts, wait, &mut self.stats)?;
+        let v4 = self.v4.commit(v4, &self.opts);
+        let v6 = self.v6.commit(v6, &self.opts);
         self.version += 1;
         self.shared.store(Arc::new(Published {
             version: self.version,
@@ -350,6 +449,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         }));
         self.pending = 0;
         self.oldest_pending = None;
+        self.deferred_since = None;
         self.stats.publications += 1;
         self.stats.last_publish = start.elapsed();
         self.stats.publish_total += self.stats.last_publish;
@@ -500,3 +600,6 @@ impl<V> Snapshot<V> {
         self.guard.v6.value(index)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,10 @@
 //! A mismatch is returned as a `Mismatch` describing the engine variant,
 //! the address and both answers, so a failing test says exactly what broke.
 
+mod fib;
+
+pub use fib::{check_fib_script, FibOp, FibScript, FIB_FUZZ_MAX_OPS};
+
 use crate::compiled::Compiled;
 use crate::engine::planb::kernel::Kernel;
 use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
@@ -16,6 +20,15 @@ use crate::oracle::Oracle;
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
 use std::fmt::Debug;
+
+/// Property-test cases: `PROPTEST_CASES` from the environment when set
+/// (a long run goes deeper than CI's), else `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
 
 /// One disagreement between an engine and the reference.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,389 @@
+//! Model check of the dynamic FIB: run a script of operations (insert,
+//! remove, batches, `replace_all`, flush, `publish_if_due`, snapshots held
+//! across them and dropped later) against a [`Fib`] and the brute-force
+//! [`Oracle`], and compare every published version with the oracle as it
+//! was when that version was published.
+//!
+//! One definition for the property tests (`tests/fib.rs`) and the fuzz
+//! target (`fuzz/fuzz_targets/fib_ops.rs`): [`FibScript::decode`] turns
+//! arbitrary bytes into a script biased to the edges (prefixes of length
+//! 0, around the direct-pointing bits, the longest; the ends of the space;
+//! a few shared bases so that routes nest and repeat; a handful of values
+//! so that value indices are freed and reused all the time).
+
+use crate::engine::poptrie::PoptrieOptions;
+use crate::engine::Family;
+use crate::fib::{Fib, FibEngine, FibOptions, FibUpdate, Snapshot};
+use crate::intervals::NO_ROUTE;
+use crate::oracle::Oracle;
+use crate::prefix::{AnyPrefix, Prefix};
+use crate::table::Table;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How many operations the `fib_ops` fuzz target decodes from one input
+/// (its regression inputs replay with the same bound).
+pub const FIB_FUZZ_MAX_OPS: usize = 400;
+
+/// One step of a script.
+#[derive(Clone, Debug)]
+pub enum FibOp {
+    Insert(AnyPrefix, u32),
+    Remove(AnyPrefix),
+    Batch(Vec<FibUpdate<u32>>),
+    ReplaceAll(Vec<(AnyPrefix, u32)>),
+    Flush,
+    PublishIfDue,
+    /// Take a snapshot and keep it.
+    Hold,
+    /// Drop the held snapshot with this index (modulo how many are held).
+    Release(usize),
+}
+
+/// Options and operations for [`check_fib_script`].
+#[derive(Clone, Debug)]
+pub struct FibScript {
+    pub opts: FibOptions,
+    pub ops: Vec<FibOp>,
+}
+
+/// Reads bytes as small numbers; past the end every read is zero.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn byte(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    fn below(&mut self, n: u8) -> u8 {
+        self.byte() % n
+    }
+
+    fn u64(&mut self) -> u64 {
+        (0..8).fold(0, |acc, _| acc << 8 | u64::from(self.byte()))
+    }
+}
+
+/// Direct-pointing bits the scripts use for Poptrie (0: every change
+/// rebuilds the one slot; 4: short prefixes mark several slots; 8 and 18).
+const DIRECT_BITS: [u8; 4] = [0, 4, 8, 18];
+
+/// Bases that prefixes are cut from: the ends of the space and a few
+/// fixed addresses, so that prefixes nest, repeat and touch.
+fn base<A: Family>(k: u8) -> A {
+    const BASES: [u128; 6] = [
+        0,
+        u128::MAX,
+        0x0a00_0000_0000_0000_0000_0000_0000_0000,
+        0x2001_0db8_0000_0000_0000_0000_0000_0000,
+        0x8000_0000_0000_0000_0000_0000_0000_0000,
+        0xc0a8_0101_ffff_0000_0000_0000_0000_0000,
+    ];
+    // IPv4 takes the top 32 bits of the same bases.
+    A::from_u128_truncate(BASES[k as usize % BASES.len()] >> (128 - u32::from(A::BITS)))
+}
+
+fn prefix<A: Family>(b: &mut Bytes, s: u8) -> Prefix<A> {
+    let bits = A::BITS;
+    let len = match b.below(8) {
+        0 => 0,
+        1 => 1,
+        2 => s.saturating_sub(1).min(bits),
+        3 => s.min(bits),
+        4 => (s + 1).min(bits),
+        5 => bits - b.below(2),
+        _ => b.below(bits + 1),
+    };
+    let addr = match b.below(4) {
+        0 => A::from_u128_truncate(u128::from(b.u64()) << 64 | u128::from(b.u64())),
+        _ => {
+            // A base, moved by a few steps of the prefix's own size (so
+            // neighbours touch) and perturbed below it.
+            let base = base::<A>(b.below(6)).to_u128();
+            let unit = if len == 0 { 0 } else { 1u128 << (bits - len) };
+            let step = u128::from(b.below(4)).wrapping_mul(unit);
+            A::from_u128_truncate(base.wrapping_add(step))
+        }
+    };
+    // `len <= bits` by construction.
+    Prefix::new_masked(addr, len).unwrap_or_default()
+}
+
+fn any_prefix(b: &mut Bytes, s: u8) -> AnyPrefix {
+    if b.below(3) == 0 {
+        prefix::<u128>(b, s).into()
+    } else {
+        prefix::<u32>(b, s).into()
+    }
+}
+
+impl FibScript {
+    /// The script that `data` spells: the first bytes choose the options,
+    /// the rest the operations (at most `max_ops` of them).
+    pub fn decode(data: &[u8], max_ops: usize) -> FibScript {
+        let mut b = Bytes(data);
+        let engine = b.below(5);
+        let mut opts = FibOptions::with_engine(if engine == 0 {
+            FibEngine::PlanB
+        } else {
+            FibEngine::Poptrie
+        });
+        let s = DIRECT_BITS[usize::from(engine.saturating_sub(1)) % DIRECT_BITS.len()];
+        opts.poptrie = PoptrieOptions {
+            direct_bits: Some(s),
+            ..PoptrieOptions::default()
+        };
+        opts.max_pending = [1, 2, 7, 64][usize::from(b.below(4))];
+        // No timing in a script but the spare's patience: publications
+        // come from `max_pending`, a zero `max_delay` (every change due at
+        // once) or the explicit calls, so a script replays the same way.
+        opts.max_delay = if b.below(2) == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(3600)
+        };
+        opts.spare_patience = if b.below(2) == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_micros(20)
+        };
+        opts.validate = true;
+        let mut ops = Vec::new();
+        while !b.0.is_empty() && ops.len() < max_ops {
+            let op = match b.below(16) {
+                0..=5 => FibOp::Insert(any_prefix(&mut b, s), u32::from(b.below(6))),
+                6..=8 => FibOp::Remove(any_prefix(&mut b, s)),
+                9 => FibOp::Batch(
+                    (0..=b.below(8))
+                        .map(|_| {
+                            if b.below(3) == 0 {
+                                FibUpdate::Remove(any_prefix(&mut b, s))
+                            } else {
+                                FibUpdate::Insert(any_prefix(&mut b, s), u32::from(b.below(6)))
+                            }
+                        })
+                        .collect(),
+                ),
+                10 => FibOp::ReplaceAll(
+                    (0..b.below(5))
+                        .map(|_| (any_prefix(&mut b, s), u32::from(b.below(6))))
+                        .collect(),
+                ),
+                11 => FibOp::Flush,
+                12 => FibOp::PublishIfDue,
+                13 | 14 => FibOp::Hold,
+                _ => FibOp::Release(usize::from(b.byte())),
+            };
+            ops.push(op);
+        }
+        FibScript { opts, ops }
+    }
+}
+
+/// The reference: both families' oracles.
+#[derive(Clone, Default)]
+struct Model {
+    v4: Oracle<u32, u32>,
+    v6: Oracle<u128, u32>,
+}
+
+impl Model {
+    fn insert(&mut self, p: AnyPrefix, v: u32) {
+        match p {
+            AnyPrefix::V4(p) => self.v4.insert(p, v),
+            AnyPrefix::V6(p) => self.v6.insert(p, v),
+        }
+    }
+
+    fn remove(&mut self, p: &AnyPrefix) {
+        match p {
+            AnyPrefix::V4(p) => drop(self.v4.remove(p)),
+            AnyPrefix::V6(p) => drop(self.v6.remove(p)),
+        }
+    }
+}
+
+/// Every prefix the script touched: their boundaries are where any
+/// version, stale or current, could differ from another.
+#[derive(Default)]
+struct Touched {
+    v4: BTreeSet<Prefix<u32>>,
+    v6: BTreeSet<Prefix<u128>>,
+}
+
+impl Touched {
+    fn add(&mut self, p: AnyPrefix) {
+        match p {
+            AnyPrefix::V4(p) => drop(self.v4.insert(p)),
+            AnyPrefix::V6(p) => drop(self.v6.insert(p)),
+        }
+    }
+}
+
+/// `snap` answers what `model` answers on every boundary of every touched
+/// prefix, single and batch.
+fn compare(
+    snap: &Snapshot<u32>,
+    model: &Model,
+    touched: &Touched,
+    what: &str,
+) -> Result<(), String> {
+    let q4 = crate::check::boundary_queries(touched.v4.iter().copied());
+    family(
+        &q4,
+        |a| snap.lookup_v4(a).copied(),
+        |a, o| snap.lookup_batch_v4(a, o),
+        |i| snap.value_v4(i).copied(),
+        |a| model.v4.lookup(a).map(|(_, v)| *v),
+        what,
+    )?;
+    let q6 = crate::check::boundary_queries(touched.v6.iter().copied());
+    family(
+        &q6,
+        |a| snap.lookup_v6(a).copied(),
+        |a, o| snap.lookup_batch_v6(a, o),
+        |i| snap.value_v6(i).copied(),
+        |a| model.v6.lookup(a).map(|(_, v)| *v),
+        what,
+    )
+}
+
+fn family<A: Family>(
+    queries: &[A],
+    single: impl Fn(A) -> Option<u32>,
+    batch: impl Fn(&[A], &mut [u32]),
+    value: impl Fn(u32) -> Option<u32>,
+    want: impl Fn(A) -> Option<u32>,
+    what: &str,
+) -> Result<(), String> {
+    let mut out = vec![0; queries.len()];
+    batch(queries, &mut out);
+    for (&a, &i) in queries.iter().zip(&out) {
+        let w = want(a);
+        let got = single(a);
+        if got != w {
+            return Err(format!("{what}: {a:?} answered {got:?}, want {w:?}"));
+        }
+        let got = if i == NO_ROUTE { None } else { value(i) };
+        if got != w || (i != NO_ROUTE && got.is_none()) {
+            return Err(format!(
+                "{what}: {a:?} batch index {i} means {got:?}, want {w:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Run `script`; `Err` describes the first step at which a published
+/// version (the current one or one a held snapshot shows) differs from the
+/// oracle of its time, or a call failed.
+pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
+    let mut fib: Fib<u32> = Fib::new(script.opts.clone()).map_err(|e| format!("Fib::new: {e}"))?;
+    let reader = fib.reader();
+    let mut model = Model::default();
+    // The oracle as of the last publication, and per held snapshot.
+    let mut published = model.clone();
+    let mut held: Vec<(Snapshot<u32>, Model)> = Vec::new();
+    let mut touched = Touched::default();
+    for (step, op) in script.ops.iter().enumerate() {
+        let what = format!("step {step} ({op:?})");
+        let before = fib.version();
+        let result = match op.clone() {
+            FibOp::Insert(p, v) => {
+                touched.add(p);
+                model.insert(p, v);
+                fib.insert(p, v).map(drop)
+            }
+            FibOp::Remove(p) => {
+                touched.add(p);
+                model.remove(&p);
+                fib.remove(&p).map(drop)
+            }
+            FibOp::Batch(updates) => {
+                for u in &updates {
+                    match u {
+                        FibUpdate::Insert(p, v) => {
+                            touched.add(*p);
+                            model.insert(*p, *v);
+                        }
+                        FibUpdate::Remove(p) => {
+                            touched.add(*p);
+                            model.remove(p);
+                        }
+                    }
+                }
+                fib.apply_batch(updates)
+            }
+            FibOp::ReplaceAll(routes) => {
+                let mut table = Table::new();
+                model = Model::default();
+                for (p, v) in routes {
+                    touched.add(p);
+                    model.insert(p, v);
+                    table.insert(p, v).map_err(|e| format!("{what}: {e}"))?;
+                }
+                fib.replace_all(table)
+            }
+            FibOp::Flush => fib.flush(),
+            FibOp::PublishIfDue => fib.publish_if_due().map(drop),
+            FibOp::Hold => {
+                held.push((reader.snapshot(), published.clone()));
+                Ok(())
+            }
+            FibOp::Release(k) => {
+                if !held.is_empty() {
+                    let (snap, then) = held.swap_remove(k % held.len());
+                    compare(&snap, &then, &touched, &format!("{what}: released"))?;
+                }
+                Ok(())
+            }
+        };
+        result.map_err(|e| format!("{what}: {e}"))?;
+        if fib.version() != before {
+            published = model.clone();
+        }
+        let snap = reader.snapshot();
+        if snap.version() != fib.version() {
+            return Err(format!(
+                "{what}: reader sees version {}, writer published {}",
+                snap.version(),
+                fib.version()
+            ));
+        }
+        // A version is compared when it is published, every few steps
+        // after (it must not change while published), and when a held
+        // snapshot of it is released.
+        if fib.version() != before || step % 16 == 0 {
+            compare(&snap, &published, &touched, &what)?;
+        }
+        if matches!(op, FibOp::Flush | FibOp::ReplaceAll(_)) && fib.pending() != 0 {
+            return Err(format!("{what}: {} changes still pending", fib.pending()));
+        }
+        if fib.routes_v4().len() != model.v4.routes().len()
+            || fib.routes_v6().len() != model.v6.routes().len()
+        {
+            return Err(format!("{what}: the route table lost or gained a route"));
+        }
+    }
+    for (k, (snap, then)) in held.iter().enumerate() {
+        compare(
+            snap,
+            then,
+            &touched,
+            &format!("held snapshot {k} at the end"),
+        )?;
+    }
+    fib.flush().map_err(|e| format!("final flush: {e}"))?;
+    compare(
+        &reader.snapshot(),
+        &model,
+        &touched,
+        "after the final flush",
+    )
+}

@@ -1,0 +1,214 @@
+//! Error paths of publication and batches, driven by fault injection
+//! (`crate::fault`): a publication that fails publishes nothing, loses no
+//! change and leaves the writer able to publish everything later; a batch
+//! that fails changes nothing.
+
+use super::*;
+use crate::check::boundary_queries;
+use crate::engine::poptrie::PoptrieOptions;
+use crate::fault::{arm, disarm, Point};
+use crate::gen::Rng;
+use crate::oracle::Oracle;
+use crate::prefix::Prefix;
+
+fn configs() -> Vec<FibOptions> {
+    let mut out = vec![FibOptions::with_engine(FibEngine::PlanB)];
+    for s in [0u8, 4, 18] {
+        let mut o = FibOptions::with_engine(FibEngine::Poptrie);
+        o.poptrie = PoptrieOptions {
+            direct_bits: Some(s),
+            ..PoptrieOptions::default()
+        };
+        out.push(o);
+    }
+    out
+}
+
+fn random_prefix(rng: &mut Rng) -> AnyPrefix {
+    let len = [0, 4, 8, 16, 17, 18, 19, 24, 32][rng.below(9) as usize];
+    let addr = 0x0a00_0000u32 | (rng.below(1 << 20) as u32) << 4;
+    Prefix::new_masked(addr, len).unwrap().into()
+}
+
+/// The snapshot answers exactly what `oracle` does on every boundary of
+/// every prefix in `pool`.
+fn assert_shows(snap: &Snapshot<u32>, oracle: &Oracle<u32, u32>, pool: &[AnyPrefix], what: &str) {
+    let q = boundary_queries(pool.iter().filter_map(|p| match p {
+        AnyPrefix::V4(p) => Some(*p),
+        AnyPrefix::V6(_) => None,
+    }));
+    for a in q {
+        let want = oracle.lookup(a).map(|(_, v)| v);
+        assert_eq!(snap.lookup_v4(a), want, "{what}: {a:#x}");
+    }
+}
+
+#[test]
+fn a_failed_publication_publishes_nothing_and_the_next_one_everything() {
+    let mut fired = Vec::new();
+    for opts in configs() {
+        for point in [Point::FullBuild, Point::SlotUpdate] {
+            for after in 0..4u32 {
+                let what = format!("{} {point:?} after {after}", opts.engine.name());
+                let mut fib = Fib::new(FibOptions {
+                    max_pending: 4,
+                    ..opts.clone()
+                })
+                .unwrap();
+                let mut rng = Rng::new(u64::from(after) + 10);
+                let pool: Vec<AnyPrefix> = (0..40).map(|_| random_prefix(&mut rng)).collect();
+                let mut oracle = Oracle::default();
+                let mut published = oracle.clone();
+                let mut failures = 0;
+                arm(point, after);
+                for k in 0..200 {
+                    let p = pool[rng.below(pool.len() as u64) as usize];
+                    let AnyPrefix::V4(p4) = p else { unreachable!() };
+                    let version = fib.version();
+                    let result = if rng.below(3) == 0 {
+                        oracle.remove(&p4);
+                        fib.remove(&p).map(drop)
+                    } else {
+                        let v = rng.below(5) as u32;
+                        oracle.insert(p4, v);
+                        fib.insert(p, v).map(drop)
+                    };
+                    match result {
+                        Ok(()) => {
+                            if fib.version() != version {
+                                published = oracle.clone();
+                            }
+                        }
+                        Err(e) => {
+                            failures += 1;
+                            assert!(matches!(e, FibError::Invariant(_)), "{what}: {e}");
+                            assert_eq!(fib.version(), version, "{what}: step {k} published");
+                            assert!(fib.pending() > 0, "{what}: step {k} dropped the changes");
+                            // Half the time the next publication is a
+                            // flush right away, half the time it comes
+                            // with later updates.
+                            if failures % 2 == 1 {
+                                fib.flush().unwrap();
+                                published = oracle.clone();
+                                arm(point, after);
+                            }
+                        }
+                    }
+                    assert_shows(
+                        &fib.snapshot(),
+                        &published,
+                        &pool,
+                        &format!("{what} step {k}"),
+                    );
+                    if k % 50 == 49 {
+                        disarm();
+                        fib.flush().unwrap();
+                        published = oracle.clone();
+                        assert_shows(
+                            &fib.snapshot(),
+                            &oracle,
+                            &pool,
+                            &format!("{what} flush {k}"),
+                        );
+                        arm(point, after);
+                    }
+                }
+                disarm();
+                fib.flush().unwrap();
+                assert_shows(
+                    &fib.snapshot(),
+                    &oracle,
+                    &pool,
+                    &format!("{what} at the end"),
+                );
+                // The point is reached when the configuration does that
+                // work at all (s = 4 sees only slot updates, s = 0 only
+                // full builds; s = 18 both).
+                let reached = match point {
+                    Point::FullBuild => fib.stats().full_builds > 0,
+                    _ => fib.stats().slot_rebuilds > 0,
+                };
+                assert_eq!(failures > 0, reached, "{what}: fired {failures} times");
+                fired.push((point, failures));
+            }
+        }
+    }
+    for point in [Point::FullBuild, Point::SlotUpdate] {
+        assert!(
+            fired.iter().any(|&(p, n)| p == point && n > 0),
+            "{point:?} never fired"
+        );
+    }
+}
+
+#[test]
+fn a_refused_update_leaves_a_batch_undone() {
+    for opts in configs() {
+        let name = opts.engine.name();
+        let mut fib = Fib::new(FibOptions {
+            max_pending: 1,
+            ..opts
+        })
+        .unwrap();
+        let mut rng = Rng::new(3);
+        let pool: Vec<AnyPrefix> = (0..30).map(|_| random_prefix(&mut rng)).collect();
+        for (i, p) in pool.iter().enumerate() {
+            fib.insert(*p, i as u32 % 4).unwrap();
+        }
+        let before: Vec<_> = fib.routes_v4().iter().map(|(p, v)| (p, *v)).collect();
+        let version = fib.version();
+        // Removes, replacements and new values, the fifth new value refused.
+        let batch: Vec<FibUpdate<u32>> = pool
+            .iter()
+            .enumerate()
+            .map(|(i, p)| match i % 3 {
+                0 => FibUpdate::Remove(*p),
+                _ => FibUpdate::Insert(*p, 100 + i as u32),
+            })
+            .collect();
+        arm(Point::Acquire, 4);
+        let err = fib.apply_batch(batch.clone());
+        disarm();
+        assert!(matches!(err, Err(FibError::Values(_))), "{name}: {err:?}");
+        let after: Vec<_> = fib.routes_v4().iter().map(|(p, v)| (p, *v)).collect();
+        assert_eq!(before, after, "{name}: the batch was not undone");
+        assert_eq!(fib.version(), version, "{name}: published");
+        assert_eq!(fib.pending(), 0, "{name}");
+        // The same batch goes through whole once nothing refuses it.
+        fib.apply_batch(batch).unwrap();
+        assert_eq!(fib.version(), version + 1, "{name}");
+        let mut oracle = Oracle::new(before.iter().copied());
+        for (i, p) in pool.iter().enumerate() {
+            let AnyPrefix::V4(p4) = p else { unreachable!() };
+            match i % 3 {
+                0 => drop(oracle.remove(p4)),
+                _ => oracle.insert(*p4, 100 + i as u32),
+            }
+        }
+        assert_shows(&fib.snapshot(), &oracle, &pool, name);
+    }
+}
+
+#[test]
+fn publish_if_due_publishes_after_max_delay_without_another_update() {
+    for opts in configs() {
+        let name = opts.engine.name();
+        let mut fib = Fib::new(FibOptions {
+            max_pending: 1000,
+            max_delay: Duration::from_millis(50),
+            ..opts
+        })
+        .unwrap();
+        assert_eq!(fib.due_in(), None, "{name}");
+        fib.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap();
+        assert_eq!(fib.version(), 0, "{name}");
+        let due = fib.due_in().unwrap();
+        assert!(due <= Duration::from_millis(50), "{name}: {due:?}");
+        std::thread::sleep(due + Duration::from_millis(1));
+        assert_eq!(fib.due_in(), Some(Duration::ZERO), "{name}");
+        assert!(fib.publish_if_due().unwrap(), "{name}");
+        assert_eq!(fib.snapshot().lookup_v4(0x0a01_0101), Some(&1), "{name}");
+        assert_eq!(fib.due_in(), None, "{name}");
+        assert!(!fib.publish_if_due().unwrap(), "{name}");
+    }
+}
