@@ -226,3 +226,21 @@ fn check_synthetic<A: Family>(routes: Vec<(Prefix<A>, u32)>, seed: u64) {
     let oracle = small.then(|| Oracle::new(table.iter().map(|(p, v)| (p, *v))));
     check_engines(&table, oracle.as_ref(), &q).unwrap();
 }
+
+/// Every input the `engines` fuzz target ever failed on (and a few
+/// seeds) replays clean: `tests/fuzz_regressions/engines/`.
+#[test]
+fn engines_fuzz_regressions_replay_clean() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions/engines");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        if let Err(e) = ipfib::check::check_engine_bytes(&bytes) {
+            panic!("{}: {e}", path.display());
+        }
+        n += 1;
+    }
+    assert!(n > 0, "no regression inputs in {}", dir.display());
+}

@@ -10,7 +10,7 @@ use ipfib::engine::Family;
 use ipfib::fib::{Fib, FibEngine, FibOptions, FibUpdate, Snapshot};
 use ipfib::gen::Rng;
 use ipfib::intervals::NO_ROUTE;
-use ipfib::prefix::{AnyPrefix, Prefix};
+use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
 use ipfib::route_table::RouteTable;
 use ipfib::table::Table;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -337,7 +337,9 @@ fn opts_is_poptrie<V>(fib: &Fib<V>) -> bool {
 /// records, per published version, how many updates it holds; readers take
 /// a snapshot per batch and keep (version, address, answer) samples. Every
 /// sample must equal the route table after exactly that version's updates,
-/// and each reader's versions never go back. Bounded: about a second per
+/// and each reader's versions never go back. Both families: IPv4 batches
+/// and IPv6 batches alternate, the IPv6 addresses drawn under the pool's
+/// IPv6 prefixes so that they hit routes. Bounded: about a second per
 /// engine.
 #[test]
 fn readers_see_exactly_the_published_versions() {
@@ -360,40 +362,81 @@ fn readers_see_exactly_the_published_versions() {
         let stop = Arc::new(AtomicBool::new(false));
         let mut readers = Vec::new();
         let started = Arc::new(AtomicU64::new(0));
+        let v6_prefixes: Arc<Vec<Prefix<u128>>> = Arc::new(
+            ups.pool
+                .iter()
+                .filter_map(|p| match p {
+                    AnyPrefix::V6(p) => Some(*p),
+                    AnyPrefix::V4(_) => None,
+                })
+                .collect(),
+        );
         for r in 0..2u64 {
             let reader = fib.reader();
+            let v6_prefixes = Arc::clone(&v6_prefixes);
             let stop = Arc::clone(&stop);
             let started = Arc::clone(&started);
             readers.push(std::thread::spawn(move || {
                 let mut rng = Rng::new(1000 + r);
-                let mut samples: Vec<(u64, u32, Option<u32>)> = Vec::new();
+                let mut samples: Vec<(u64, AnyAddr, Option<u32>)> = Vec::new();
                 let mut last = 0;
                 let mut batches = 0u64;
                 let mut last_kept = u64::MAX;
                 let mut addrs = vec![0u32; 16];
+                let mut addrs6 = vec![0u128; 16];
                 let mut out = vec![0u32; 16];
                 while !stop.load(Ordering::Relaxed) {
                     let snap = reader.snapshot();
                     let v = snap.version();
                     assert!(v >= last, "a reader's versions went back: {last} -> {v}");
                     last = v;
-                    for a in addrs.iter_mut() {
-                        // Half near the edge-case bases, half anywhere.
-                        *a = if rng.below(2) == 0 {
-                            rng.addr()
-                        } else {
-                            0x0a00_0000 | rng.below(1 << 24) as u32
-                        };
+                    let v6 = batches % 2 == 1;
+                    if v6 {
+                        for a in addrs6.iter_mut() {
+                            let p = v6_prefixes[rng.below(v6_prefixes.len() as u64) as usize];
+                            let host = if p.len() == 128 {
+                                0
+                            } else {
+                                rng.addr::<u128>() >> p.len()
+                            };
+                            *a = p.addr() | host;
+                        }
+                        snap.lookup_batch_v6(&addrs6, &mut out);
+                    } else {
+                        for a in addrs.iter_mut() {
+                            // Half near the edge-case bases, half anywhere.
+                            *a = if rng.below(2) == 0 {
+                                rng.addr()
+                            } else {
+                                0x0a00_0000 | rng.below(1 << 24) as u32
+                            };
+                        }
+                        snap.lookup_batch_v4(&addrs, &mut out);
                     }
-                    snap.lookup_batch_v4(&addrs, &mut out);
                     started.fetch_add(1, Ordering::Relaxed);
-                    // Keep every batch of a new version, and one in 16.
-                    let keep = v != last_kept || batches.is_multiple_of(16);
+                    // Keep every batch of a new version, and one pair of
+                    // batches (IPv4, IPv6) in 16.
+                    let keep = v != last_kept || batches % 32 < 2;
                     batches += 1;
                     last_kept = v;
-                    for (&a, &i) in addrs.iter().zip(&out) {
-                        let single = snap.lookup_v4(a).copied();
-                        assert_eq!(single, snap.value_v4(i).copied(), "batch and single differ");
+                    for k in 0..out.len() {
+                        let i = out[k];
+                        let (a, single, by_index) = if v6 {
+                            let a = addrs6[k];
+                            (
+                                AnyAddr::V6(a),
+                                snap.lookup_v6(a).copied(),
+                                snap.value_v6(i).copied(),
+                            )
+                        } else {
+                            let a = addrs[k];
+                            (
+                                AnyAddr::V4(a),
+                                snap.lookup_v4(a).copied(),
+                                snap.value_v4(i).copied(),
+                            )
+                        };
+                        assert_eq!(single, by_index, "batch and single differ");
                         assert!(
                             i == NO_ROUTE || single.is_some(),
                             "index {i} without a value"
@@ -444,10 +487,23 @@ fn readers_see_exactly_the_published_versions() {
                 applied += 1;
             }
             seen.insert(*v);
-            let want = reference.v4.lookup(*a).map(|(_, v)| *v);
-            assert_eq!(*got, want, "{name}: version {v} address {a:#x}");
+            let want = match *a {
+                AnyAddr::V4(a) => reference.v4.lookup(a).map(|(_, v)| *v),
+                AnyAddr::V6(a) => reference.v6.lookup(a).map(|(_, v)| *v),
+            };
+            assert_eq!(*got, want, "{name}: version {v} address {a:?}");
         }
         assert!(samples.len() > 1000, "{name}: readers barely ran");
+        let hits6 = samples
+            .iter()
+            .filter(|s| matches!(s.1, AnyAddr::V6(_)) && s.2.is_some())
+            .count();
+        let all6 = samples
+            .iter()
+            .filter(|s| matches!(s.1, AnyAddr::V6(_)))
+            .count();
+        eprintln!("{name}: {hits6} of {all6} IPv6 samples hit");
+        assert!(hits6 > 100, "{name}: only {hits6} IPv6 samples hit a route");
         assert!(
             seen.len() >= 2,
             "{name}: readers saw {} versions",
@@ -573,11 +629,11 @@ proptest::proptest! {
 }
 
 /// Every input the `fib_ops` fuzz target ever failed on (and its seed
-/// corpus) replays clean: `fuzz/regressions/fib_ops/`.
+/// corpus) replays clean: `tests/fuzz_regressions/fib_ops/`.
 #[test]
 fn fib_ops_fuzz_regressions_replay_clean() {
     let dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions/fib_ops");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions/fib_ops");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();

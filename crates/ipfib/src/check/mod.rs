@@ -6,8 +6,11 @@
 //! A mismatch is returned as a `Mismatch` describing the engine variant,
 //! the address and both answers, so a failing test says exactly what broke.
 
+mod bytes;
+mod engines;
 mod fib;
 
+pub use engines::{check_engine_bytes, EngineCase};
 pub use fib::{check_fib_script, FibOp, FibScript, FIB_FUZZ_MAX_OPS};
 
 use crate::compiled::Compiled;
