@@ -2,7 +2,8 @@
 //! `ADDR - -`. Addresses come from the arguments or, with none, from stdin
 //! (buffered; blank lines are skipped). A bad address is reported on stderr
 //! with its line (or argument) number and the rest is still answered; the
-//! exit status is then 1.
+//! exit status is then 1. A stdin line longer than `ipfib_io::MAX_LINE_BYTES`
+//! is such a bad line, skipped without being held in memory.
 
 use crate::engines::{EngineSpec, Layout, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
@@ -12,7 +13,8 @@ use ipfib::engine::planb::PlanbOptions;
 use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::{CompiledTable, Table};
-use std::io::{self, BufRead, BufWriter, Write};
+use ipfib_io::MAX_LINE_BYTES;
+use std::io::{self, BufRead, BufWriter, Read, Write};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -121,13 +123,19 @@ pub fn run(args: Args) -> CmdResult {
         let mut buf = Vec::with_capacity(128);
         let mut line_no = 0u64;
         loop {
-            buf.clear();
-            match input.read_until(b'\n', &mut buf) {
-                Ok(0) => break Ok(()),
-                Ok(_) => {}
+            match read_line_bounded(&mut input, &mut buf) {
+                Ok(None) => break Ok(()),
+                Ok(Some(true)) => line_no += 1,
+                Ok(Some(false)) => {
+                    line_no += 1;
+                    bad += 1;
+                    eprintln!(
+                        "ipfib: stdin line {line_no}: line longer than {MAX_LINE_BYTES} bytes (skipped)"
+                    );
+                    continue;
+                }
                 Err(e) => return Err(format!("reading stdin: {e}").into()),
             }
-            line_no += 1;
             let text = match std::str::from_utf8(&buf) {
                 Ok(t) => t.trim(),
                 Err(_) => {
@@ -164,6 +172,40 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Ok
     })
+}
+
+/// Read one line of at most [`MAX_LINE_BYTES`] into `buf` (cleared first),
+/// so input without newlines takes bounded memory: `None` at the end,
+/// `Some(true)` for a line, `Some(false)` for a longer one, whose rest is
+/// read and dropped.
+fn read_line_bounded<R: BufRead>(input: &mut R, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
+    buf.clear();
+    let n = input.by_ref().take(MAX_LINE_BYTES).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if (n as u64) < MAX_LINE_BYTES || buf.last() == Some(&b'\n') {
+        return Ok(Some(true));
+    }
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        let (used, end) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        input.consume(used);
+        if end {
+            break;
+        }
+    }
+    Ok(Some(false))
 }
 
 #[inline]

@@ -433,6 +433,23 @@ fn invalid_utf8_on_stdin_is_a_bad_line() {
 }
 
 #[test]
+fn an_over_long_stdin_line_is_a_bad_line_read_in_bounded_memory() {
+    let s = Scratch::new("longline");
+    let table = s.write("table.txt", TABLE);
+    let limit = ipfib_io::MAX_LINE_BYTES;
+    let mut input = b"10.1.2.3\n".to_vec();
+    input.resize(input.len() + limit as usize + 1, b'a');
+    input.extend_from_slice(b"\n11.0.0.0\n");
+    let run = lookup(&table, &[], &[], Some(&input));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "10.1.2.3 10.1.0.0/16 B\n11.0.0.0 - -\n");
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!("ipfib: stdin line 2: line longer than {limit} bytes (skipped)")
+    );
+}
+
+#[test]
 fn bad_argument_is_reported_by_its_number() {
     let s = Scratch::new("badarg");
     let table = s.write("table.txt", TABLE);

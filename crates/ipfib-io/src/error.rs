@@ -95,6 +95,23 @@ pub enum ReadError {
         reason: String,
     },
 
+    /// bgpkit-parser panicked on one MRT record's body (hostile or
+    /// unexpected bytes). Caught and handled like [`ReadError::BadRecord`]:
+    /// the record is skipped and counted, or in strict mode the read stops
+    /// here. `message` is the panic's message.
+    #[error(
+        "{}: MRT record {record} at byte {offset} (type {entry_type}, subtype {subtype}): the MRT parser panicked: {message}",
+        .path.display()
+    )]
+    ParserPanic {
+        path: PathBuf,
+        record: u64,
+        offset: u64,
+        entry_type: u16,
+        subtype: u16,
+        message: String,
+    },
+
     /// A bad line in a text update stream.
     #[error("{}:{line}: {reason}", .path.display())]
     BadUpdate {

@@ -56,7 +56,15 @@
 //!
 //! Nothing here panics on any input, loops without progress, or allocates
 //! more than a bounded amount per length field (MRT bodies at most
-//! [`MAX_BODY`], grown as bytes arrive; lines at most [`MAX_LINE_BYTES`]).
+//! [`MAX_BODY`], grown as bytes arrive; lines at most [`MAX_LINE_BYTES`],
+//! in every line reader: tables, update streams, text traces). Our own code
+//! is held to that by lints (no `unwrap`, `expect`, `panic!` or unchecked
+//! indexing outside tests; the test command runs clippy). bgpkit-parser is
+//! third-party code: each call into it runs under `catch_unwind`, and a
+//! panic on a record becomes [`ReadError::ParserPanic`] with the file and
+//! the record's byte offset (the record is skipped, or in strict mode the
+//! read stops). The panic hook still prints the panic to stderr; with
+//! `panic = "abort"` it cannot be caught.
 //! Errors name the file and the 1-based line (text) or the byte offset in
 //! the decompressed stream (MRT). Everything is plain data, `Send`; the
 //! readers hold no global state.

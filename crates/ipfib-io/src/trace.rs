@@ -10,9 +10,11 @@
 //!   blank lines are skipped; IPv4-mapped IPv6 addresses count as IPv4 (the
 //!   lookup rule, see `ipfib::prefix::AnyAddr`).
 //!
-//! Either may be gzip-compressed.
+//! Either may be gzip-compressed. A text line longer than
+//! [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) is an error naming its line, so
+//! a file without newlines takes bounded memory.
 
-use crate::input::open_maybe_compressed;
+use crate::input::{next_line, open_maybe_compressed, LineTooLong, MAX_LINE_BYTES};
 use ipfib::prefix::AnyAddr;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -51,12 +53,20 @@ pub enum TraceError {
         bytes: usize,
         width: usize,
     },
-    /// A text line is not an address.
+    /// A text line is not an address (or not UTF-8; `text` shows it
+    /// lossily).
     #[error("{}:{line}: not an address: {text:?}", .path.display())]
     Address {
         path: PathBuf,
         line: u64,
         text: String,
+    },
+    /// A text line is longer than [`MAX_LINE_BYTES`]; `line` is 1-based.
+    #[error("{}:{line}: line longer than {limit} bytes", .path.display())]
+    LineTooLong {
+        path: PathBuf,
+        line: u64,
+        limit: u64,
     },
 }
 
@@ -117,14 +127,30 @@ fn array<const N: usize>(chunk: &[u8]) -> [u8; N] {
     a
 }
 
-fn text(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Trace, TraceError> {
+fn text(path: &Path, mut input: Box<dyn BufRead + Send>) -> Result<Trace, TraceError> {
     let mut t = Trace::default();
-    for (i, line) in input.lines().enumerate() {
-        let line = line.map_err(|source| TraceError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let text = line.split('#').next().unwrap_or_default().trim();
+    let mut buf = Vec::with_capacity(64);
+    let mut line = 0u64;
+    loop {
+        match next_line(&mut input, &mut buf) {
+            Ok(true) => line += 1,
+            Ok(false) => break,
+            Err(e) if e.get_ref().is_some_and(|i| i.is::<LineTooLong>()) => {
+                return Err(TraceError::LineTooLong {
+                    path: path.to_path_buf(),
+                    line: line + 1,
+                    limit: MAX_LINE_BYTES,
+                })
+            }
+            Err(source) => {
+                return Err(TraceError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+        let whole = String::from_utf8_lossy(&buf);
+        let text = whole.split('#').next().unwrap_or_default().trim();
         if text.is_empty() {
             continue;
         }
@@ -134,7 +160,7 @@ fn text(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Trace, TraceError
             Err(_) => {
                 return Err(TraceError::Address {
                     path: path.to_path_buf(),
-                    line: i as u64 + 1,
+                    line,
                     text: text.chars().take(80).collect(),
                 })
             }
@@ -203,5 +229,25 @@ mod tests {
                 .ends_with(":2: not an address: \"not-an-address\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn text_line_longer_than_the_bound_is_an_error_naming_its_line() {
+        let limit = usize::try_from(crate::MAX_LINE_BYTES).unwrap();
+        let mut bytes = b"10.0.0.1\n".to_vec();
+        bytes.resize(bytes.len() + limit + 1, b'a');
+        let p = write("long.txt", &bytes);
+        let e = read_trace(&p).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with(&format!(":2: line longer than {limit} bytes")),
+            "{e}"
+        );
+        // A line of exactly the bound (newline included) is still read.
+        let mut bytes = b"10.0.0.1".to_vec();
+        bytes.resize(limit - 1, b' ');
+        bytes.push(b'\n');
+        let t = read_trace(&write("edge.txt", &bytes)).unwrap();
+        assert_eq!(t.v4, vec![0x0a00_0001]);
     }
 }

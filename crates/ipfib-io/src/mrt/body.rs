@@ -10,6 +10,11 @@
 //!   are most of the parsing and allocation bgpkit-parser would do, for
 //!   nothing. A body the walk cannot follow goes to bgpkit-parser whole, so
 //!   its error names the problem.
+//!
+//! [`guarded`] runs one record's parse, and the reading of what
+//! bgpkit-parser returned, with a panic turned into
+//! [`RecordError::Panicked`]: third-party code on hostile bytes must not
+//! unwind through our API.
 
 use super::frame::Frame;
 use super::rib::PeerInfo;
@@ -22,6 +27,7 @@ use bgpkit_parser::ParserError;
 use bytes::{BufMut, Bytes, BytesMut};
 use ipfib::prefix::{AnyPrefix, HostBits};
 use ipnet::IpNet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 const TABLE_DUMP: u16 = 12;
 const TABLE_DUMP_V2: u16 = 13;
@@ -47,10 +53,64 @@ pub(crate) enum Body {
     Unsupported,
 }
 
+/// Why one framed record was not used.
+#[derive(Debug)]
+pub(crate) enum RecordError {
+    /// The body does not parse (bgpkit-parser's reason) or holds something
+    /// we cannot take (a prefix longer than its family).
+    Bad(String),
+    /// bgpkit-parser, or our reading of what it returned, panicked; the
+    /// panic's message.
+    Panicked(String),
+}
+
+impl From<String> for RecordError {
+    fn from(reason: String) -> Self {
+        RecordError::Bad(reason)
+    }
+}
+
+/// Run `f`, the parse of one record and the reading of its parsed form,
+/// with a panic inside it (bgpkit-parser on bytes it did not expect)
+/// turned into [`RecordError::Panicked`].
+///
+/// `AssertUnwindSafe` is sound here because nothing `f` touches is left
+/// half-changed by an unwind: bgpkit-parser keeps no state between calls
+/// (its input is a `Bytes` handle of the record's body, shared only
+/// through an atomic reference count), and the callers' own state that `f`
+/// mutates is only ever mutated by our code between calls into
+/// bgpkit-parser, one whole operation at a time (a peer or an AS set
+/// interned, a record's routes announced after all of them were read), so
+/// a panic inside bgpkit-parser lands between two complete operations. The
+/// record is then reported as skipped; the read goes on with the next one.
+///
+/// The panic hook still runs (the default one prints the panic to
+/// stderr): silencing it would mean swapping the process-wide hook, which
+/// races with every other thread that panics or sets a hook meanwhile.
+/// With `panic = "abort"` nothing can be caught and the process ends.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Result<T, RecordError>) -> Result<T, RecordError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => Err(RecordError::Panicked(panic_message(payload.as_ref()))),
+    }
+}
+
+/// The message of a panic payload (`panic!` with a literal gives `&str`,
+/// with arguments `String`).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
 /// Parse one body, cutting RIB entries' attributes to `kept` (attribute
 /// type codes; see [`kept_attributes`]); `Err` carries bgpkit-parser's
-/// reason.
-pub(crate) fn parse(frame: &Frame, kept: &[u8]) -> Result<Body, String> {
+/// reason. Call it inside [`guarded`].
+pub(crate) fn parse(frame: &Frame, kept: &[u8]) -> Result<Body, RecordError> {
     let (entry_type, mut subtype, mut body) = (frame.entry_type, frame.subtype, frame.body.clone());
     match entry_type {
         TABLE_DUMP if matches!(subtype, 1 | 2) => {}
@@ -71,10 +131,12 @@ pub(crate) fn parse(frame: &Frame, kept: &[u8]) -> Result<Body, String> {
         }
         _ => return Ok(Body::Unsupported),
     }
+    #[cfg(test)]
+    tests::panic_if_armed();
     let message = match parse_mrt_body(entry_type, subtype, body) {
         Ok(m) => m,
         Err(ParserError::Unsupported(_)) => return Ok(Body::Unsupported),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(RecordError::Bad(e.to_string())),
     };
     Ok(match message {
         MrtMessage::TableDumpMessage(m) => Body::TableDump(vec![m]),
@@ -207,4 +269,26 @@ fn slim_rib(subtype: u16, body: &[u8], kept: &[u8]) -> Option<Bytes> {
     }
     out.put_slice(body.get(at..)?);
     Some(out.freeze())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set by a test to make [`super::parse`] panic where it calls
+        /// bgpkit-parser (per thread: tests run in parallel).
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Make the next parses on this thread panic, as bgpkit-parser would.
+    pub(crate) fn arm(on: bool) {
+        ARMED.with(|a| a.set(on));
+    }
+
+    pub(super) fn panic_if_armed() {
+        if ARMED.with(Cell::get) {
+            panic!("injected panic standing in for bgpkit-parser");
+        }
+    }
 }

@@ -13,7 +13,9 @@
 //! Damage: a record whose framing is fine but whose body does not parse is
 //! skipped and counted ([`Report::bad`], its error kept with its offset);
 //! a header that breaks framing stops the read there ([`Report::damage`]).
-//! Strict mode turns either into an error.
+//! Strict mode turns either into an error. A panic inside bgpkit-parser on
+//! a record's body is caught ([`body::guarded`]) and treated like a body
+//! that does not parse, as [`ReadError::ParserPanic`].
 
 mod body;
 mod frame;
@@ -31,7 +33,7 @@ use crate::policy::{Origin, Origins, ValuePolicy};
 use crate::read::Route;
 use crate::update::{Change, Event, ESTABLISHED};
 use bgpkit_parser::models::{AsPathSegment, Attributes};
-use body::Body;
+use body::{Body, RecordError};
 use frame::{Frame, Framer};
 use rib::{PeerRoute, RibBuilder};
 use std::io::BufRead;
@@ -62,6 +64,7 @@ pub(crate) fn load(
     let mut rib = Replayer::new(policy);
     let mut scratch = Vec::new();
     let mut events = Vec::new();
+    let mut dump_routes = Vec::new();
     let mut framer = Framer::new(reader);
     let kept = body::kept_attributes(
         policy == ValuePolicy::OriginAsn,
@@ -83,7 +86,9 @@ pub(crate) fn load(
         };
         report.records += 1;
         let record = report.records;
-        let applied = body::parse(&frame, &kept).and_then(|b| match b {
+        // bgpkit-parser runs inside `guarded`: the parse, and every read of
+        // the attributes it returned (`route`, `updates::events`).
+        let applied = body::guarded(|| match body::parse(&frame, &kept)? {
             Body::Unsupported => {
                 report.unsupported((frame.entry_type, frame.subtype));
                 Ok(())
@@ -111,6 +116,9 @@ pub(crate) fn load(
                 Ok(())
             }
             Body::TableDump(messages) => {
+                // Every message read before any is announced, so a record
+                // that fails (or panics) part way is skipped whole.
+                dump_routes.clear();
                 for m in messages {
                     let prefix = body::prefix_of(&m.prefix.prefix)?;
                     let peer = rib.builder.peer(PeerInfo {
@@ -118,6 +126,9 @@ pub(crate) fn load(
                         asn: m.peer_asn.to_u32(),
                     });
                     let r = route(&mut rib.builder, peer, 0, &m.attributes, prefix.family());
+                    dump_routes.push((prefix, r));
+                }
+                for (prefix, r) in dump_routes.drain(..) {
                     rib.builder.announce(prefix, record, r);
                 }
                 Ok(())
@@ -145,14 +156,26 @@ pub(crate) fn load(
     Ok((routes, report))
 }
 
-fn bad_record(path: &Path, record: u64, frame: &Frame, reason: String) -> ReadError {
-    ReadError::BadRecord {
-        path: path.to_path_buf(),
-        record,
-        offset: frame.offset,
-        entry_type: frame.entry_type,
-        subtype: frame.subtype,
-        reason,
+fn bad_record(path: &Path, record: u64, frame: &Frame, error: RecordError) -> ReadError {
+    let path = path.to_path_buf();
+    let (offset, entry_type, subtype) = (frame.offset, frame.entry_type, frame.subtype);
+    match error {
+        RecordError::Bad(reason) => ReadError::BadRecord {
+            path,
+            record,
+            offset,
+            entry_type,
+            subtype,
+            reason,
+        },
+        RecordError::Panicked(message) => ReadError::ParserPanic {
+            path,
+            record,
+            offset,
+            entry_type,
+            subtype,
+            message,
+        },
     }
 }
 
@@ -382,10 +405,11 @@ impl<R: BufRead> MrtEvents<R> {
             self.report.records += 1;
             self.buf.clear();
             // Update streams carry no RIB entries to cut.
-            let result = body::parse(&frame, &[]).and_then(|b| match b {
-                Body::Bgp4mp(m) => updates::events(&frame, m, &mut self.buf),
+            let (buf, report) = (&mut self.buf, &mut self.report);
+            let result = body::guarded(|| match body::parse(&frame, &[])? {
+                Body::Bgp4mp(m) => Ok(updates::events(&frame, m, buf)?),
                 Body::Unsupported => {
-                    self.report.unsupported((frame.entry_type, frame.subtype));
+                    report.unsupported((frame.entry_type, frame.subtype));
                     Ok(())
                 }
                 _ => Ok(()),
@@ -402,5 +426,75 @@ impl<R: BufRead> MrtEvents<R> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../tests/common/mrt.rs"]
+mod fixtures;
+
+#[cfg(test)]
+mod tests {
+    use super::body::tests::arm;
+    use super::fixtures;
+    use crate::{load_table_from, read_updates_from, Format, ReadError, TableOptions};
+    use std::io::Cursor;
+
+    fn opts(strict: bool) -> TableOptions {
+        TableOptions {
+            format: Format::Mrt,
+            strict,
+            ..Default::default()
+        }
+    }
+
+    /// No input found so far makes bgpkit-parser 0.23 panic through our
+    /// framing, so the panic is injected where `body::parse` calls it.
+    #[test]
+    fn a_panic_inside_the_mrt_parser_becomes_an_error_naming_file_and_offset() {
+        let (bytes, starts) = fixtures::small_rib();
+        arm(true);
+        let lenient = load_table_from(Cursor::new(bytes.clone()), "rib.mrt", &opts(false));
+        let strict = load_table_from(Cursor::new(bytes.clone()), "rib.mrt", &opts(true));
+        let mut updates = read_updates_from(Cursor::new(bytes), "rib.mrt", &opts(true)).unwrap();
+        let first_update = updates.next();
+        arm(false);
+
+        let l = lenient.unwrap();
+        assert!(l.routes.is_empty());
+        assert_eq!(l.report.bad, l.report.records, "every record skipped");
+        let e = &l.report.errors[0];
+        assert!(
+            matches!(
+                e,
+                ReadError::ParserPanic {
+                    record: 1,
+                    offset: 0,
+                    entry_type: 13,
+                    subtype: 1,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = &l.report.errors[1];
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "rib.mrt: MRT record 2 at byte {} (type 13, subtype 2): the MRT parser \
+                 panicked: injected panic standing in for bgpkit-parser",
+                starts[1]
+            )
+        );
+        let e = strict.unwrap_err();
+        assert!(matches!(e, ReadError::ParserPanic { offset: 0, .. }), "{e}");
+        assert!(
+            matches!(
+                first_update,
+                Some(Err(ReadError::ParserPanic { offset: 0, .. }))
+            ),
+            "{first_update:?}"
+        );
     }
 }
