@@ -37,7 +37,8 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// Why a build failed.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Build from compiled intervals.
+    /// Build from compiled intervals; hand-made ones that fail
+    /// [`Intervals::validate`] are refused with an error.
     fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error>;
     /// Payload for `addr`, or [`NO_ROUTE`].
     fn lookup(&self, addr: A) -> u32;

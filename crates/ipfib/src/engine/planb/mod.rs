@@ -19,7 +19,7 @@ mod stage2;
 mod tree;
 
 use crate::addr::Addr;
-use crate::intervals::{Intervals, NO_ROUTE};
+use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 use stage2::Stage2;
@@ -103,6 +103,8 @@ pub enum BuildError {
     TooManyIntervals(usize),
     #[error("payload {0} is too large (payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),
+    #[error("malformed intervals: {0}")]
+    InvalidIntervals(#[from] InvalidIntervals),
 }
 
 /// An address family PlanB can search: maps an address to its tree key and
@@ -183,6 +185,9 @@ impl<A: Family> PlanB<A> {
         if !kernel.is_supported() {
             return Err(BuildError::UnsupportedKernel(kernel));
         }
+        // Keys are `start - 1` of starts[1..] and ranks index `payloads`
+        // unchecked: both need the shape `validate` checks.
+        iv.validate()?;
         if let Some(&p) = iv
             .payloads
             .iter()

@@ -44,7 +44,7 @@ pub use flat::FlatPoptrie;
 pub(crate) use update::Arena;
 
 use crate::addr::Addr;
-use crate::intervals::{Intervals, NO_ROUTE};
+use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::fmt;
 use std::str::FromStr;
@@ -290,7 +290,7 @@ pub enum PoptrieError {
     #[error("{0} leaves is more than poptrie indexes (2^32)")]
     TooManyLeaves(usize),
     #[error("malformed intervals: {0}")]
-    InvalidIntervals(&'static str),
+    InvalidIntervals(#[from] InvalidIntervals),
 }
 
 /// An address family Poptrie can search: the bit extraction it needs.
@@ -464,7 +464,7 @@ fn checked<A: Chunks>(
     if s > PoptrieOptions::MAX_DIRECT_BITS {
         return Err(PoptrieError::DirectBits(s));
     }
-    validate(iv)?;
+    iv.validate()?;
     if let Some(&p) = iv
         .payloads
         .iter()
@@ -473,22 +473,6 @@ fn checked<A: Chunks>(
         return Err(PoptrieError::PayloadTooLarge(p));
     }
     Ok((kernel, s))
-}
-
-/// The shape `intervals::compile` guarantees, checked so that hand-made
-/// `Intervals` get an error instead of a panic in the build.
-fn validate<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
-    let bad = PoptrieError::InvalidIntervals;
-    if iv.starts.len() != iv.payloads.len() {
-        return Err(bad("starts and payloads differ in length"));
-    }
-    if iv.starts.first() != Some(&A::ZERO) {
-        return Err(bad("the first interval must start at address zero"));
-    }
-    if iv.starts.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(bad("interval starts must be strictly increasing"));
-    }
-    Ok(())
 }
 
 impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {

@@ -167,6 +167,7 @@ impl<A: Chunks> Poptrie<A> {
         slot: usize,
         iv: &Intervals<A>,
     ) -> Result<Result<(), ArenaFull>, PoptrieError> {
+        iv.validate()?;
         if let Some(&p) = iv
             .payloads
             .iter()
