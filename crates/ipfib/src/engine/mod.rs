@@ -28,7 +28,7 @@ impl<A: planb::Family + poptrie::Chunks> Family for A {}
 ///   (as [`Intervals::resolve`] does), [`NO_ROUTE`] on a miss;
 /// - `lookup_batch::<M>` writes the same answers for a slice of addresses,
 ///   working on `M` of them at a time (`out.len() >= addrs.len()`, else it
-///   panics);
+///   panics; `M = 0` does not compile);
 /// - an engine is immutable once built: `Send + Sync`, and lookups neither
 ///   allocate nor lock.
 pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {

@@ -302,10 +302,25 @@ impl<A: Family> PlanB<A> {
     /// traversing `M` addresses level by level. `M` is any of
     /// [`BATCH_SIZES`] or another size; 16 or 32 are usually best.
     ///
+    /// `M` must be at least 1: `M = 0` is refused at compile time.
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::planb::PlanB;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = PlanB::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        const {
+            assert!(
+                M > 0,
+                "lookup_batch needs at least one address in flight (M > 0)"
+            )
+        };
         assert!(out.len() >= addrs.len(), "output shorter than input");
         search::lookup_batch::<A, M>(self, addrs, out)
     }
