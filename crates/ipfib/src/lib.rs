@@ -45,12 +45,15 @@
 //!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
 //! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
 //!   (seeded synthetic tables and traces): test and benchmark support.
+//! - `cpu.rs`: CPU features by name; every kernel's detection checks the
+//!   list its `#[target_feature]` functions are compiled with.
 //! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures,
 //!   and the non-temporal input prefetch every batch kernel uses.
 
 pub mod addr;
 pub mod check;
 pub mod compiled;
+mod cpu;
 pub mod engine;
 pub mod fib;
 pub mod gen;

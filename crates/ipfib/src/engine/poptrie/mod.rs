@@ -187,26 +187,36 @@ impl Kernel {
             .unwrap_or(Kernel::Scalar)
     }
 
-    /// Whether this CPU can run the kernel.
-    pub fn is_supported(self) -> bool {
+    /// The target features the kernel's code is compiled with: the
+    /// `#[target_feature]` attributes of `search.rs` and `flat/search.rs`
+    /// (`Popcnt`, and `Avx512` for single lookups and batch remainders),
+    /// plus those of `avx512.rs` and `flat/avx512.rs` (`Avx512`). The
+    /// tests compare this list with those attributes, and
+    /// [`Kernel::is_supported`] checks exactly it.
+    pub fn target_features(self) -> &'static [&'static str] {
         match self {
-            Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => {
-                std::arch::is_x86_feature_detected!("popcnt")
-                    && std::arch::is_x86_feature_detected!("bmi1")
-                    && std::arch::is_x86_feature_detected!("bmi2")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                Kernel::Popcnt.is_supported()
-                    && std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Popcnt | Kernel::Avx512 => false,
+            Kernel::Scalar => &[],
+            Kernel::Popcnt => &["popcnt", "bmi1", "bmi2"],
+            Kernel::Avx512 => &[
+                "popcnt",
+                "bmi1",
+                "bmi2",
+                "avx512f",
+                "avx512vl",
+                "avx512vpopcntdq",
+            ],
         }
+    }
+
+    /// Whether this CPU can run the kernel: it has every feature of
+    /// [`Kernel::target_features`] (and the kernel exists on this
+    /// architecture).
+    pub fn is_supported(self) -> bool {
+        let here = match self {
+            Kernel::Scalar => true,
+            Kernel::Popcnt | Kernel::Avx512 => cfg!(target_arch = "x86_64"),
+        };
+        here && crate::cpu::has_all(self.target_features())
     }
 
     /// Every kernel this CPU supports (scalar always included).
@@ -516,6 +526,56 @@ impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
             self.kernel,
             if self.leafvec { "" } else { ",basic" }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kernel;
+    use crate::cpu::target_features_in;
+
+    /// The sorted union of every `#[target_feature]` list in `files`.
+    fn union(files: &[(&str, &str)]) -> Vec<String> {
+        let mut all = Vec::new();
+        for (name, text) in files {
+            let lists = target_features_in(text);
+            assert!(!lists.is_empty(), "{name}: no #[target_feature] found");
+            all.extend(lists.into_iter().flatten().map(String::from));
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    fn sorted(k: Kernel) -> Vec<String> {
+        let mut v: Vec<String> = k.target_features().iter().map(|f| f.to_string()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn detection_checks_every_target_feature() {
+        let popcnt = [
+            ("search.rs", include_str!("search.rs")),
+            ("flat/search.rs", include_str!("flat/search.rs")),
+        ];
+        let avx512 = [
+            ("avx512.rs", include_str!("avx512.rs")),
+            ("flat/avx512.rs", include_str!("flat/avx512.rs")),
+        ];
+        // The Popcnt kernel runs the search.rs wrappers; Avx512 runs those
+        // too (single lookups, batch remainders) and the avx512.rs code.
+        assert_eq!(sorted(Kernel::Popcnt), union(&popcnt), "popcnt");
+        let both: Vec<(&str, &str)> = popcnt.iter().chain(&avx512).copied().collect();
+        assert_eq!(sorted(Kernel::Avx512), union(&both), "avx512");
+        assert!(Kernel::Scalar.target_features().is_empty());
+        assert!(Kernel::Scalar.is_supported());
+        #[cfg(target_arch = "x86_64")]
+        for k in [Kernel::Popcnt, Kernel::Avx512] {
+            for f in k.target_features() {
+                assert!(crate::cpu::has(f).is_some(), "{k}: {f}");
+            }
+        }
     }
 }
 
