@@ -11,12 +11,14 @@
 //!   local tree over their own keys only.
 //!
 //! The search itself lives in `search.rs`, written once and compiled per
-//! kernel (`kernel/`).
+//! kernel (`kernel/`); `validate.rs` checks the structure its unchecked
+//! reads rely on ([`PlanB::validate`]).
 
 pub mod kernel;
 mod search;
 mod stage2;
 mod tree;
+mod validate;
 
 use crate::addr::Addr;
 use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};

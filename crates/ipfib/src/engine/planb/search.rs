@@ -54,8 +54,9 @@ fn prefetch<T>(p: *const T) {
 fn entry<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
     let k = key.to_u64();
     // SAFETY: the direct table has 2^s entries and `k >> (BITS - s)` < 2^s;
-    // a sub-table entry names `2^t` entries at `offset` inside `sub`, and the
-    // index is `t` bits.
+    // a sub-table entry names `2^t` entries (1 <= t <= 12) at `offset`
+    // inside `sub`, and the index is `t` bits. `PlanB::validate`
+    // (validate.rs) checks these and every claim below.
     unsafe {
         let d = *e.direct.get_unchecked((k >> e.direct_shift) as usize);
         if d & DP_KIND != DP_SUB {
@@ -110,7 +111,9 @@ unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
     let key = addr.key();
     let leaves = e.leaves.as_ptr();
     // SAFETY: window starts are ranks <= len(); tree indices name built
-    // descriptors; ranks index `payloads` (len() + 1 entries).
+    // descriptors; ranks index `payloads` (len() + 1 entries), because
+    // the `LANES` padding keys after the real ones are never counted
+    // (all checked by `PlanB::validate`).
     unsafe {
         let d = entry(e, key);
         let r = if d < DP_SUB {

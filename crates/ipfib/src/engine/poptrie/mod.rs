@@ -29,7 +29,9 @@
 //!
 //! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
 //! (single and batch lookups; the one popcount dispatch point), `update.rs`
-//! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`).
+//! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`),
+//! `validate.rs` (the structural check of everything the lookups' unchecked
+//! reads rely on, run by tests after builds and in-place updates).
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
@@ -37,11 +39,13 @@ mod build;
 mod flat;
 mod search;
 mod update;
+mod validate;
 
 use build::low_mask;
 pub use flat::FlatPoptrie;
 
-pub(crate) use update::Arena;
+#[doc(hidden)]
+pub use update::{Arena, ArenaFull, Updatable};
 
 use crate::addr::Addr;
 use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
@@ -529,6 +533,9 @@ impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
     }
 }
 
+// The AVX-512 batch reads nodes as 64-bit words at fixed offsets.
+const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<Node32>() == 16);
+
 #[cfg(test)]
 mod tests {
     use super::Kernel;
@@ -578,6 +585,3 @@ mod tests {
         }
     }
 }
-
-// The AVX-512 batch reads nodes as 64-bit words at fixed offsets.
-const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<Node32>() == 16);

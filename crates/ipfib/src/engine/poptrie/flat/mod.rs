@@ -44,6 +44,7 @@
 mod avx512;
 mod build;
 mod search;
+mod validate;
 
 use super::{checked, Chunks, Kernel, PoptrieError, PoptrieOptions};
 use crate::intervals::Intervals;
