@@ -4,7 +4,7 @@
 
 use ipfib::addr::Addr;
 use ipfib::engine::planb::{BuildError, PlanB};
-use ipfib::engine::poptrie::{FlatPoptrie, Node, Node32, Poptrie, PoptrieError};
+use ipfib::engine::poptrie::{FlatPoptrie, Node, Node32, Poptrie, PoptrieError, Updatable};
 use ipfib::engine::Engine;
 use ipfib::intervals::{Intervals, InvalidIntervals};
 
@@ -95,6 +95,22 @@ fn poptrie_refuses_malformed_intervals() {
 fn flat_poptrie_refuses_malformed_intervals() {
     refuses::<u32, FlatPoptrie<u32>>(poptrie);
     refuses::<u128, FlatPoptrie<u128>>(poptrie);
+}
+
+#[test]
+fn updatable_poptrie_refuses_malformed_intervals() {
+    for (iv, want) in malformed::<u32>() {
+        let err = PoptrieError::InvalidIntervals(want);
+        assert_eq!(
+            Updatable::build(&iv, &Default::default()).err(),
+            Some(err.clone())
+        );
+        // A slot rebuild checks its intervals too, and leaves the trie as it was.
+        let good = ipfib::intervals::compile::<u32>([]);
+        let mut u = Updatable::build(&good, &Default::default()).unwrap();
+        assert_eq!(u.replace_slot(0, &iv), Err(err));
+        assert_eq!(u.validate(), Ok(()));
+    }
 }
 
 #[test]
