@@ -17,8 +17,14 @@ pub const NO_ROUTE: u32 = u32::MAX;
 
 /// Sorted elementary intervals: interval `i` is
 /// `[starts[i], starts[i + 1] - 1]` (the last one ends at the top of the
-/// space) and resolves to `payloads[i]`. `starts[0]` is always zero and no
-/// two neighbours share a payload.
+/// space) and resolves to `payloads[i]`.
+///
+/// [`compile`] guarantees the shape every engine relies on: at least one
+/// interval, as many payloads as starts, `starts[0]` zero and starts
+/// strictly increasing (and, beyond that, no two neighbours sharing a
+/// payload). The fields are public, so hand-made values may break it:
+/// every engine's build checks [`Intervals::validate`] first and refuses
+/// them with an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Intervals<A: Addr> {
     pub starts: Vec<A>,
@@ -36,6 +42,31 @@ impl<A: Addr> Intervals<A> {
         self.starts.is_empty()
     }
 
+    /// Check the shape the engines rely on (see the type's doc): their
+    /// builds index `payloads` by the rank of a start without bounds
+    /// checks, which is in range exactly when this returns `Ok`.
+    ///
+    /// Neighbours with equal payloads are accepted: they describe the same
+    /// mapping as the merged interval, only less compactly.
+    pub fn validate(&self) -> Result<(), InvalidIntervals> {
+        if self.starts.is_empty() {
+            return Err(InvalidIntervals::Empty);
+        }
+        if self.starts.len() != self.payloads.len() {
+            return Err(InvalidIntervals::LengthMismatch {
+                starts: self.starts.len(),
+                payloads: self.payloads.len(),
+            });
+        }
+        if self.starts[0] != A::ZERO {
+            return Err(InvalidIntervals::FirstNotZero);
+        }
+        match self.starts.windows(2).position(|w| w[0] >= w[1]) {
+            Some(i) => Err(InvalidIntervals::NotIncreasing(i + 1)),
+            None => Ok(()),
+        }
+    }
+
     /// Reference predecessor search (binary search); engines must agree.
     pub fn resolve(&self, addr: A) -> u32 {
         let rank = self.starts.partition_point(|&s| s <= addr);
@@ -45,6 +76,20 @@ impl<A: Addr> Intervals<A> {
     fn push(&mut self, start: A, payload: u32) {
         push_merged(&mut self.starts, &mut self.payloads, start, payload);
     }
+}
+
+/// Why hand-made [`Intervals`] cannot be searched (see
+/// [`Intervals::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidIntervals {
+    #[error("no intervals: the first must start at address zero")]
+    Empty,
+    #[error("{starts} interval starts but {payloads} payloads")]
+    LengthMismatch { starts: usize, payloads: usize },
+    #[error("the first interval must start at address zero")]
+    FirstNotZero,
+    #[error("interval start {0} is not above the one before it (starts must strictly increase)")]
+    NotIncreasing(usize),
 }
 
 /// Append interval `(start, payload)` to sorted parallel vectors: an

@@ -30,13 +30,15 @@
 //! - `engine/planb/`: `mod.rs` (build, direct pointing, buckets), `tree.rs`
 //!   (layout, local trees), `search.rs` (single and batch search, the one
 //!   kernel dispatch point), `stage2.rs` (IPv6 beyond /64), `kernel/` (one
-//!   file per instruction set).
+//!   file per instruction set), `validate.rs` (structural check).
 //!   "Why is this IPv6 lookup slow?": `search.rs` then `tree.rs`.
 //! - `engine/poptrie/`: `mod.rs` (node layout, options, kernels), `build.rs`
 //!   (intervals to direct table, nodes, leaves), `search.rs` (single and
 //!   batch search, the one popcount dispatch point), `avx512.rs` (the
-//!   batch, eight lanes per vector), `flat/` (the flat layout: one 64-bit
-//!   read per level; the fastest IPv6 batches).
+//!   batch, eight lanes per vector), `update.rs` (in-place slot updates),
+//!   `validate.rs` (structural check, with the arena after updates),
+//!   `flat/` (the flat layout: one 64-bit read per level; the fastest IPv6
+//!   batches).
 //! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
 //!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
@@ -45,12 +47,15 @@
 //!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
 //! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
 //!   (seeded synthetic tables and traces): test and benchmark support.
+//! - `cpu.rs`: CPU features by name; every kernel's detection checks the
+//!   list its `#[target_feature]` functions are compiled with.
 //! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures,
 //!   and the non-temporal input prefetch every batch kernel uses.
 
 pub mod addr;
 pub mod check;
 pub mod compiled;
+mod cpu;
 pub mod engine;
 mod fault;
 pub mod fib;

@@ -28,7 +28,7 @@ impl<A: planb::Family + poptrie::Chunks> Family for A {}
 ///   (as [`Intervals::resolve`] does), [`NO_ROUTE`] on a miss;
 /// - `lookup_batch::<M>` writes the same answers for a slice of addresses,
 ///   working on `M` of them at a time (`out.len() >= addrs.len()`, else it
-///   panics);
+///   panics; `M = 0` does not compile);
 /// - an engine is immutable once built: `Send + Sync`, and lookups neither
 ///   allocate nor lock.
 pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
@@ -37,7 +37,8 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// Why a build failed.
     type Error: std::error::Error + Send + Sync + 'static;
 
-    /// Build from compiled intervals.
+    /// Build from compiled intervals; hand-made ones that fail
+    /// [`Intervals::validate`] are refused with an error.
     fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error>;
     /// Payload for `addr`, or [`NO_ROUTE`].
     fn lookup(&self, addr: A) -> u32;

@@ -11,15 +11,17 @@
 //!   local tree over their own keys only.
 //!
 //! The search itself lives in `search.rs`, written once and compiled per
-//! kernel (`kernel/`).
+//! kernel (`kernel/`); `validate.rs` checks the structure its unchecked
+//! reads rely on ([`PlanB::validate`]).
 
 pub mod kernel;
 mod search;
 mod stage2;
 mod tree;
+mod validate;
 
 use crate::addr::Addr;
-use crate::intervals::{Intervals, NO_ROUTE};
+use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 use stage2::Stage2;
@@ -103,6 +105,8 @@ pub enum BuildError {
     TooManyIntervals(usize),
     #[error("payload {0} is too large (payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),
+    #[error("malformed intervals: {0}")]
+    InvalidIntervals(#[from] InvalidIntervals),
 }
 
 /// An address family PlanB can search: maps an address to its tree key and
@@ -183,6 +187,9 @@ impl<A: Family> PlanB<A> {
         if !kernel.is_supported() {
             return Err(BuildError::UnsupportedKernel(kernel));
         }
+        // Keys are `start - 1` of starts[1..] and ranks index `payloads`
+        // unchecked: both need the shape `validate` checks.
+        iv.validate()?;
         if let Some(&p) = iv
             .payloads
             .iter()
@@ -297,10 +304,25 @@ impl<A: Family> PlanB<A> {
     /// traversing `M` addresses level by level. `M` is any of
     /// [`BATCH_SIZES`] or another size; 16 or 32 are usually best.
     ///
+    /// `M` must be at least 1: `M = 0` is refused at compile time.
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::planb::PlanB;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = PlanB::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        const {
+            assert!(
+                M > 0,
+                "lookup_batch needs at least one address in flight (M > 0)"
+            )
+        };
         assert!(out.len() >= addrs.len(), "output shorter than input");
         search::lookup_batch::<A, M>(self, addrs, out)
     }

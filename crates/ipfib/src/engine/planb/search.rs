@@ -54,8 +54,9 @@ fn prefetch<T>(p: *const T) {
 fn entry<A: Family>(e: &PlanB<A>, key: A::Key) -> u32 {
     let k = key.to_u64();
     // SAFETY: the direct table has 2^s entries and `k >> (BITS - s)` < 2^s;
-    // a sub-table entry names `2^t` entries at `offset` inside `sub`, and the
-    // index is `t` bits.
+    // a sub-table entry names `2^t` entries (1 <= t <= 12) at `offset`
+    // inside `sub`, and the index is `t` bits. `PlanB::validate`
+    // (validate.rs) checks these and every claim below.
     unsafe {
         let d = *e.direct.get_unchecked((k >> e.direct_shift) as usize);
         if d & DP_KIND != DP_SUB {
@@ -110,7 +111,9 @@ unsafe fn lookup_with<C: Count, A: Family>(e: &PlanB<A>, addr: A) -> u32 {
     let key = addr.key();
     let leaves = e.leaves.as_ptr();
     // SAFETY: window starts are ranks <= len(); tree indices name built
-    // descriptors; ranks index `payloads` (len() + 1 entries).
+    // descriptors; ranks index `payloads` (len() + 1 entries), because
+    // the `LANES` padding keys after the real ones are never counted
+    // (all checked by `PlanB::validate`).
     unsafe {
         let d = entry(e, key);
         let r = if d < DP_SUB {
@@ -226,8 +229,15 @@ unsafe fn batch_with<C: Count, A: Family, const M: usize>(
     }
 }
 
+/// The `#[target_feature]` wrappers of one kernel. `$list` names a
+/// constant holding the same feature string, which the tests compare with
+/// `Kernel::target_features` (what `Kernel::is_supported` checks).
 macro_rules! kernel_entry_points {
-    ($arch:meta, $features:literal, $kernel:ty, $lookup:ident, $batch:ident) => {
+    ($arch:meta, $list:ident = $features:literal, $kernel:ty, $lookup:ident, $batch:ident) => {
+        #[$arch]
+        #[cfg(test)]
+        const $list: &str = $features;
+
         #[$arch]
         #[target_feature(enable = $features)]
         unsafe fn $lookup<A: Family>(e: &PlanB<A>, addr: A) -> u32 {
@@ -246,21 +256,21 @@ macro_rules! kernel_entry_points {
 
 kernel_entry_points!(
     cfg(target_arch = "x86_64"),
-    "avx512f,popcnt",
+    AVX512_FEATURES = "avx512f,popcnt",
     Avx512,
     lookup_avx512,
     batch_avx512
 );
 kernel_entry_points!(
     cfg(target_arch = "x86_64"),
-    "avx2,popcnt",
+    AVX2_FEATURES = "avx2,popcnt",
     Avx2,
     lookup_avx2,
     batch_avx2
 );
 kernel_entry_points!(
     cfg(target_arch = "aarch64"),
-    "neon",
+    NEON_FEATURES = "neon",
     Neon,
     lookup_neon,
     batch_neon
@@ -294,5 +304,45 @@ pub(super) fn lookup_batch<A: Family, const M: usize>(e: &PlanB<A>, addrs: &[A],
         #[cfg(target_arch = "aarch64")]
         Kernel::Neon => unsafe { batch_neon::<A, M>(e, addrs, out) },
         _ => unsafe { batch_with::<Scalar, A, M>(e, addrs, out) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `kernel`'s detection list against its wrappers' attribute string.
+    fn same_features(kernel: Kernel, attribute: &str) {
+        let mut want: Vec<&str> = attribute.split(',').collect();
+        want.sort_unstable();
+        let mut got = kernel.target_features().to_vec();
+        got.sort_unstable();
+        assert_eq!(got, want, "{kernel}: detection vs #[target_feature]");
+    }
+
+    #[test]
+    fn detection_checks_every_target_feature() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            same_features(Kernel::Avx512, AVX512_FEATURES);
+            same_features(Kernel::Avx2, AVX2_FEATURES);
+        }
+        #[cfg(target_arch = "aarch64")]
+        same_features(Kernel::Neon, NEON_FEATURES);
+        assert!(Kernel::Scalar.target_features().is_empty());
+        assert!(Kernel::Scalar.is_supported());
+        // Every listed feature of this architecture's kernels is one the
+        // detection knows (an unknown name would make the kernel unusable).
+        for k in Kernel::ALL.into_iter().filter(|k| k.is_supported()) {
+            for f in k.target_features() {
+                assert!(crate::cpu::has(f).is_some(), "{k}: {f}");
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        for k in [Kernel::Avx512, Kernel::Avx2] {
+            for f in k.target_features() {
+                assert!(crate::cpu::has(f).is_some(), "{k}: {f}");
+            }
+        }
     }
 }

@@ -32,6 +32,40 @@ impl Stage2 {
         self.offsets.len() * 4 + self.starts.len() * 8 + self.payloads.len() * 4
     }
 
+    /// Check the slots `resolve` reads (offsets increasing from 0 to the
+    /// end of `starts`, each slot's starts beginning at 0 and increasing,
+    /// its payloads final) and return how many there are.
+    pub(crate) fn validate(&self) -> Result<usize, String> {
+        if self.payloads.len() != self.starts.len() {
+            return Err("second stage: starts and payloads differ in length".into());
+        }
+        let Some((&last, _)) = self.offsets.split_last() else {
+            return match self.starts.is_empty() {
+                true => Ok(0),
+                false => Err("second stage: starts without offsets".into()),
+            };
+        };
+        if self.offsets[0] != 0 || last as usize != self.starts.len() {
+            return Err("second stage: offsets do not span the starts".into());
+        }
+        for (slot, w) in self.offsets.windows(2).enumerate() {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            let starts = self.starts.get(a..b).unwrap_or_default();
+            if starts.first() != Some(&0) || starts.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(format!(
+                    "second-stage slot {slot}: starts not 0, increasing"
+                ));
+            }
+            if self.payloads[a..b]
+                .iter()
+                .any(|&p| p >= STAGE2 && p != NO_ROUTE)
+            {
+                return Err(format!("second-stage slot {slot}: payload names a slot"));
+            }
+        }
+        Ok(self.offsets.len() - 1)
+    }
+
     /// Resolve `payload` from the upper stage: itself, or through its slot.
     #[inline(always)]
     pub(crate) fn resolve(&self, payload: u32, low: u64) -> u32 {

@@ -171,7 +171,8 @@ fn push_node<K: Key>(inner: &mut Vec<Line>, keys: &[K]) {
 /// # Safety
 /// `desc` was built by [`build_local`] over `leaves` with internal lines in
 /// `inner`; `leaves` holds `LANES` padding keys after the last real key; the
-/// CPU supports kernel `C`.
+/// CPU supports kernel `C`. (`PlanB::validate` checks that every node a
+/// descent can reach lies in `inner` and every final window in `leaves`.)
 #[inline(always)]
 pub unsafe fn rank<C: Count, K: Key>(
     desc: &Desc,

@@ -243,7 +243,8 @@ unsafe fn finish<A: Chunks, N: Stride>(e: &Poptrie<A, N>, g: &Group, out: *mut u
     // SAFETY: masked lanes load nothing; entered lanes name nodes (layouts
     // as in `step`), and their leaf slot's index lies inside `leaves`
     // (build.rs: a node's first leaf slot starts a run, so the count is at
-    // least one); `out` has eight slots.
+    // least one; update.rs keeps it and `Poptrie::validate` checks it);
+    // `out` has eight slots.
     unsafe {
         let second = _mm512_mask_i64gather_epi64::<8>(zero, k, g.end_word, base.add(1));
         let (leafvec, base0) = if N::K == 6 {
@@ -308,7 +309,10 @@ pub(super) unsafe fn batch<A: Chunks, N: Stride, const M: usize>(
             live = 0;
             for g in gs.iter_mut().take(groups) {
                 if g.active != 0 {
-                    // SAFETY: active lanes index nodes (build.rs).
+                    // SAFETY: active lanes index nodes (build.rs, kept by
+                    // update.rs; `Poptrie::validate` checks it, and that
+                    // every descent stops at a leaf slot before the last
+                    // offset this loop steps).
                     unsafe { step(e, g, off) };
                     live |= (g.active != 0) as u32;
                 }

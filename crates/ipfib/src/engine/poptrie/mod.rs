@@ -29,7 +29,9 @@
 //!
 //! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
 //! (single and batch lookups; the one popcount dispatch point), `update.rs`
-//! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`).
+//! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`),
+//! `validate.rs` (the structural check of everything the lookups' unchecked
+//! reads rely on, run by tests after builds and in-place updates).
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
@@ -37,14 +39,16 @@ mod build;
 mod flat;
 mod search;
 mod update;
+mod validate;
 
 use build::low_mask;
 pub use flat::FlatPoptrie;
 
-pub(crate) use update::Arena;
+#[doc(hidden)]
+pub use update::{Arena, ArenaFull, Updatable};
 
 use crate::addr::Addr;
-use crate::intervals::{Intervals, NO_ROUTE};
+use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::fmt;
 use std::str::FromStr;
@@ -187,26 +191,36 @@ impl Kernel {
             .unwrap_or(Kernel::Scalar)
     }
 
-    /// Whether this CPU can run the kernel.
-    pub fn is_supported(self) -> bool {
+    /// The target features the kernel's code is compiled with: the
+    /// `#[target_feature]` attributes of `search.rs` and `flat/search.rs`
+    /// (`Popcnt`, and `Avx512` for single lookups and batch remainders),
+    /// plus those of `avx512.rs` and `flat/avx512.rs` (`Avx512`). The
+    /// tests compare this list with those attributes, and
+    /// [`Kernel::is_supported`] checks exactly it.
+    pub fn target_features(self) -> &'static [&'static str] {
         match self {
-            Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => {
-                std::arch::is_x86_feature_detected!("popcnt")
-                    && std::arch::is_x86_feature_detected!("bmi1")
-                    && std::arch::is_x86_feature_detected!("bmi2")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                Kernel::Popcnt.is_supported()
-                    && std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Popcnt | Kernel::Avx512 => false,
+            Kernel::Scalar => &[],
+            Kernel::Popcnt => &["popcnt", "bmi1", "bmi2"],
+            Kernel::Avx512 => &[
+                "popcnt",
+                "bmi1",
+                "bmi2",
+                "avx512f",
+                "avx512vl",
+                "avx512vpopcntdq",
+            ],
         }
+    }
+
+    /// Whether this CPU can run the kernel: it has every feature of
+    /// [`Kernel::target_features`] (and the kernel exists on this
+    /// architecture).
+    pub fn is_supported(self) -> bool {
+        let here = match self {
+            Kernel::Scalar => true,
+            Kernel::Popcnt | Kernel::Avx512 => cfg!(target_arch = "x86_64"),
+        };
+        here && crate::cpu::has_all(self.target_features())
     }
 
     /// Every kernel this CPU supports (scalar always included).
@@ -290,7 +304,7 @@ pub enum PoptrieError {
     #[error("{0} leaves is more than poptrie indexes (2^32)")]
     TooManyLeaves(usize),
     #[error("malformed intervals: {0}")]
-    InvalidIntervals(&'static str),
+    InvalidIntervals(#[from] InvalidIntervals),
 }
 
 /// An address family Poptrie can search: the bit extraction it needs.
@@ -397,10 +411,25 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
 
     /// Payloads for `addrs` into `out`, `M` addresses in flight.
     ///
+    /// `M` must be at least 1: `M = 0` is refused at compile time.
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::poptrie::Poptrie;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = Poptrie::<u32>::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        const {
+            assert!(
+                M > 0,
+                "lookup_batch needs at least one address in flight (M > 0)"
+            )
+        };
         assert!(out.len() >= addrs.len(), "output shorter than input");
         search::lookup_batch::<A, N, M>(self, addrs, out)
     }
@@ -464,7 +493,7 @@ fn checked<A: Chunks>(
     if s > PoptrieOptions::MAX_DIRECT_BITS {
         return Err(PoptrieError::DirectBits(s));
     }
-    validate(iv)?;
+    iv.validate()?;
     if let Some(&p) = iv
         .payloads
         .iter()
@@ -473,22 +502,6 @@ fn checked<A: Chunks>(
         return Err(PoptrieError::PayloadTooLarge(p));
     }
     Ok((kernel, s))
-}
-
-/// The shape `intervals::compile` guarantees, checked so that hand-made
-/// `Intervals` get an error instead of a panic in the build.
-fn validate<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
-    let bad = PoptrieError::InvalidIntervals;
-    if iv.starts.len() != iv.payloads.len() {
-        return Err(bad("starts and payloads differ in length"));
-    }
-    if iv.starts.first() != Some(&A::ZERO) {
-        return Err(bad("the first interval must start at address zero"));
-    }
-    if iv.starts.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(bad("interval starts must be strictly increasing"));
-    }
-    Ok(())
 }
 
 impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
@@ -522,3 +535,53 @@ impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
 
 // The AVX-512 batch reads nodes as 64-bit words at fixed offsets.
 const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<Node32>() == 16);
+
+#[cfg(test)]
+mod tests {
+    use super::Kernel;
+    use crate::cpu::target_features_in;
+
+    /// The sorted union of every `#[target_feature]` list in `files`.
+    fn union(files: &[(&str, &str)]) -> Vec<String> {
+        let mut all = Vec::new();
+        for (name, text) in files {
+            let lists = target_features_in(text);
+            assert!(!lists.is_empty(), "{name}: no #[target_feature] found");
+            all.extend(lists.into_iter().flatten().map(String::from));
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    fn sorted(k: Kernel) -> Vec<String> {
+        let mut v: Vec<String> = k.target_features().iter().map(|f| f.to_string()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn detection_checks_every_target_feature() {
+        let popcnt = [
+            ("search.rs", include_str!("search.rs")),
+            ("flat/search.rs", include_str!("flat/search.rs")),
+        ];
+        let avx512 = [
+            ("avx512.rs", include_str!("avx512.rs")),
+            ("flat/avx512.rs", include_str!("flat/avx512.rs")),
+        ];
+        // The Popcnt kernel runs the search.rs wrappers; Avx512 runs those
+        // too (single lookups, batch remainders) and the avx512.rs code.
+        assert_eq!(sorted(Kernel::Popcnt), union(&popcnt), "popcnt");
+        let both: Vec<(&str, &str)> = popcnt.iter().chain(&avx512).copied().collect();
+        assert_eq!(sorted(Kernel::Avx512), union(&both), "avx512");
+        assert!(Kernel::Scalar.target_features().is_empty());
+        assert!(Kernel::Scalar.is_supported());
+        #[cfg(target_arch = "x86_64")]
+        for k in [Kernel::Popcnt, Kernel::Avx512] {
+            for f in k.target_features() {
+                assert!(crate::cpu::has(f).is_some(), "{k}: {f}");
+            }
+        }
+    }
+}

@@ -43,7 +43,8 @@ fn focus_slot<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> (bool, usize,
 #[inline(always)]
 fn direct_entry<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
     if e.focus.bits == 0 {
-        // SAFETY: the table has 2^s entries and the index is `s` bits.
+        // SAFETY: the table has 2^s entries (`Poptrie::validate` checks
+        // the size) and the index is `s` bits.
         return unsafe { *e.direct.get_unchecked(addr.direct_index(e.s)) };
     }
     let (inside, bucket, outside) = focus_slot(e, addr);
@@ -86,7 +87,10 @@ fn lookup_with<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
     // SAFETY: a non-leaf direct entry and every child index computed from a node's
     // `base1` lie inside `nodes`, and the leaf index of a leaf slot inside
     // `leaves` (build.rs builds them so; the node's first leaf slot always
-    // starts a run, so the count is at least one).
+    // starts a run, so the count is at least one); descents end at a leaf
+    // slot. update.rs keeps all of this when it rewrites slots in place,
+    // and `Poptrie::validate` (validate.rs) checks each claim, which the
+    // tests run after builds and after sequences of slot updates.
     unsafe {
         let d = direct_entry(e, addr);
         if d & DIRECT_LEAF != 0 {
@@ -156,8 +160,9 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
                 // SAFETY: `lane` holds lane numbers below M, and `j < n <= M`;
                 // `node[i]` is a direct-pointing node index or a child index
                 // read from a node, both inside `nodes` by construction
-                // (build.rs), and a lane is only stepped while it points to a
-                // node.
+                // (build.rs, kept by update.rs, checked by
+                // `Poptrie::validate`), and a lane is only stepped while it
+                // points to a node.
                 unsafe {
                     let i = *lane.get_unchecked(j);
                     let nd = nodes.get_unchecked(*node.get_unchecked(i));
@@ -186,7 +191,8 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
         }
         for &i in &entered[..n_entered] {
             // SAFETY: a lane that entered a node ended at a leaf slot, whose
-            // index lies inside `leaves` by construction.
+            // index lies inside `leaves` by construction (checked by
+            // `Poptrie::validate`, as in `lookup_with`).
             o[i] = unsafe { *e.leaves.get_unchecked(leaf[i]) };
         }
     }

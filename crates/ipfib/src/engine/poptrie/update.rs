@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 /// No room left for a rebuilt subtree: rebuild the whole trie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ArenaFull;
+pub struct ArenaFull;
 
 /// Free space of one array: blocks by size, and the untouched tail.
 #[derive(Debug, Default, Clone)]
@@ -105,11 +105,70 @@ impl Space {
             self.free_total += n as usize;
         }
     }
+
+    /// Check this space against its array (`len` entries) and the live
+    /// blocks `(offset, size)` of the trie: the tail and every free block
+    /// inside the array, free blocks disjoint from each other and from
+    /// every live block, live blocks below the tail.
+    fn check(&self, what: &str, len: usize, live: &[(u32, u32)]) -> Result<(), String> {
+        if self.capacity != len || self.used > self.capacity {
+            return Err(format!(
+                "{what}: arena tail {} of capacity {} for an array of {len}",
+                self.used, self.capacity
+            ));
+        }
+        let mut free: Vec<(u64, u64)> = Vec::new();
+        for (&size, offs) in &self.free {
+            for &off in offs {
+                if size == 0 || off as usize + size as usize > self.used {
+                    return Err(format!(
+                        "{what}: free block {off}+{size} outside the used {}",
+                        self.used
+                    ));
+                }
+                free.push((u64::from(off), u64::from(off) + u64::from(size)));
+            }
+        }
+        let total: u64 = free.iter().map(|(a, b)| b - a).sum();
+        if total != self.free_total as u64 {
+            return Err(format!(
+                "{what}: free blocks hold {total}, the arena counts {}",
+                self.free_total
+            ));
+        }
+        free.sort_unstable();
+        if let Some(w) = free.windows(2).find(|w| w[0].1 > w[1].0) {
+            return Err(format!(
+                "{what}: free blocks {:?} and {:?} overlap",
+                w[0], w[1]
+            ));
+        }
+        for &(off, size) in live {
+            let (a, b) = (u64::from(off), u64::from(off) + u64::from(size));
+            if b > self.used as u64 {
+                return Err(format!(
+                    "{what}: live block {off}+{size} reaches past the arena tail {}",
+                    self.used
+                ));
+            }
+            // The first free block ending after `a` is the only candidate.
+            let i = free.partition_point(|&(_, end)| end <= a);
+            if free.get(i).is_some_and(|&(start, _)| start < b) {
+                return Err(format!(
+                    "{what}: live block {off}+{size} overlaps free block {:?}",
+                    free[i]
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Free-space bookkeeping of one updatable Poptrie.
+/// Free-space bookkeeping of one updatable Poptrie (writer-only: readers
+/// never touch it). [`Poptrie::validate_with_arena`] checks it against its
+/// trie.
 #[derive(Debug, Clone)]
-pub(crate) struct Arena {
+pub struct Arena {
     nodes: Space,
     leaves: Space,
 }
@@ -121,6 +180,18 @@ fn with_room(len: usize) -> usize {
 }
 
 impl<A: Chunks> Poptrie<A> {
+    /// [`Poptrie::validate`], and `arena` checked against this trie: its
+    /// free ranges lie inside the arrays and overlap no live subtree's
+    /// nodes or leaves (what the next update relies on to write only
+    /// unreachable entries).
+    pub fn validate_with_arena(&self, arena: &Arena) -> Result<(), String> {
+        let blocks = self.subtree_blocks()?;
+        let nodes: Vec<(u32, u32)> = blocks.iter().map(|b| (b.root, b.nodes)).collect();
+        let leaves: Vec<(u32, u32)> = blocks.iter().map(|b| (b.first_leaf, b.leaves)).collect();
+        arena.nodes.check("nodes", self.nodes.len(), &nodes)?;
+        arena.leaves.check("leaves", self.leaves.len(), &leaves)
+    }
+
     /// Build like [`Poptrie::build`], with room for [`Poptrie::replace_slot`].
     pub(crate) fn build_updatable(
         iv: &Intervals<A>,
@@ -167,6 +238,7 @@ impl<A: Chunks> Poptrie<A> {
         slot: usize,
         iv: &Intervals<A>,
     ) -> Result<Result<(), ArenaFull>, PoptrieError> {
+        iv.validate()?;
         if let Some(&p) = iv
             .payloads
             .iter()
@@ -301,6 +373,100 @@ impl<A: Chunks> Poptrie<A> {
     }
 }
 
+/// An updatable Poptrie and its arena, kept together so that no update
+/// can run against another trie's free list: the in-place updates of
+/// [`crate::fib`] (slot rebuilds and slot copies) for tests and fuzz
+/// targets outside the crate, which check the result with
+/// [`Updatable::validate`].
+///
+/// After an update reports [`ArenaFull`] the arena no longer matches the
+/// trie (the slot's old blocks were freed but still serve lookups), so
+/// every later update reports it too: build afresh.
+#[doc(hidden)]
+pub struct Updatable<A: Chunks> {
+    trie: Poptrie<A>,
+    arena: Arena,
+    full: bool,
+}
+
+impl<A: Chunks> Updatable<A> {
+    /// A trie over the whole space (no focus prefix) with room for updates.
+    pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
+        let (trie, arena) = Poptrie::build_updatable(iv, opts)?;
+        Ok(Updatable {
+            trie,
+            arena,
+            full: false,
+        })
+    }
+
+    /// The trie, for lookups.
+    pub fn trie(&self) -> &Poptrie<A> {
+        &self.trie
+    }
+
+    /// The arena, for [`Poptrie::validate_with_arena`].
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// Direct-pointing slots (`2^s`).
+    pub fn slots(&self) -> usize {
+        self.trie.direct.len()
+    }
+
+    /// A copy with the same layout and arena.
+    pub fn duplicate(&self) -> Self {
+        Updatable {
+            trie: self.trie.duplicate(),
+            arena: self.arena.clone(),
+            full: self.full,
+        }
+    }
+
+    /// Rebuild slot `slot` from `iv`, which must resolve every address of
+    /// the slot (as `crate::fib` computes it from the route table).
+    ///
+    /// # Panics
+    /// If `slot` is not below [`Updatable::slots`].
+    pub fn replace_slot(
+        &mut self,
+        slot: usize,
+        iv: &Intervals<A>,
+    ) -> Result<Result<(), ArenaFull>, PoptrieError> {
+        assert!(slot < self.slots(), "slot {slot} out of range");
+        if self.full {
+            return Ok(Err(ArenaFull));
+        }
+        let r = self.trie.replace_slot(&mut self.arena, slot, iv)?;
+        self.full = r.is_err();
+        Ok(r)
+    }
+
+    /// Make slot `slot` what it is in `from`.
+    ///
+    /// # Panics
+    /// If `from` has another shape (direct bits) or `slot` is out of range.
+    pub fn copy_slot(&mut self, slot: usize, from: &Updatable<A>) -> Result<(), ArenaFull> {
+        assert!(
+            self.trie.s == from.trie.s && self.slots() == from.slots(),
+            "copy_slot between tries of different shapes"
+        );
+        assert!(slot < self.slots(), "slot {slot} out of range");
+        if self.full {
+            return Err(ArenaFull);
+        }
+        let r = self.trie.copy_slot(&mut self.arena, slot, &from.trie);
+        self.full = r.is_err();
+        r
+    }
+
+    /// [`Poptrie::validate_with_arena`] of the pair.
+    pub fn validate(&self) -> Result<(), String> {
+        self.trie.validate_with_arena(&self.arena)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +488,60 @@ mod tests {
         s.release(15, 5);
         assert_eq!(s.alloc(8), Some(2));
         assert_eq!((s.used, s.free_total), (15, 0));
+    }
+
+    fn updatable() -> Updatable<u32> {
+        let mut ps: Vec<crate::prefix::Prefix<u32>> = ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.3/32"]
+            .iter()
+            .map(|r| r.parse().unwrap())
+            .collect();
+        ps.sort();
+        let iv = crate::intervals::compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)));
+        let opts = PoptrieOptions {
+            direct_bits: Some(8),
+            ..Default::default()
+        };
+        Updatable::build(&iv, &opts).unwrap()
+    }
+
+    /// A named way to break an arena (given the corrupted slot's root).
+    type Corruption = (&'static str, fn(&mut Updatable<u32>, u32));
+
+    #[test]
+    fn validate_with_arena_catches_corruption() {
+        let u = updatable();
+        assert_eq!(u.validate(), Ok(()));
+        let slot = 10; // 10.0.0.0/8: a subtree (10.1.0.0/16 lies in it)
+        let root = u.trie.direct[slot];
+        assert_eq!(root & DIRECT_LEAF, 0);
+        let corruptions: [Corruption; 5] = [
+            ("a live node block on the free list", |u, root| {
+                u.arena.nodes.release(root, 1)
+            }),
+            ("a live leaf block on the free list", |u, root| {
+                let first = u.trie.nodes[root as usize].base0;
+                u.arena.leaves.release(first, 1)
+            }),
+            ("the tail below a live block", |u, _| u.arena.nodes.used = 0),
+            ("a free block past the tail", |u, _| {
+                let used = u.arena.leaves.used as u32;
+                u.arena.leaves.release(used, 1)
+            }),
+            ("overlapping free blocks", |u, _| {
+                let used = u.arena.nodes.used as u32;
+                u.arena.nodes.used += 4;
+                u.arena.nodes.release(used, 3);
+                u.arena.nodes.release(used + 1, 3);
+            }),
+        ];
+        for (what, corrupt) in corruptions {
+            let mut u = updatable();
+            corrupt(&mut u, root);
+            assert!(
+                u.trie.validate().is_ok(),
+                "{what}: the trie itself is intact"
+            );
+            assert!(u.validate().is_err(), "{what}");
+        }
     }
 }

@@ -43,22 +43,28 @@ impl Kernel {
             .unwrap_or(Kernel::Scalar)
     }
 
-    /// Whether this CPU can run the kernel.
-    pub fn is_supported(self) -> bool {
+    /// The target features the kernel's search is compiled with (the
+    /// `#[target_feature]` wrappers in `search.rs`, whose tests compare
+    /// the two); [`Kernel::is_supported`] checks exactly these.
+    pub fn target_features(self) -> &'static [&'static str] {
         match self {
-            Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("popcnt")
-            }
-            #[cfg(target_arch = "aarch64")]
-            Kernel::Neon => std::arch::is_aarch64_feature_detected!("neon"),
-            #[allow(unreachable_patterns)]
-            _ => false,
+            Kernel::Scalar => &[],
+            Kernel::Avx2 => &["avx2", "popcnt"],
+            Kernel::Avx512 => &["avx512f", "popcnt"],
+            Kernel::Neon => &["neon"],
         }
+    }
+
+    /// Whether this CPU can run the kernel: it has every feature of
+    /// [`Kernel::target_features`] (and the kernel exists on this
+    /// architecture).
+    pub fn is_supported(self) -> bool {
+        let here = match self {
+            Kernel::Scalar => true,
+            Kernel::Avx2 | Kernel::Avx512 => cfg!(target_arch = "x86_64"),
+            Kernel::Neon => cfg!(target_arch = "aarch64"),
+        };
+        here && crate::cpu::has_all(self.target_features())
     }
 
     /// Every kernel this CPU supports (scalar always included).

@@ -94,7 +94,8 @@ unsafe fn step<A: Chunks>(e: &FlatPoptrie<A>, g: &mut Group) {
     );
     // SAFETY: masked-off lanes load nothing; an active lane's index lies
     // in its node's block (build.rs: slot 0 always starts a run, so the
-    // count is at least one and `base - 1 + count` is inside).
+    // count is at least one and `base - 1 + count` is inside;
+    // `FlatPoptrie::validate` checks it).
     g.x = unsafe {
         _mm512_mask_i64gather_epi64::<8>(g.x, g.active, idx, e.entries.as_ptr() as *const i64)
     };

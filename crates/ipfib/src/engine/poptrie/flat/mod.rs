@@ -44,6 +44,7 @@
 mod avx512;
 mod build;
 mod search;
+mod validate;
 
 use super::{checked, Chunks, Kernel, PoptrieError, PoptrieOptions};
 use crate::intervals::Intervals;
@@ -119,10 +120,25 @@ impl<A: Chunks> FlatPoptrie<A> {
 
     /// Payloads for `addrs` into `out`, `M` addresses in flight.
     ///
+    /// `M` must be at least 1: `M = 0` is refused at compile time.
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::poptrie::FlatPoptrie;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        const {
+            assert!(
+                M > 0,
+                "lookup_batch needs at least one address in flight (M > 0)"
+            )
+        };
         assert!(out.len() >= addrs.len(), "output shorter than input");
         search::lookup_batch::<A, M>(self, addrs, out)
     }

@@ -47,7 +47,8 @@ fn lookup_with<A: Chunks>(e: &FlatPoptrie<A>, addr: A) -> u32 {
     while x & LEAF == 0 {
         // SAFETY: a node entry's `base - 1` plus the runs up to any slot
         // (at least one: slot 0 always starts a run) indexes its block,
-        // which build.rs allocated inside `entries`.
+        // which build.rs allocated inside `entries` (`FlatPoptrie::validate`
+        // checks both claims, and that descents end at leaves).
         x = unsafe { *e.entries.get_unchecked(child(x, key.top(K))) };
         key = key.shl(K);
     }

@@ -1,0 +1,258 @@
+//! Structural check of a PlanB engine: every claim the lookups' unchecked
+//! reads make (`search.rs`, `tree.rs`), verified on the arrays as they are.
+//!
+//! What the lookups rely on, and what is checked here:
+//! - the kernel runs on this CPU;
+//! - `1 <= s <= 24`, the direct table has `2^s` entries and the shifts
+//!   match `s`;
+//! - `payloads` has one entry per rank (`keys + 1`) and `leaves` the keys
+//!   plus `LANES` padding keys; real keys are strictly increasing and below
+//!   the padding key, so a window compare never counts padding and every
+//!   rank is at most `keys`;
+//! - a window entry's first rank is at most `keys`; a sub-table entry
+//!   names `2^t` entries (`1 <= t <= 12`) inside `sub`, none of them a
+//!   sub-table; a tree entry names a descriptor;
+//! - every descriptor has the equalised `max_levels <= 6` levels, and every
+//!   node a descent can reach (a node's child is `node * (LANES + 1) + c`
+//!   for `c` up to its non-padding keys) lies inside `inner`, and ends at a
+//!   window whose first rank is at most `keys`;
+//! - payloads are `NO_ROUTE`, below 2^31, or (IPv6) name a second-stage
+//!   slot, whose starts begin at 0 and increase.
+
+use super::stage2::STAGE2;
+use super::tree::{lines_per_node, Key, MAX_LEVELS};
+use super::{
+    Family, PlanB, PlanbOptions, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_MAX_BITS,
+    SUB_OFFSET,
+};
+use crate::intervals::NO_ROUTE;
+
+impl<A: Family> PlanB<A> {
+    /// Check the structure every lookup relies on (see the module doc of
+    /// `planb/validate.rs`): table sizes, every index a lookup can follow
+    /// in bounds, padding never counted, payloads in range. Linear in the
+    /// engine's size. An engine from [`PlanB::build`] always passes.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.kernel.is_supported() {
+            return Err(format!("kernel {} is not supported here", self.kernel));
+        }
+        let bits = <A::Key as Key>::BITS;
+        let s = bits.saturating_sub(self.direct_shift);
+        if s == 0 || s > u32::from(PlanbOptions::MAX_DIRECT_BITS) {
+            return Err(format!(
+                "direct shift {} gives s out of range",
+                self.direct_shift
+            ));
+        }
+        if self.direct.len() != 1 << s || self.sub_shift != 64 - bits + s {
+            return Err(format!(
+                "direct table of {} entries, sub shift {} for s = {s}",
+                self.direct.len(),
+                self.sub_shift
+            ));
+        }
+        let keys = self.check_keys()?;
+        for (i, &d) in self.direct.iter().enumerate() {
+            self.check_entry(d, keys, false)
+                .map_err(|e| format!("direct entry {i}: {e}"))?;
+        }
+        // Entry 0 is read (and discarded) by batch lanes without a
+        // sub-table; every other entry belongs to a sub-table.
+        for (i, &d) in self.sub.iter().enumerate().skip(1) {
+            self.check_entry(d, keys, true)
+                .map_err(|e| format!("sub-table entry {i}: {e}"))?;
+        }
+        if self.max_levels > MAX_LEVELS {
+            return Err(format!("{} tree levels", self.max_levels));
+        }
+        for (i, desc) in self.descs.iter().enumerate() {
+            self.check_tree(desc, keys)
+                .map_err(|e| format!("local tree {i}: {e}"))?;
+        }
+        let slots = self.stage2.validate()?;
+        for (r, &p) in self.payloads.iter().enumerate() {
+            if p != NO_ROUTE && p >= STAGE2 && (p - STAGE2) as usize >= slots {
+                return Err(format!(
+                    "payload of rank {r}: {p:#x} names no second-stage slot"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of real keys, once the key and payload arrays agree.
+    fn check_keys(&self) -> Result<usize, String> {
+        let lanes = <A::Key as Key>::LANES;
+        let keys = self.payloads.len().checked_sub(1).ok_or("no payloads")?;
+        if self.leaves.len() != keys + lanes {
+            return Err(format!(
+                "{} leaf keys for {} payloads (want payloads - 1 + {lanes})",
+                self.leaves.len(),
+                self.payloads.len()
+            ));
+        }
+        let pad = <A::Key as Key>::PAD;
+        if let Some(i) = self.leaves[keys..].iter().position(|&k| k != pad) {
+            return Err(format!("padding key {} is not the padding value", keys + i));
+        }
+        if let Some(i) = self.leaves[..keys].windows(2).position(|w| w[0] >= w[1]) {
+            return Err(format!("keys {i} and {} are not increasing", i + 1));
+        }
+        if keys > 0 && self.leaves[keys - 1] == pad {
+            return Err("a real key equals the padding key".into());
+        }
+        Ok(keys)
+    }
+
+    /// One direct-pointing or sub-table entry.
+    fn check_entry(&self, d: u32, keys: usize, in_sub: bool) -> Result<(), String> {
+        match d & DP_KIND {
+            _ if d < DP_SUB => {
+                if d as usize > keys {
+                    return Err(format!("window at rank {d} of {keys} keys"));
+                }
+            }
+            DP_SUB => {
+                if in_sub {
+                    return Err("a sub-table names another".into());
+                }
+                let t = (d >> 26) & 0xf;
+                let off = (d & SUB_OFFSET) as usize;
+                if t == 0 || t > SUB_MAX_BITS || off == 0 || off + (1 << t) > self.sub.len() {
+                    return Err(format!(
+                        "sub-table of 2^{t} entries at {off} in {}",
+                        self.sub.len()
+                    ));
+                }
+            }
+            DP_TREE => {
+                if (d & DP_INDEX) as usize >= self.descs.len() {
+                    return Err(format!("tree {} of {}", d & DP_INDEX, self.descs.len()));
+                }
+            }
+            _ => debug_assert!(d >= DP_PAYLOAD), // any payload entry decodes
+        }
+        Ok(())
+    }
+
+    /// Every node a descent of `desc` can reach, level by level.
+    fn check_tree(&self, desc: &super::tree::Desc, keys: usize) -> Result<(), String> {
+        let lanes = <A::Key as Key>::LANES;
+        if desc.levels as usize != self.max_levels {
+            return Err(format!(
+                "{} levels, not the equalised {}",
+                desc.levels, self.max_levels
+            ));
+        }
+        let inner_nodes = self.inner.len() / lines_per_node::<A::Key>();
+        // SAFETY: `inner` is `Line`s (64 plain bytes each) and `A::Key` is
+        // u32 or u64, whose alignment a line's 64 satisfies; the slice
+        // covers exactly the lines' bytes.
+        let inner: &[A::Key] = unsafe {
+            std::slice::from_raw_parts(self.inner.as_ptr() as *const A::Key, inner_nodes * lanes)
+        };
+        let pad = <A::Key as Key>::PAD;
+        let mut level = vec![0usize];
+        for h in 0..self.max_levels {
+            let mut next = Vec::new();
+            for &node in &level {
+                let line = desc.line[h] as usize + node;
+                if line >= inner_nodes {
+                    return Err(format!("level {h} node {line} of {inner_nodes}"));
+                }
+                let c = inner[line * lanes..(line + 1) * lanes]
+                    .iter()
+                    .filter(|&&k| k != pad)
+                    .count();
+                next.extend((0..=c).map(|i| node * (lanes + 1) + i));
+            }
+            level = next;
+        }
+        for &node in &level {
+            let pos = desc.r0 as usize + node * lanes;
+            if pos > keys {
+                return Err(format!("leaf window at rank {pos} of {keys} keys"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::kernel::Kernel;
+    use super::*;
+    use crate::gen::synthetic_v6;
+    use crate::intervals::compile;
+    use crate::route_table::RouteTable;
+
+    /// An IPv6 engine with windows, sub-tables, local trees and second-stage
+    /// slots.
+    fn engine() -> PlanB<u128> {
+        let mut routes: Vec<_> = synthetic_v6(20_000, 7);
+        routes.push(("2001:db8::1/128".parse().unwrap(), 1));
+        let t: RouteTable<u128, u32> = routes.into_iter().collect();
+        let iv = compile(t.iter().map(|(p, v)| (p, *v)));
+        let opts = PlanbOptions {
+            kernel: Some(Kernel::Scalar),
+            direct_bits: Some(8),
+            sub_min_keys: Some(300),
+        };
+        PlanB::build(&iv, &opts).unwrap()
+    }
+
+    /// The first direct or sub-table entry of `kind`.
+    fn entry_mut(e: &mut PlanB<u128>, kind: u32) -> &mut u32 {
+        let hit = |d: &u32| *d & DP_KIND == kind && *d >= DP_SUB;
+        if let Some(i) = e.direct.iter().position(hit) {
+            return &mut e.direct[i];
+        }
+        let i = e.sub.iter().skip(1).position(hit).unwrap() + 1;
+        &mut e.sub[i]
+    }
+
+    /// A named way to break an engine.
+    type Corruption = (&'static str, fn(&mut PlanB<u128>));
+
+    #[test]
+    fn validate_catches_corruption() {
+        let e = engine();
+        assert_eq!(e.validate(), Ok(()));
+        assert!(e.tree_buckets() > 0 && e.sub_entries() > 1 && e.stage2_intervals() > 0);
+        let corruptions: [Corruption; 8] = [
+            ("window past the keys", |e| {
+                e.direct[0] = (e.payloads.len() + 5) as u32;
+            }),
+            ("tree naming no descriptor", |e| {
+                let n = e.descs.len() as u32;
+                *entry_mut(e, DP_TREE) = DP_TREE | n;
+            }),
+            ("sub-table past the array", |e| {
+                let n = e.sub.len() as u32;
+                *entry_mut(e, DP_SUB) = DP_SUB | (12 << 26) | (n - 1);
+            }),
+            ("sub-table of zero bits", |e| {
+                *entry_mut(e, DP_SUB) &= !(0xf << 26);
+            }),
+            ("descriptor window past the keys", |e| {
+                e.descs[0].r0 = e.payloads.len() as u32;
+            }),
+            ("descriptor level past inner", |e| {
+                let l = e.max_levels - 1;
+                e.descs[0].line[l] = (e.inner.len() / lines_per_node::<u64>()) as u32;
+            }),
+            ("padding overwritten", |e| {
+                let n = e.leaves.len();
+                e.leaves[n - 1] = 0;
+            }),
+            ("payload naming no slot", |e| {
+                e.payloads[0] = STAGE2 + 1_000_000;
+            }),
+        ];
+        for (what, corrupt) in corruptions {
+            let mut e = engine();
+            corrupt(&mut e);
+            assert!(e.validate().is_err(), "{what}");
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Structural check of a flat Poptrie: every claim the lookups' unchecked
+//! reads make (`search.rs`, `avx512.rs`), verified on the entry array as
+//! it is.
+//!
+//! What the lookups rely on, and what is checked here:
+//! - the kernel runs on this CPU;
+//! - `|F| <= s <= 24`, and the array holds the focus table (`2^(s - |F|)`
+//!   entries) and, when `|F| > 0`, the outer table (`2^|F|`) first;
+//! - a node entry's slot 0 starts a run (so every slot's count is at least
+//!   one) and its block `base .. base + popcnt(runs)` lies after the tables
+//!   and inside the array;
+//! - node entries only where the node still reads address bits, so every
+//!   descent ends at a leaf (the AVX-512 batch steps until all lanes do);
+//! - leaf payloads are `NO_ROUTE` or at most `MAX_PAYLOAD`, with nothing
+//!   else set in a leaf entry.
+//!
+//! Each node's block is reached once (a tree, as `build.rs` lays it out),
+//! which also bounds the walk.
+
+use super::{FlatPoptrie, K, LEAF};
+use crate::engine::poptrie::{Chunks, PoptrieOptions, MAX_PAYLOAD};
+use crate::intervals::NO_ROUTE;
+
+impl<A: Chunks> FlatPoptrie<A> {
+    /// Check the structure every lookup relies on (see the module doc of
+    /// `flat/validate.rs`): table sizes, every entry index a lookup can
+    /// follow in bounds, descents ending at leaves, payloads in range.
+    /// Linear in the number of entries. A trie from
+    /// [`FlatPoptrie::build`] always passes.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.kernel.is_supported() {
+            return Err(format!("kernel {} is not supported here", self.kernel));
+        }
+        let (f, s) = (self.focus.bits, self.s);
+        if s > u32::from(PoptrieOptions::MAX_DIRECT_BITS) || f > s {
+            return Err(format!("focus bits {f} and s = {s} out of range"));
+        }
+        let outer = if f == 0 { 0 } else { 1usize << f };
+        let tables = self.focus_len() + outer;
+        if self.entries.len() < tables {
+            return Err(format!(
+                "{} entries cannot hold the direct tables' {tables}",
+                self.entries.len()
+            ));
+        }
+        let mut reached = vec![false; self.entries.len()];
+        for i in 0..tables {
+            let off = if i < self.focus_len() { s } else { f };
+            self.entry(&mut reached, tables, i, off)
+                .map_err(|e| format!("direct entry {i}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Check entry `i`, read at bit offset `off`, and its subtree.
+    fn entry(&self, reached: &mut [bool], tables: usize, i: usize, off: u32) -> Result<(), String> {
+        let x = self.entries[i];
+        if x & LEAF != 0 {
+            let p = x as u32;
+            if x & !(LEAF | 0xffff_ffff) != 0 || (p != NO_ROUTE && p > MAX_PAYLOAD) {
+                return Err(format!("leaf entry {i}: {x:#x} is not a valid payload"));
+            }
+            return Ok(());
+        }
+        if off >= A::BITS as u32 {
+            return Err(format!("node entry {i} at bit {off}, past the address"));
+        }
+        let runs = x as u32;
+        if runs & 1 == 0 {
+            return Err(format!("node entry {i}: slot 0 starts no run"));
+        }
+        // Slot v reads entries[base - 1 + popcnt(runs & slots 0..=v)].
+        let first = (x >> 32) as usize + 1;
+        let end = first + runs.count_ones() as usize;
+        if first < tables || end > self.entries.len() {
+            return Err(format!(
+                "node entry {i}: block {first}..{end} outside {tables}..{}",
+                self.entries.len()
+            ));
+        }
+        for j in first..end {
+            if std::mem::replace(&mut reached[j], true) {
+                return Err(format!("entry {j} is reached twice"));
+            }
+            self.entry(reached, tables, j, off + K)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intervals::compile;
+    use crate::prefix::Prefix;
+
+    fn flat(s: u8) -> FlatPoptrie<u128> {
+        let mut ps: Vec<Prefix<u128>> = [
+            "2001:db8::/32",
+            "2001:db8:1::/48",
+            "2001:db8::1/128",
+            "::1/128",
+        ]
+        .iter()
+        .map(|r| r.parse().unwrap())
+        .collect();
+        ps.sort();
+        let iv = compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)));
+        let opts = PoptrieOptions {
+            direct_bits: Some(s),
+            ..Default::default()
+        };
+        FlatPoptrie::build_with_share(&iv, &opts, 501).unwrap()
+    }
+
+    /// The first node entry after the direct tables.
+    fn node(e: &FlatPoptrie<u128>) -> usize {
+        (0..e.entries.len())
+            .rev()
+            .find(|&i| e.entries[i] & LEAF == 0)
+            .unwrap()
+    }
+
+    /// A named way to break a trie.
+    type Corruption = (&'static str, fn(&mut FlatPoptrie<u128>));
+
+    #[test]
+    fn validate_catches_corruption() {
+        let corruptions: [Corruption; 6] = [
+            ("block past the array", |e| {
+                let i = node(e);
+                e.entries[i] = (e.entries.len() as u64) << 32 | 1;
+            }),
+            ("slot 0 starts no run", |e| {
+                let i = node(e);
+                e.entries[i] &= !1;
+            }),
+            ("block inside the direct tables", |e| {
+                let i = node(e);
+                e.entries[i] &= 0xffff_ffff;
+            }),
+            ("leaf with a payload out of range", |e| {
+                let i = (0..e.entries.len())
+                    .find(|&i| e.entries[i] & LEAF != 0)
+                    .unwrap();
+                e.entries[i] = LEAF | (MAX_PAYLOAD as u64 + 1);
+            }),
+            ("a node entry that points at its own block", |e| {
+                let i = node(e);
+                let first = (e.entries[i] >> 32) as usize + 1;
+                e.entries[first] = e.entries[i];
+            }),
+            ("a focus wider than s", |e| {
+                e.focus.bits = e.s + 1;
+            }),
+        ];
+        for s in [0, 13, 24] {
+            assert_eq!(flat(s).validate(), Ok(()), "s = {s}");
+            for (what, corrupt) in corruptions {
+                let mut e = flat(s);
+                corrupt(&mut e);
+                assert!(e.validate().is_err(), "s = {s}: {what}");
+            }
+        }
+    }
+}
