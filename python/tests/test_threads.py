@@ -165,16 +165,11 @@ _OBJECT_VALUES_SCRIPT = textwrap.dedent(
 )
 
 
-def test_object_values_from_many_threads_do_not_deadlock() -> None:
-    """Several threads insert and look up values whose __hash__ / __eq__
-    release the GIL. Run in a child process with a timeout: a deadlock
-    (a Rust lock held while Python code runs, waited on by a thread that
-    holds the GIL) fails the test instead of hanging the suite."""
-    timeout = 60
-    consts = f"TIMEOUT={timeout}\nROUNDS=400\nDISTINCT=7\nWRITERS=4\nREADERS=3\n"
+def _run_child(script: str, timeout: int) -> None:
+    """Run `script` in a child Python; fail (not hang) if it does not print ok."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", consts + _OBJECT_VALUES_SCRIPT],
+            [sys.executable, "-c", f"TIMEOUT={timeout}\n" + script],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -184,3 +179,45 @@ def test_object_values_from_many_threads_do_not_deadlock() -> None:
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", (
         f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr[-4000:]}"
     )
+
+
+def test_object_values_from_many_threads_do_not_deadlock() -> None:
+    """Several threads insert and look up values whose __hash__ / __eq__
+    release the GIL. Run in a child process with a timeout: a deadlock
+    (a Rust lock held while Python code runs, waited on by a thread that
+    holds the GIL) fails the test instead of hanging the suite."""
+    consts = "ROUNDS=400\nDISTINCT=7\nWRITERS=4\nREADERS=3\n"
+    _run_child(consts + _OBJECT_VALUES_SCRIPT, timeout=60)
+
+
+def test_value_hash_may_use_the_same_table() -> None:
+    """A value's __hash__ / __eq__ may call back into the table it is being
+    inserted into (no lock of the table is held while they run)."""
+    script = textwrap.dedent(
+        """
+        import faulthandler
+        import ipfib
+
+        faulthandler.dump_traceback_later(TIMEOUT - 5, exit=True)
+
+        class Key:
+            def __init__(self, k):
+                self.k = k
+            def __hash__(self):
+                t.lookup("10.1.2.3")  # an object value: Key(0)
+                t.get("10.0.0.0/8")
+                return hash(self.k)
+            def __eq__(self, other):
+                t.lookup("10.1.2.3")
+                return isinstance(other, Key) and self.k == other.k
+
+        t = ipfib.Table()
+        t["10.0.0.0/8"] = Key(0)
+        for i in range(20):
+            t[f"10.{i}.0.0/16"] = Key(i % 3)
+        assert t.lookup("10.4.2.3").k == 1
+        assert t.info()["values_v4"] == 3, t.info()
+        print("ok")
+        """
+    )
+    _run_child(script, timeout=30)
