@@ -4,13 +4,13 @@
 //!
 //! Readers take the current snapshot (`snapshot()`: a lock-free `Arc`
 //! clone, once per call, never per address) and look up without locks or
-//! the GIL. A writer locks the route table, applies the change, recompiles
-//! the family it touched and publishes the new snapshot; lookups running
-//! meanwhile finish on the old one, which is freed when its last reader
-//! lets go. A change therefore costs a rebuild of one family (tens of
-//! milliseconds for a full table): the dynamic `Fib` (issue 6) will replace
-//! this type with incremental updates behind the same four calls
-//! (`snapshot`, `insert`, `remove`, `with_table`).
+//! the GIL. A writer locks the route table (without the GIL), applies the
+//! change, recompiles the family it touched and publishes the new
+//! snapshot; lookups running meanwhile finish on the old one, which is
+//! freed when its last reader lets go. A change therefore costs a rebuild
+//! of one family (tens of milliseconds for a full table): the dynamic
+//! `Fib` (issue 6) will replace this type with incremental updates behind
+//! the same four calls (`snapshot`, `insert`, `remove`, `with_table`).
 
 use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
 use crate::value::{poisoned, Value};
@@ -18,7 +18,8 @@ use arc_swap::ArcSwap;
 use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
 use pyo3::exceptions::PyValueError;
-use pyo3::PyResult;
+use pyo3::sync::MutexExt;
+use pyo3::{PyResult, Python};
 use std::sync::{Arc, Mutex};
 
 pub struct Live {
@@ -56,14 +57,23 @@ impl Live {
         self.change(prefix, |t| Ok(t.remove(&prefix)))
     }
 
-    /// Read the route table (exact gets, supernets, subnets).
-    pub fn with_table<R>(&self, f: impl FnOnce(&Table<Value>) -> R) -> PyResult<R> {
-        Ok(f(&*self.table.lock().map_err(poisoned)?))
+    /// Read the route table (exact gets, supernets, subnets). Called with
+    /// the GIL held; `f` must be pure Rust (no Python while the lock is
+    /// held). A writer holds the lock without the GIL for a whole rebuild,
+    /// so waiting for it detaches from the interpreter (`lock_py_attached`)
+    /// rather than stopping every Python thread meanwhile. No deadlock: a
+    /// writer never needs the GIL while holding the lock, and a reader
+    /// that had to wait re-attaches holding it, but then whoever holds the
+    /// GIL and wants the lock also waits detached, releasing the GIL.
+    pub fn with_table<R>(&self, py: Python<'_>, f: impl FnOnce(&Table<Value>) -> R) -> PyResult<R> {
+        Ok(f(&*self.table.lock_py_attached(py).map_err(poisoned)?))
     }
 
     /// Apply `f` and republish the family of `prefix` when it changed the
     /// table. The lock is held across the rebuild so writers publish in
-    /// the order they changed the table.
+    /// the order they changed the table. Called without the GIL (`insert`
+    /// and `remove` run under `py.detach`), and nothing here touches Python
+    /// (values are Rust data), so a holder never waits for the GIL.
     fn change(
         &self,
         prefix: AnyPrefix,

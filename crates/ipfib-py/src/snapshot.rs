@@ -20,6 +20,7 @@ use ipfib::engine::{Engine, Family, NO_ROUTE};
 use ipfib::intervals::compile;
 use ipfib::prefix::Prefix;
 use ipfib::route_table::RouteTable;
+use pyo3::Python;
 use std::sync::OnceLock;
 
 /// Addresses handed to the engine's batch path at a time (the batch width
@@ -244,6 +245,20 @@ impl<A: Family> FamilySnap<A> {
     /// The matching route's ordinal, or `NO_ROUTE`.
     pub fn ordinal(&self, addr: A) -> Result<u32, String> {
         Ok(self.by_route()?.lookup(addr))
+    }
+
+    /// `ordinal` for a caller holding the GIL. The first call builds the
+    /// route engine (tens of ms on a full table), and a call meanwhile
+    /// waits in `OnceLock::get_or_init` for whichever thread builds it
+    /// (`lookup_many(with_prefix_len=True)` builds it without the GIL): until
+    /// it is built, both happen detached from the interpreter, so neither
+    /// stops the other Python threads. The build itself is pure Rust.
+    pub fn ordinal_attached(&self, py: Python<'_>, addr: A) -> Result<u32, String> {
+        if self.by_route.get().is_some() {
+            self.ordinal(addr)
+        } else {
+            py.detach(|| self.ordinal(addr))
+        }
     }
 
     /// The matching value slot, or `NO_ROUTE`.

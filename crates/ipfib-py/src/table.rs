@@ -94,7 +94,7 @@ impl Table {
         which: Related,
     ) -> PyResult<Vec<(String, Py<PyAny>)>> {
         let p = parse_prefix(prefix, HostBits::Reject)?;
-        let routes = self.live.with_table(|t| match (p, which) {
+        let routes = self.live.with_table(py, |t| match (p, which) {
             (AnyPrefix::V4(p), Related::Supernets) => collect(t.v4.supernets(&p)),
             (AnyPrefix::V4(p), Related::Subnets) => collect(t.v4.subnets(&p)),
             (AnyPrefix::V6(p), Related::Supernets) => collect(t.v6.supernets(&p)),
@@ -283,8 +283,14 @@ impl Table {
     ) -> PyResult<Option<(String, Py<PyAny>)>> {
         let snap = self.live.snapshot();
         match parse_addr(addr)? {
-            AnyAddr::V4(a) => self.route_at(py, &snap.v4, snap.v4.ordinal(a).map_err(build_err)?),
-            AnyAddr::V6(a) => self.route_at(py, &snap.v6, snap.v6.ordinal(a).map_err(build_err)?),
+            AnyAddr::V4(a) => {
+                let o = snap.v4.ordinal_attached(py, a).map_err(build_err)?;
+                self.route_at(py, &snap.v4, o)
+            }
+            AnyAddr::V6(a) => {
+                let o = snap.v6.ordinal_attached(py, a).map_err(build_err)?;
+                self.route_at(py, &snap.v6, o)
+            }
         }
     }
 
@@ -294,7 +300,7 @@ impl Table {
         let text = text_of(x)?;
         if text.contains('/') {
             let prefix = parse_prefix(x, HostBits::Reject)?;
-            return self.live.with_table(|t| match prefix {
+            return self.live.with_table(x.py(), |t| match prefix {
                 AnyPrefix::V4(p) => !t.v4.supernets(&p).is_empty(),
                 AnyPrefix::V6(p) => !t.v6.supernets(&p).is_empty(),
             });
@@ -326,7 +332,7 @@ impl Table {
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
     fn __getitem__(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let p = parse_prefix(prefix, HostBits::Reject)?;
-        match self.live.with_table(|t| t.get(&p).cloned())? {
+        match self.live.with_table(py, |t| t.get(&p).cloned())? {
             Some(v) => self.objects.to_py(py, &v),
             None => Err(PyKeyError::new_err(p.to_string())),
         }
@@ -341,7 +347,7 @@ impl Table {
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let p = parse_prefix(prefix, HostBits::Reject)?;
-        match self.live.with_table(|t| t.get(&p).cloned())? {
+        match self.live.with_table(py, |t| t.get(&p).cloned())? {
             Some(v) => self.objects.to_py(py, &v),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
@@ -453,7 +459,7 @@ impl Table {
         )?;
         let table_bytes = self
             .live
-            .with_table(|t| t.v4.footprint_bytes() + t.v6.footprint_bytes())?;
+            .with_table(py, |t| t.v4.footprint_bytes() + t.v6.footprint_bytes())?;
         d.set_item("route_table_bytes", table_bytes)?;
         Ok(d)
     }

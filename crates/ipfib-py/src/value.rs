@@ -9,7 +9,9 @@
 //! `lookup_many` with an integer array without touching Python objects.
 
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use std::sync::{Arc, Mutex};
 
@@ -42,6 +44,26 @@ impl Value {
 /// `str`, interned by Python equality. Append-only: an object stays
 /// registered after its last route is removed (a table only grows by the
 /// distinct objects ever inserted).
+///
+/// Locking rule (why this cannot deadlock): `list`'s mutex is held only
+/// around pure Rust work (a length, a push, a `clone_ref`, i.e. an
+/// incref); no Python code runs while it is held. `index` is a Python
+/// dict, used only with the GIL held and with no Rust lock held, because
+/// every operation on it hashes and compares the object, running user
+/// `__hash__` / `__eq__`, which may release the GIL (letting any other
+/// thread run) or call back into this very table. So a holder of the mutex
+/// never waits for the GIL or for anything else, and never re-enters: with
+/// the GIL a critical section cannot even be interrupted by another Python
+/// thread, so the mutex is never contended (it is there because a frozen
+/// `Table` must be `Sync`). It is still taken with `lock_py_attached`,
+/// which detaches from the interpreter if it ever has to wait.
+///
+/// Interning is a reserve-then-publish: look the object up; on a miss push
+/// it (under the mutex) and `setdefault` its new index in the dict. If an
+/// equal object was registered meanwhile (another thread ran while this
+/// one's `__hash__` / `__eq__` had let go of the GIL), `setdefault` returns
+/// that object's index and the slot just pushed stays unused: equal
+/// objects always get one index, and a lost race costs one slot.
 pub struct Objects {
     list: Mutex<Vec<Py<PyAny>>>,
     index: Py<PyDict>,
@@ -72,16 +94,23 @@ impl Objects {
                 obj.get_type().name()?
             )));
         }
+        // Python code may run here (no lock held).
         let index = self.index.bind(py);
         if let Some(i) = index.get_item(obj)? {
             return Ok(Value::Obj(i.extract()?));
         }
-        let mut list = self.list.lock().map_err(poisoned)?;
-        let i = u32::try_from(list.len())
-            .map_err(|_| PyTypeError::new_err("too many distinct object values"))?;
-        list.push(obj.clone().unbind());
-        index.set_item(obj, i)?;
-        Ok(Value::Obj(i))
+        // Pure Rust under the lock: reserve the next slot.
+        let reserved = {
+            let mut list = self.list.lock_py_attached(py).map_err(poisoned)?;
+            let i = u32::try_from(list.len())
+                .map_err(|_| PyTypeError::new_err("too many distinct object values"))?;
+            list.push(obj.clone().unbind());
+            i
+        };
+        // Python code may run here again (no lock held): publish the slot,
+        // or take the one an equal object got meanwhile.
+        let i = index.call_method1(intern!(py, "setdefault"), (obj, reserved))?;
+        Ok(Value::Obj(i.extract()?))
     }
 
     /// The Python object for a value.
@@ -90,7 +119,8 @@ impl Objects {
             Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Value::Str(s) => PyString::new(py, s).into_any().unbind(),
             Value::Obj(i) => {
-                let list = self.list.lock().map_err(poisoned)?;
+                // Pure Rust under the lock: an incref.
+                let list = self.list.lock_py_attached(py).map_err(poisoned)?;
                 match list.get(*i as usize) {
                     Some(o) => o.clone_ref(py),
                     None => py.None(),
