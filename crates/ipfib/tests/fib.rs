@@ -20,14 +20,19 @@ use std::time::{Duration, Instant};
 /// Every engine configuration worth testing: PlanB, and Poptrie with one
 /// slot (s = 0: every update rebuilds the whole trie in place), few large
 /// slots (s = 4: prefixes shorter than s mark several slots) and the
-/// default s = 18.
+/// default s = 18. Every side is validated structurally before it is
+/// published (`FibOptions::validate`).
 fn configs() -> Vec<(String, FibOptions)> {
     let mut out = vec![(
         "planb".to_string(),
-        FibOptions::with_engine(FibEngine::PlanB),
+        FibOptions {
+            validate: true,
+            ..FibOptions::with_engine(FibEngine::PlanB)
+        },
     )];
     for s in [0u8, 4, 18] {
         let mut o = FibOptions::with_engine(FibEngine::Poptrie);
+        o.validate = true;
         o.poptrie = PoptrieOptions {
             direct_bits: Some(s),
             ..PoptrieOptions::default()

@@ -93,6 +93,46 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     oracle: Option<&Oracle<A, V>>,
     queries: &[A],
 ) -> Result<(), Mismatch> {
+    check_engines_in(table, oracle, queries, &LAYOUTS, &POPTRIE_LAYOUTS)
+}
+
+/// PlanB layouts with small direct tables, for [`check_engines_small`].
+pub const SMALL_LAYOUTS: [(Option<u8>, Option<usize>); 4] = [
+    (Some(1), Some(usize::MAX)),
+    (Some(1), None),
+    (Some(4), None),
+    (Some(8), None),
+];
+
+/// Poptrie layouts with small direct tables (`s` = 0, 5, 8), for
+/// [`check_engines_small`].
+pub const SMALL_POPTRIE_LAYOUTS: [(u8, bool); 4] = [(0, true), (5, true), (8, true), (8, false)];
+
+/// [`check_engines`] with direct tables of at most 2^8 entries
+/// ([`SMALL_LAYOUTS`], [`SMALL_POPTRIE_LAYOUTS`]): the same code paths on
+/// small tables at a fraction of the cost, for the engines fuzz target
+/// (a 2^18-entry direct table per variant would dominate every input).
+pub fn check_engines_small<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
+    table: &RouteTable<A, V>,
+    oracle: Option<&Oracle<A, V>>,
+    queries: &[A],
+) -> Result<(), Mismatch> {
+    check_engines_in(
+        table,
+        oracle,
+        queries,
+        &SMALL_LAYOUTS,
+        &SMALL_POPTRIE_LAYOUTS,
+    )
+}
+
+fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
+    table: &RouteTable<A, V>,
+    oracle: Option<&Oracle<A, V>>,
+    queries: &[A],
+    planb_layouts: &[(Option<u8>, Option<usize>)],
+    poptrie_layouts: &[(u8, bool)],
+) -> Result<(), Mismatch> {
     let want: Vec<Option<(Prefix<A>, &V)>> = queries.iter().map(|&a| table.lookup(a)).collect();
     if let Some(o) = oracle {
         for (&a, w) in queries.iter().zip(&want) {
@@ -109,7 +149,7 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
         queries,
     };
     for kernel in Kernel::supported() {
-        for (direct_bits, sub_min_keys) in LAYOUTS {
+        for &(direct_bits, sub_min_keys) in planb_layouts {
             let opts = PlanbOptions {
                 kernel: Some(kernel),
                 direct_bits,
@@ -123,9 +163,9 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     // so the ones the CPU would not pick by itself run one layout.
     for kernel in poptrie::Kernel::supported() {
         let layouts: &[(u8, bool)] = if kernel == poptrie::Kernel::detect() {
-            &POPTRIE_LAYOUTS
+            poptrie_layouts
         } else {
-            &POPTRIE_LAYOUTS[2..3]
+            &poptrie_layouts[2..3]
         };
         for &(s, leafvec) in layouts {
             let opts = PoptrieOptions {
@@ -144,7 +184,7 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
         // every kernel (its searches share less code across kernels),
         // with its own focus rule and with a focus that leaves a fraction
         // of the boundaries to the outer table.
-        for &(s, _) in POPTRIE_LAYOUTS.iter().filter(|l| l.1) {
+        for &(s, _) in poptrie_layouts.iter().filter(|l| l.1) {
             let opts = PoptrieOptions {
                 direct_bits: Some(s),
                 kernel: Some(kernel),
@@ -183,6 +223,9 @@ impl<A: Family> Engine<A> for StrayFlat<A> {
     fn name(&self) -> String {
         format!("{} (strays)", self.0.name())
     }
+    fn validate(&self) -> Result<(), String> {
+        self.0.validate()
+    }
 }
 
 /// The reference answers and the intervals every variant is built from.
@@ -202,8 +245,15 @@ impl<A: Family, V: Clone + Eq + std::hash::Hash + Debug> Checker<'_, A, V> {
             got: format!("build error {e}"),
             want: "an engine".into(),
         };
+        let invalid = |e: String, name: &str| Mismatch {
+            engine: name.to_string(),
+            addr: "-".into(),
+            got: format!("invalid structure: {e}"),
+            want: "a valid one".into(),
+        };
         let c = Compiled::<A, V, E>::with_engine(self.table, opts)
             .map_err(|e| build_error(&e, name))?;
+        c.engine().validate().map_err(|e| invalid(e, name))?;
         for (&a, w) in self.queries.iter().zip(self.want) {
             let got = c.lookup(a);
             if got != *w {
@@ -221,6 +271,7 @@ impl<A: Family, V: Clone + Eq + std::hash::Hash + Debug> Checker<'_, A, V> {
         // Value payloads (aggregated intervals): value index must match.
         let vname = format!("{name}/values");
         let e = E::build(&self.value_iv, opts).map_err(|e| build_error(&e, &vname))?;
+        e.validate().map_err(|e| invalid(e, &vname))?;
         for (i, &a) in self.queries.iter().enumerate() {
             let p = e.lookup(a);
             let w = self.want[i].map(|(_, v)| v);

@@ -49,6 +49,9 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// A short description of this build: engine name and its layout
     /// (e.g. `planb[avx512,s=20]`, `poptrie[s=18,popcnt]`).
     fn name(&self) -> String;
+    /// Check every structural property the lookups' unsafe code relies
+    /// on (for tests and fuzzing; linear in the structure's size).
+    fn validate(&self) -> Result<(), String>;
 }
 
 impl<A: planb::Family> Engine<A> for planb::PlanB<A> {
@@ -71,5 +74,8 @@ impl<A: planb::Family> Engine<A> for planb::PlanB<A> {
     }
     fn name(&self) -> String {
         format!("planb[{},s={}]", self.kernel(), self.direct_bits())
+    }
+    fn validate(&self) -> Result<(), String> {
+        planb::PlanB::validate(self)
     }
 }

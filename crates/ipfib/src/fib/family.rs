@@ -240,6 +240,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         if opts.engine == FibEngine::PlanB {
             stats.full_builds += 1;
             let side = full_side(&self.routes, opts)?;
+            validate_side(&side, opts)?;
             return Ok(Some(Arc::new(side)));
         }
         // The spare is behind by its `lag` (copied from the current side,
@@ -280,6 +281,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
                     self.s,
                 )?;
                 if done {
+                    validate_side(side, opts)?;
                     stats.slot_rebuilds += self.dirty.len() as u64;
                     stats.slot_copies += lag.len() as u64;
                     return Ok(Some(arc));
@@ -288,6 +290,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         }
         stats.full_builds += 1;
         let side = full_side(&self.routes, opts)?;
+        validate_side(&side, opts)?;
         Ok(Some(Arc::new(side)))
     }
 
@@ -358,6 +361,21 @@ fn wait_unique<T>(mut side: Arc<T>, patience: Duration) -> Option<Arc<T>> {
             std::thread::yield_now();
         }
     }
+}
+
+/// With [`FibOptions::validate`]: the side's engine passes its structural
+/// check (a Poptrie's with its arena: the free ranges overlap no live
+/// node). Payloads against the side's values are checked by the tests'
+/// lookups (`check::check_fib_script`).
+fn validate_side<A: Family, V>(side: &FamilySide<A, V>, opts: &FibOptions) -> Result<(), FibError> {
+    if !opts.validate {
+        return Ok(());
+    }
+    match &side.engine {
+        SideEngine::PlanB(t) => t.validate(),
+        SideEngine::Poptrie(t, arena) => t.validate_with_arena(arena),
+    }
+    .map_err(FibError::Invariant)
 }
 
 /// A side built from the whole route table.

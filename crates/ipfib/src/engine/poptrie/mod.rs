@@ -531,6 +531,9 @@ impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
             if self.leafvec { "" } else { ",basic" }
         )
     }
+    fn validate(&self) -> Result<(), String> {
+        Self::validate(self)
+    }
 }
 
 // The AVX-512 batch reads nodes as 64-bit words at fixed offsets.

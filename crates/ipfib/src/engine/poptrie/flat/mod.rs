@@ -195,6 +195,9 @@ impl<A: Chunks> crate::engine::Engine<A> for FlatPoptrie<A> {
     fn name(&self) -> String {
         format!("poptrie-flat[s={},{}]", self.s, self.kernel)
     }
+    fn validate(&self) -> Result<(), String> {
+        Self::validate(self)
+    }
 }
 
 #[cfg(test)]
