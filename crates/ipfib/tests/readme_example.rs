@@ -27,7 +27,7 @@ fn readme_fib_example() -> Result<(), Box<dyn std::error::Error>> {
     let mut fib: Fib<u32> = Fib::new(FibOptions::default())?; // Poptrie
     let reader = fib.reader(); // Clone + Send: one per thread
     fib.insert("10.0.0.0/8".parse()?, 7)?;
-    fib.flush()?; // else: every 64 changes or 1 ms
+    fib.flush()?; // else: at the 64th change, or a call 1 ms after the oldest
     let snap = reader.snapshot(); // no lock, no allocation
     assert_eq!(snap.lookup_v4(0x0a01_0203), Some(&7));
     Ok(())
