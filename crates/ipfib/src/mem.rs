@@ -127,7 +127,8 @@ pub(crate) fn prefetch_input<A>(round: *const A, n: usize) {
     let _ = (round, n);
 }
 
-#[cfg(target_os = "linux")]
+// Miri cannot call foreign functions; the advice is optional anyway.
+#[cfg(all(target_os = "linux", not(miri)))]
 fn advise_huge(ptr: *mut u8, size: usize, align: usize) {
     if align >= HUGE && std::env::var_os("IPFIB_NO_HUGEPAGES").is_none() {
         // SAFETY: the range is exactly one allocation of ours; MADV_HUGEPAGE
@@ -138,7 +139,7 @@ fn advise_huge(ptr: *mut u8, size: usize, align: usize) {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge(_ptr: *mut u8, _size: usize, _align: usize) {}
 
 impl<T: Copy> Deref for LookupBuf<T> {
