@@ -126,6 +126,20 @@ def test_value_kinds_and_object_arrays() -> None:
         ipfib.Table.from_prefixes([("10.0.0.0/8", [1])])
     ints = ipfib.Table.from_prefixes([("10.0.0.0/8", 7)])
     assert ints.lookup_many(["10.0.0.1", "9.0.0.1"], default=None).tolist() == [7, None]
+
+
+def test_equal_values_of_different_types_stay_apart() -> None:
+    # Python calls these equal (with equal hashes); each route must still
+    # answer the object it was given, not the first equal one.
+    from decimal import Decimal
+
+    given = [1.0, True, Decimal(1), 2**70, float(2**70), 1]
+    t = ipfib.Table.from_prefixes([(f"10.{i}.0.0/16", v) for i, v in enumerate(given)])
+    for i, v in enumerate(given):
+        got = t[f"10.{i}.0.0/16"]
+        assert got == v and type(got) is type(v), (i, got, v)
+    out = t.lookup_many([f"10.{i}.0.1" for i in range(len(given))])
+    assert [type(o) for o in out.tolist()] == [type(v) for v in given]
     assert ints.lookup_many(["10.0.0.1", "9.0.0.1"], default=-5).dtype == np.int64
 
 

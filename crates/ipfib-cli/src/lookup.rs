@@ -174,17 +174,21 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-/// Read one line of at most [`MAX_LINE_BYTES`] into `buf` (cleared first),
+/// Read one line of at most [`MAX_LINE_BYTES`] (not counting its `\n`)
+/// into `buf` (cleared first),
 /// so input without newlines takes bounded memory: `None` at the end,
 /// `Some(true)` for a line, `Some(false)` for a longer one, whose rest is
 /// read and dropped.
 fn read_line_bounded<R: BufRead>(input: &mut R, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
     buf.clear();
-    let n = input.by_ref().take(MAX_LINE_BYTES).read_until(b'\n', buf)?;
+    let n = input
+        .by_ref()
+        .take(MAX_LINE_BYTES + 1)
+        .read_until(b'\n', buf)?;
     if n == 0 {
         return Ok(None);
     }
-    if (n as u64) < MAX_LINE_BYTES || buf.last() == Some(&b'\n') {
+    if (n as u64) <= MAX_LINE_BYTES || buf.last() == Some(&b'\n') {
         return Ok(Some(true));
     }
     loop {

@@ -447,6 +447,13 @@ fn an_over_long_stdin_line_is_a_bad_line_read_in_bounded_memory() {
         run.stderr.trim_end(),
         format!("ipfib: stdin line 2: line longer than {limit} bytes (skipped)")
     );
+    // A last line of exactly the bound, with no newline, is a line.
+    let mut input = b"10.1.2.3
+"
+    .to_vec();
+    input.resize(input.len() + limit as usize, b' ');
+    let run = lookup(&table, &[], &[], Some(&input));
+    assert!(!run.stderr.contains("longer than"), "{}", run.stderr);
 }
 
 #[test]

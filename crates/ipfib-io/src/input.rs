@@ -187,17 +187,18 @@ impl<R: Read> Read for ZstdFrames<R> {
 pub const MAX_LINE_BYTES: u64 = 64 * 1024;
 
 /// Read one line (up to and including `\n`) into `buf`, which is cleared
-/// first; `Ok(false)` at the end of the input. A line longer than
-/// [`MAX_LINE_BYTES`] is an `InvalidData` error. (`read_until` itself
-/// retries on `Interrupted`.)
+/// first; `Ok(false)` at the end of the input. A line whose text (without
+/// its `\n`) is longer than [`MAX_LINE_BYTES`] is an `InvalidData` error,
+/// whether or not a newline ends it. (`read_until` itself retries on
+/// `Interrupted`.)
 #[inline]
 pub(crate) fn next_line<R: BufRead + ?Sized>(
     reader: &mut R,
     buf: &mut Vec<u8>,
 ) -> io::Result<bool> {
     buf.clear();
-    let n = reader.take(MAX_LINE_BYTES).read_until(b'\n', buf)?;
-    if n as u64 == MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+    let n = reader.take(MAX_LINE_BYTES + 1).read_until(b'\n', buf)?;
+    if n as u64 > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
         return Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong));
     }
     Ok(n > 0)
@@ -214,3 +215,30 @@ impl std::fmt::Display for LineTooLong {
 }
 
 impl std::error::Error for LineTooLong {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line's text may be exactly `MAX_LINE_BYTES` long, with or without
+    /// a newline after it; one byte more is an error either way.
+    #[test]
+    fn the_line_bound_is_on_the_text_with_or_without_a_newline() {
+        let max = MAX_LINE_BYTES as usize;
+        for (len, newline, ok) in [
+            (max, true, true),
+            (max, false, true),
+            (max + 1, true, false),
+            (max + 1, false, false),
+        ] {
+            let mut data = vec![b'a'; len];
+            if newline {
+                data.push(b'\n');
+            }
+            let mut reader = io::Cursor::new(data);
+            let mut buf = Vec::new();
+            let got = next_line(&mut reader, &mut buf);
+            assert_eq!(got.is_ok(), ok, "{len} bytes, newline {newline}: {got:?}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
 
 /// One route's value.
@@ -41,7 +41,7 @@ impl Value {
 }
 
 /// Python objects used as values that are neither `int` (in `i64`) nor
-/// `str`, interned by Python equality. Append-only: an object stays
+/// `str`, interned by type and Python equality. Append-only: an object stays
 /// registered after its last route is removed (a table only grows by the
 /// distinct objects ever inserted).
 ///
@@ -94,9 +94,13 @@ impl Objects {
                 obj.get_type().name()?
             )));
         }
+        // Keyed by type and object: Python calls `True`, `1.0` and
+        // `Decimal(1)` equal (with equal hashes), but a route given `True`
+        // must answer `True`, not whichever equal object came first.
+        let key = PyTuple::new(py, [obj.get_type().into_any(), obj.clone()])?;
         // Python code may run here (no lock held).
         let index = self.index.bind(py);
-        if let Some(i) = index.get_item(obj)? {
+        if let Some(i) = index.get_item(&key)? {
             return Ok(Value::Obj(i.extract()?));
         }
         // Pure Rust under the lock: reserve the next slot.
@@ -109,8 +113,19 @@ impl Objects {
         };
         // Python code may run here again (no lock held): publish the slot,
         // or take the one an equal object got meanwhile.
-        let i = index.call_method1(intern!(py, "setdefault"), (obj, reserved))?;
-        Ok(Value::Obj(i.extract()?))
+        match index.call_method1(intern!(py, "setdefault"), (key, reserved)) {
+            Ok(i) => Ok(Value::Obj(i.extract()?)),
+            Err(e) => {
+                // `__hash__` / `__eq__` raised: nothing refers to the
+                // reserved slot, so let go of the object it keeps.
+                let none = py.None();
+                let mut list = self.list.lock_py_attached(py).map_err(poisoned)?;
+                if let Some(slot) = list.get_mut(reserved as usize) {
+                    *slot = none;
+                }
+                Err(e)
+            }
+        }
     }
 
     /// The Python object for a value.

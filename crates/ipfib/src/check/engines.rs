@@ -23,9 +23,9 @@ pub struct EngineCase {
     pub q6: Vec<u128>,
 }
 
-/// Direct-pointing bits the route lengths cluster around (the checker's
-/// small `s` values, and the defaults' 16 and 18).
-const NEAR_BITS: [u8; 4] = [5, 8, 16, 18];
+/// Direct-pointing bits the route lengths cluster around: the small
+/// checker's `s` values (PlanB 1, 4, 8; Poptrie 0, 5, 8) and 16.
+const NEAR_BITS: [u8; 4] = [4, 5, 8, 16];
 
 impl EngineCase {
     /// At most 96 routes per family: every variant is built per case.

@@ -126,10 +126,18 @@ impl Model {
         }
     }
 
-    fn remove(&mut self, p: &AnyPrefix) {
+    fn remove(&mut self, p: &AnyPrefix) -> Option<u32> {
         match p {
-            AnyPrefix::V4(p) => drop(self.v4.remove(p)),
-            AnyPrefix::V6(p) => drop(self.v6.remove(p)),
+            AnyPrefix::V4(p) => self.v4.remove(p),
+            AnyPrefix::V6(p) => self.v6.remove(p),
+        }
+    }
+
+    /// The value of exactly `p`.
+    fn get(&self, p: &AnyPrefix) -> Option<u32> {
+        match p {
+            AnyPrefix::V4(p) => self.v4.routes().iter().find(|r| r.0 == *p).map(|r| r.1),
+            AnyPrefix::V6(p) => self.v6.routes().iter().find(|r| r.0 == *p).map(|r| r.1),
         }
     }
 }
@@ -222,13 +230,18 @@ pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
         let result = match op.clone() {
             FibOp::Insert(p, v) => {
                 touched.add(p);
+                let want = model.get(&p);
                 model.insert(p, v);
-                fib.insert(p, v).map(drop)
+                fib.insert(p, v).map(|old| {
+                    (old != want).then(|| format!("{what}: returned {old:?}, want {want:?}"))
+                })
             }
             FibOp::Remove(p) => {
                 touched.add(p);
-                model.remove(&p);
-                fib.remove(&p).map(drop)
+                let want = model.remove(&p);
+                fib.remove(&p).map(|old| {
+                    (old != want).then(|| format!("{what}: returned {old:?}, want {want:?}"))
+                })
             }
             FibOp::Batch(updates) => {
                 for u in &updates {
@@ -243,7 +256,7 @@ pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
                         }
                     }
                 }
-                fib.apply_batch(updates)
+                fib.apply_batch(updates).map(|()| None)
             }
             FibOp::ReplaceAll(routes) => {
                 let mut table = Table::new();
@@ -253,23 +266,35 @@ pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
                     model.insert(p, v);
                     table.insert(p, v).map_err(|e| format!("{what}: {e}"))?;
                 }
-                fib.replace_all(table)
+                fib.replace_all(table).map(|()| None)
             }
-            FibOp::Flush => fib.flush(),
-            FibOp::PublishIfDue => fib.publish_if_due().map(drop),
+            FibOp::Flush => fib.flush().map(|()| None),
+            FibOp::PublishIfDue => fib.publish_if_due().map(|_| None),
             FibOp::Hold => {
                 held.push((reader.snapshot(), published.clone()));
-                Ok(())
+                Ok(None)
             }
             FibOp::Release(k) => {
                 if !held.is_empty() {
                     let (snap, then) = held.swap_remove(k % held.len());
                     compare(&snap, &then, &touched, &format!("{what}: released"))?;
                 }
-                Ok(())
+                Ok(None)
             }
         };
-        result.map_err(|e| format!("{what}: {e}"))?;
+        if let Some(wrong) = result.map_err(|e| format!("{what}: {e}"))? {
+            return Err(wrong);
+        }
+        // The staleness bound, where no held spare can put a publication
+        // off: never `max_pending` changes pending after a call, and none
+        // at all with a zero `max_delay`.
+        let opts = &script.opts;
+        if opts.spare_patience.is_zero()
+            && (fib.pending() >= opts.max_pending
+                || (opts.max_delay.is_zero() && fib.pending() > 0))
+        {
+            return Err(format!("{what}: {} changes overdue", fib.pending()));
+        }
         if fib.version() != before {
             published = model.clone();
         }

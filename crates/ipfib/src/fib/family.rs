@@ -12,7 +12,7 @@ use crate::route_table::RouteTable;
 use crate::values::ValueTable;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What readers search: an engine over value indices and the values those
 /// indices meant when this side was last brought up to date. A side's
@@ -113,7 +113,9 @@ struct Spare<A: Family, V> {
 
 impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     pub(crate) fn new(routes: RouteTable<A, V>, opts: &FibOptions) -> Result<Self, FibError> {
-        let current = Arc::new(full_side(&routes, opts)?);
+        let current = full_side(&routes, opts)?;
+        validate_side(&current, opts)?;
+        let current = Arc::new(current);
         let (spare, s) = match opts.engine {
             FibEngine::PlanB => (None, 0),
             // The spare starts as a copy (memcpy, not a second build).
@@ -231,7 +233,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     pub(crate) fn build_next(
         &mut self,
         opts: &FibOptions,
-        wait: Duration,
+        deadline: Instant,
         stats: &mut FibStats,
     ) -> Result<Option<Arc<FamilySide<A, V>>>, FibError> {
         if !self.changed {
@@ -248,7 +250,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         // routes). Past an eighth of all slots a fresh build is cheaper.
         let few = !self.rebuild_all && self.few();
         let spare = if few { self.spare.take() } else { None };
-        let spare = spare.and_then(|sp| match wait_unique(sp.side, wait) {
+        let spare = spare.and_then(|sp| match wait_unique(sp.side, deadline) {
             Some(side) => Some((side, sp.lag)),
             None => {
                 stats.spare_busy += 1;
@@ -343,15 +345,14 @@ impl<A: Family, V> FamilyFib<A, V> {
 
 /// Wait until the writer holds the only reference to `side` (every
 /// snapshot that could read it has been dropped), spinning then yielding,
-/// for at most `patience`. `None`: a reader still holds it.
-fn wait_unique<T>(mut side: Arc<T>, patience: Duration) -> Option<Arc<T>> {
-    let start = Instant::now();
+/// until `deadline` at the latest. `None`: a reader still holds it.
+fn wait_unique<T>(mut side: Arc<T>, deadline: Instant) -> Option<Arc<T>> {
     let mut spins = 0u32;
     loop {
         if Arc::get_mut(&mut side).is_some() {
             return Some(side);
         }
-        if start.elapsed() >= patience {
+        if Instant::now() >= deadline {
             return None;
         }
         spins += 1;

@@ -316,9 +316,8 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         }
         if changes > 0 {
             self.pending += changes - 1;
-            self.changed(true)?;
         }
-        Ok(())
+        self.changed(changes > 0)
     }
 
     /// Put back the routes `log` recorded, last first. Each step returns
@@ -376,26 +375,47 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         }
     }
 
-    /// Count a change and publish when the staleness bound says so.
+    /// Count a change, and publish when the staleness bound says so:
+    /// every update call checks it while changes are pending, whether or
+    /// not it changed anything itself (a stream of unchanged
+    /// re-announcements must not hold back a due change).
     fn changed(&mut self, changed: bool) -> Result<(), FibError> {
-        if !changed {
-            return Ok(());
+        if changed {
+            self.pending += 1;
+            self.oldest_pending.get_or_insert_with(Instant::now);
         }
-        self.pending += 1;
-        self.oldest_pending.get_or_insert_with(Instant::now);
-        self.publish_if_due().map(drop)
+        if self.pending > 0 {
+            self.publish_if_due()?;
+        }
+        Ok(())
     }
 
-    /// How long until the pending changes are due for publication: `None`
-    /// when nothing is pending, zero when they are due now. A writer that
-    /// waits for updates with a timeout uses this as the timeout, then
-    /// calls [`Fib::publish_if_due`]: the FIB has no thread of its own.
+    /// Whether the pending changes are due: `max_pending` of them, or the
+    /// oldest `max_delay` old.
+    fn overdue(&self) -> bool {
+        self.pending > 0
+            && (self.pending >= self.opts.max_pending
+                || self
+                    .oldest_pending
+                    .is_none_or(|t| t.elapsed() >= self.opts.max_delay))
+    }
+
+    /// How long until [`Fib::publish_if_due`] has something to do: `None`
+    /// when nothing is pending; the time until the changes are due; while
+    /// a due publication is put off because a snapshot holds the Poptrie
+    /// spare, the rest of `spare_patience` (after which the published side
+    /// is copied instead). A writer that waits for updates with a timeout
+    /// uses this as the timeout, then calls `publish_if_due`: the FIB has
+    /// no thread of its own.
     pub fn due_in(&self) -> Option<Duration> {
         if self.pending == 0 {
             return None;
         }
-        if self.pending >= self.opts.max_pending {
-            return Some(Duration::ZERO);
+        if self.overdue() {
+            return Some(match self.deferred_since {
+                Some(since) => self.opts.spare_patience.saturating_sub(since.elapsed()),
+                None => Duration::ZERO,
+            });
         }
         let oldest = self.oldest_pending?;
         Some(self.opts.max_delay.saturating_sub(oldest.elapsed()))
@@ -403,11 +423,13 @@ impl<V: Clone + Eq + Hash> Fib<V> {
 
     /// Publish the pending changes if the staleness bound says they are
     /// due (`max_pending` changes, or the oldest `max_delay` old); whether
-    /// a version was published. Updates call it themselves; a writer with
-    /// no more updates for a while calls it (or [`Fib::flush`]) so that
-    /// the last changes do not wait for the next update.
+    /// a version was published (a due publication is still put off while
+    /// a snapshot holds the Poptrie spare, for at most `spare_patience`).
+    /// Update calls do this themselves; a writer with no more updates for
+    /// a while calls it (or [`Fib::flush`]) so that the last changes do
+    /// not wait for the next update.
     pub fn publish_if_due(&mut self) -> Result<bool, FibError> {
-        if self.due_in() != Some(Duration::ZERO) {
+        if !self.overdue() {
             return Ok(false);
         }
         let before = self.version;
@@ -437,8 +459,11 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// [`Fib::flush`]) tries again.
     fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
         let start = Instant::now();
-        let v4 = self.v4.build_next(&self.opts, wait, &mut self.stats)?;
-        let v6 = self.v6.build_next(&self.opts, wait, &mut self.stats)?;
+        // One deadline for both families' spares: the writer waits at
+        // most `wait` in all.
+        let deadline = start + wait;
+        let v4 = self.v4.build_next(&self.opts, deadline, &mut self.stats)?;
+        let v6 = self.v6.build_next(&self.opts, deadline, &mut self.stats)?;
         let v4 = self.v4.commit(v4, &self.opts);
         let v6 = self.v6.commit(v6, &self.opts);
         self.version += 1;

@@ -212,3 +212,150 @@ fn publish_if_due_publishes_after_max_delay_without_another_update() {
         assert!(!fib.publish_if_due().unwrap(), "{name}");
     }
 }
+
+/// A due change is published by the next update call even when that call
+/// changes nothing (an unchanged re-announcement, the withdrawal of an
+/// absent prefix, an empty batch): a stream of those must not hold it.
+#[test]
+fn calls_that_change_nothing_still_publish_a_due_change() {
+    let calls: [(&str, fn(&mut Fib<u32>)); 4] = [
+        ("insert unchanged", |f| {
+            drop(f.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap())
+        }),
+        ("remove absent", |f| {
+            drop(f.remove(&"192.0.2.0/24".parse().unwrap()).unwrap())
+        }),
+        ("apply remove absent", |f| {
+            f.apply(FibUpdate::Remove("2001:db8::/32".parse().unwrap()))
+                .unwrap()
+        }),
+        ("empty batch", |f| f.apply_batch(Vec::new()).unwrap()),
+    ];
+    for opts in configs() {
+        for (what, call) in calls {
+            let name = format!("{}: {what}", opts.engine.name());
+            let mut fib = Fib::new(FibOptions {
+                max_pending: 1000,
+                max_delay: Duration::from_millis(5),
+                ..opts.clone()
+            })
+            .unwrap();
+            fib.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap();
+            assert_eq!(fib.version(), 0, "{name}");
+            std::thread::sleep(Duration::from_millis(10));
+            call(&mut fib);
+            assert_eq!(fib.version(), 1, "{name}: the due change was held back");
+            assert_eq!(fib.snapshot().lookup_v4(0x0a01_0203), Some(&1), "{name}");
+        }
+    }
+}
+
+/// While a snapshot holds the Poptrie spare, a due publication is put off
+/// and `due_in` says how much patience is left (not zero, which would
+/// make a writer spin); `flush` waits at most `spare_patience` in all,
+/// however many families' spares are held.
+#[test]
+fn a_held_spare_puts_off_publication_within_the_patience() {
+    let patience = Duration::from_millis(150);
+    let mut fib = Fib::new(FibOptions {
+        max_pending: 1,
+        spare_patience: patience,
+        ..FibOptions::with_engine(FibEngine::Poptrie)
+    })
+    .unwrap();
+    // Publish once so that the spare is the side a snapshot holds.
+    fib.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap();
+    fib.insert("2001:db8::/32".parse().unwrap(), 1).unwrap();
+    let held = fib.snapshot();
+    fib.insert("10.0.0.0/8".parse().unwrap(), 2).unwrap();
+    fib.insert("2001:db8::/32".parse().unwrap(), 2).unwrap();
+    let held2 = fib.snapshot();
+    // Both families' spares are now held (by `held`); the next change is
+    // due at once but put off.
+    let version = fib.version();
+    fib.insert("10.0.0.0/8".parse().unwrap(), 3).unwrap();
+    fib.insert("2001:db8::/32".parse().unwrap(), 3).unwrap();
+    assert_eq!(fib.version(), version, "published over a held spare");
+    let due = fib.due_in().unwrap();
+    assert!(
+        due > Duration::ZERO && due <= patience,
+        "due_in {due:?} while put off"
+    );
+    let start = Instant::now();
+    fib.flush().unwrap();
+    let waited = start.elapsed();
+    assert!(
+        waited < patience * 2 - Duration::from_millis(10),
+        "flush waited {waited:?}, patience {patience:?}"
+    );
+    assert_eq!(fib.snapshot().lookup_v4(0x0a01_0203), Some(&3));
+    assert_eq!(held.lookup_v4(0x0a01_0203), Some(&1));
+    assert_eq!(held2.lookup_v4(0x0a01_0203), Some(&2));
+}
+
+/// The IPv4 side builds, the IPv6 side fails: neither is published, and
+/// the next publication shows both families' changes.
+#[test]
+fn v4_built_then_v6_failing_publishes_neither() {
+    let mut fired = Vec::new();
+    for opts in configs() {
+        for point in [Point::FullBuild, Point::SlotUpdate] {
+            let what = format!(
+                "{} s={:?} {point:?}",
+                opts.engine.name(),
+                opts.poptrie.direct_bits
+            );
+            let mut fib = Fib::new(FibOptions {
+                max_pending: 1000,
+                validate: true,
+                ..opts.clone()
+            })
+            .unwrap();
+            let mut rng = Rng::new(7);
+            let (mut want4, mut want6) = (Oracle::default(), Oracle::<u128, u32>::default());
+            let (mut p4s, mut p6s) = (Vec::new(), Vec::new());
+            let mut failures = 0;
+            for round in 0..40u32 {
+                for _ in 0..3 {
+                    let p = random_prefix(&mut rng);
+                    let AnyPrefix::V4(p4) = p else { unreachable!() };
+                    let v = rng.below(4) as u32 + round;
+                    want4.insert(p4, v);
+                    fib.insert(p, v).unwrap();
+                    p4s.push(p);
+                    let a6 = (0x2001_0db8u128 << 96) | u128::from(rng.below(1 << 16)) << 80;
+                    let p6 = Prefix::new_masked(a6, [32u8, 48, 64][rng.below(3) as usize]).unwrap();
+                    want6.insert(p6, v);
+                    fib.insert(p6.into(), v).unwrap();
+                    p6s.push(p6);
+                }
+                let version = fib.version();
+                arm(point, 1); // the IPv4 family's hit passes, IPv6's fails
+                let flushed = fib.flush();
+                disarm();
+                if flushed.is_err() {
+                    failures += 1;
+                    assert_eq!(fib.version(), version, "{what}: round {round} published");
+                    assert_eq!(fib.snapshot().version(), version, "{what}");
+                    fib.flush().unwrap();
+                }
+                let snap = fib.snapshot();
+                assert_shows(&snap, &want4, &p4s, &format!("{what} round {round}"));
+                for a in boundary_queries(p6s.iter().copied()) {
+                    let want = want6.lookup(a).map(|(_, v)| v);
+                    assert_eq!(snap.lookup_v6(a), want, "{what} round {round}: {a:#x}");
+                }
+            }
+            fired.push((point, failures));
+        }
+    }
+    // The second hit of a point within one publication is the IPv6
+    // family's only when both families do that work (not at s = 4,
+    // where IPv4 builds afresh while IPv6 updates its one slot).
+    for point in [Point::FullBuild, Point::SlotUpdate] {
+        assert!(
+            fired.iter().any(|&(p, n)| p == point && n > 0),
+            "{point:?} never fired"
+        );
+    }
+}
