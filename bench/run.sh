@@ -3,7 +3,7 @@
 # one run per table, pinned to one CPU, JSON kept in bench-out/.
 # Usage: bench/run.sh [CPU] [all|planb|poptrie]   (default: CPU 1, all; needs ../shared/data)
 #   planb:   the PlanB sections (all kernels, planb / planb-routes / radix)
-#   poptrie: the "Poptrie (issue 3)" sections (Table 2, Table 6, engine comparison)
+#   poptrie: the "Poptrie" sections (Table 2, Table 6, engine comparison)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=${1:-1}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown tables of BENCHMARKS.md's "Bench suite (issue 5)" section, from
+"""Markdown tables of BENCHMARKS.md's "Bench suite" section, from
 the JSON that bench/sweep.sh writes. Usage: python3 bench/suite_tables.py
 [bench-out/suite]. Figures: MLPS median [min-max] (IQR)."""
 import json

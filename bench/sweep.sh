@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The issue 5 suite: every chart and sweep table of BENCHMARKS.md's
-# "Bench suite (issue 5)" section, on built-in synthetic tables (no data
+# The bench suite: every chart and sweep table of BENCHMARKS.md's
+# "Bench suite" section, on built-in synthetic tables (no data
 # files needed). JSON per sweep in bench-out/suite/, charts in bench/plots/.
 # Usage: bench/sweep.sh [CPU] [all|suite|batch|fib|threads|plots]
 #   (default: CPU 1, all). Timing runs hold /tmp/ipfib-bench.lock (so

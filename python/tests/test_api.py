@@ -3,9 +3,11 @@ rich in edge cases, for every engine; bad inputs; pickling."""
 
 from __future__ import annotations
 
+import enum
 import gzip
 import ipaddress
 import pickle
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -126,21 +128,25 @@ def test_value_kinds_and_object_arrays() -> None:
         ipfib.Table.from_prefixes([("10.0.0.0/8", [1])])
     ints = ipfib.Table.from_prefixes([("10.0.0.0/8", 7)])
     assert ints.lookup_many(["10.0.0.1", "9.0.0.1"], default=None).tolist() == [7, None]
+    assert ints.lookup_many(["10.0.0.1", "9.0.0.1"], default=-5).dtype == np.int64
 
 
 def test_equal_values_of_different_types_stay_apart() -> None:
     # Python calls these equal (with equal hashes); each route must still
     # answer the object it was given, not the first equal one.
-    from decimal import Decimal
+    class Small(enum.IntEnum):
+        ONE = 1
 
-    given = [1.0, True, Decimal(1), 2**70, float(2**70), 1]
+    class Name(str):
+        pass
+
+    given = [1.0, True, Decimal(1), 2**70, float(2**70), 1, Small.ONE, Name("x"), "x"]
     t = ipfib.Table.from_prefixes([(f"10.{i}.0.0/16", v) for i, v in enumerate(given)])
     for i, v in enumerate(given):
         got = t[f"10.{i}.0.0/16"]
         assert got == v and type(got) is type(v), (i, got, v)
     out = t.lookup_many([f"10.{i}.0.1" for i in range(len(given))])
     assert [type(o) for o in out.tolist()] == [type(v) for v in given]
-    assert ints.lookup_many(["10.0.0.1", "9.0.0.1"], default=-5).dtype == np.int64
 
 
 def test_masked_and_prefix_lengths() -> None:

@@ -9,7 +9,7 @@
 //! snapshot; lookups running meanwhile finish on the old one, which is
 //! freed when its last reader lets go. A change therefore costs a rebuild
 //! of one family (tens of milliseconds for a full table): the dynamic
-//! `Fib` (issue 6) will replace this type with incremental updates behind
+//! `Fib` will replace this type with incremental updates behind
 //! the same four calls (`snapshot`, `insert`, `remove`, `with_table`).
 
 use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};

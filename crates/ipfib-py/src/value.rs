@@ -2,7 +2,8 @@
 //!
 //! The route table interns values (`Eq + Hash`) and must be usable without
 //! the GIL, so it cannot hold Python objects directly. Python `int`s that
-//! fit an `i64` and `str`s are kept as Rust data (what table files and
+//! fit an `i64` and `str`s, of exactly those types (`bool`, an `IntEnum`
+//! or a `str` subclass stays the object it is), are kept as Rust data (what table files and
 //! nearly every user hold: ASNs, next hops, names); any other hashable
 //! object is interned once in the table's [`Objects`] registry and the
 //! route keeps its index. A table whose values are all `Int` answers
@@ -12,7 +13,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
 
 /// One route's value.
@@ -79,12 +80,15 @@ impl Objects {
 
     /// The value for a Python object (interning it if needed).
     pub fn value_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-        if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        // Exact types only: a subclass (`bool`, an `IntEnum`, a `str`
+        // subclass) is kept as the object it is, so a route answers the
+        // type it was given.
+        if obj.is_exact_instance_of::<PyInt>() {
             if let Ok(i) = obj.extract::<i64>() {
                 return Ok(Value::Int(i));
             }
         }
-        if let Ok(s) = obj.cast::<PyString>() {
+        if let Ok(s) = obj.cast_exact::<PyString>() {
             return Ok(Value::Str(Arc::from(&*s.to_cow()?)));
         }
         let py = obj.py();
@@ -118,11 +122,14 @@ impl Objects {
             Err(e) => {
                 // `__hash__` / `__eq__` raised: nothing refers to the
                 // reserved slot, so let go of the object it keeps.
-                let none = py.None();
-                let mut list = self.list.lock_py_attached(py).map_err(poisoned)?;
-                if let Some(slot) = list.get_mut(reserved as usize) {
-                    *slot = none;
-                }
+                // The object leaves the list under the lock and is dropped
+                // after it (a decref can run Python code).
+                let freed = {
+                    let mut list = self.list.lock_py_attached(py).map_err(poisoned)?;
+                    list.get_mut(reserved as usize)
+                        .map(|slot| std::mem::replace(slot, py.None()))
+                };
+                drop(freed);
                 Err(e)
             }
         }

@@ -286,10 +286,15 @@ pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
             return Err(wrong);
         }
         // The staleness bound, where no held spare can put a publication
-        // off: never `max_pending` changes pending after a call, and none
-        // at all with a zero `max_delay`.
-        let opts = &script.opts;
-        if opts.spare_patience.is_zero()
+        // off (no patience, or no snapshot held, so every spare is free):
+        // never `max_pending` changes pending after a call, and none at
+        // all with a zero `max_delay`. A change put off while a snapshot
+        // was held must go out at the first call after its release, even
+        // one that changes nothing.
+        let opts = fib.options();
+        let free = opts.spare_patience.is_zero() || held.is_empty();
+        if free
+            && !matches!(op, FibOp::Hold | FibOp::Release(_))
             && (fib.pending() >= opts.max_pending
                 || (opts.max_delay.is_zero() && fib.pending() > 0))
         {

@@ -224,6 +224,16 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         }
     }
 
+    /// Whether no snapshot holds the spare (or there is none): a
+    /// publication could start on it now. Read-only, unlike
+    /// [`FamilyFib::spare_ready`]; a snapshot taken meanwhile only makes
+    /// the publication wait or copy.
+    pub(crate) fn spare_idle(&self) -> bool {
+        self.spare
+            .as_ref()
+            .is_none_or(|sp| Arc::strong_count(&sp.side) == 1)
+    }
+
     /// The side the next publication shows: `None` when nothing changed
     /// (the current side stands). Changes nothing readers or the next
     /// publication rely on: `current`, the route table and the changed
@@ -233,7 +243,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     pub(crate) fn build_next(
         &mut self,
         opts: &FibOptions,
-        deadline: Instant,
+        deadline: Option<Instant>,
         stats: &mut FibStats,
     ) -> Result<Option<Arc<FamilySide<A, V>>>, FibError> {
         if !self.changed {
@@ -345,14 +355,15 @@ impl<A: Family, V> FamilyFib<A, V> {
 
 /// Wait until the writer holds the only reference to `side` (every
 /// snapshot that could read it has been dropped), spinning then yielding,
-/// until `deadline` at the latest. `None`: a reader still holds it.
-fn wait_unique<T>(mut side: Arc<T>, deadline: Instant) -> Option<Arc<T>> {
+/// until `deadline` at the latest (`None`: no deadline). `None` back: a
+/// reader still holds it.
+fn wait_unique<T>(mut side: Arc<T>, deadline: Option<Instant>) -> Option<Arc<T>> {
     let mut spins = 0u32;
     loop {
         if Arc::get_mut(&mut side).is_some() {
             return Some(side);
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             return None;
         }
         spins += 1;

@@ -40,8 +40,10 @@
 //! Staleness: pending changes are published by the first of
 //! - the update that makes `max_pending` of them,
 //! - any call of [`Fib::insert`], [`Fib::remove`], [`Fib::apply`],
-//!   [`Fib::apply_batch`] or [`Fib::publish_if_due`] made `max_delay` or
-//!   more after the oldest of them,
+//!   [`Fib::apply_batch`] (whether or not it changes a route; one the
+//!   route table refuses returns its error first) or
+//!   [`Fib::publish_if_due`] made `max_delay` or more after the oldest of
+//!   them,
 //! - [`Fib::flush`] or [`Fib::replace_all`].
 //!
 //! The FIB has no timer thread (a writer owns it, `&mut`), so with no
@@ -98,7 +100,8 @@ pub struct FibOptions {
     pub engine: FibEngine,
     /// Publish once this many changes are pending (at least 1).
     pub max_pending: usize,
-    /// Publish on a change arriving this long after the oldest pending one.
+    /// Publish at the first update call (or [`Fib::publish_if_due`]) made
+    /// this long after the oldest pending change.
     pub max_delay: Duration,
     /// How long publications may be put off while snapshots hold the
     /// Poptrie spare before the published side is copied instead.
@@ -351,7 +354,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// Publish pending changes now.
     pub fn flush(&mut self) -> Result<(), FibError> {
         if self.pending > 0 {
-            self.deferred_since = None;
+            // (`deferred_since` is cleared by a publication that succeeds.)
             self.publish_now(self.opts.spare_patience)?;
         }
         Ok(())
@@ -413,8 +416,10 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         }
         if self.overdue() {
             return Some(match self.deferred_since {
-                Some(since) => self.opts.spare_patience.saturating_sub(since.elapsed()),
-                None => Duration::ZERO,
+                Some(since) if !(self.v4.spare_idle() && self.v6.spare_idle()) => {
+                    self.opts.spare_patience.saturating_sub(since.elapsed())
+                }
+                _ => Duration::ZERO,
             });
         }
         let oldest = self.oldest_pending?;
@@ -460,8 +465,9 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
         let start = Instant::now();
         // One deadline for both families' spares: the writer waits at
-        // most `wait` in all.
-        let deadline = start + wait;
+        // most `wait` in all (none: a patience too long to add to now
+        // waits until the spare is free).
+        let deadline = start.checked_add(wait);
         let v4 = self.v4.build_next(&self.opts, deadline, &mut self.stats)?;
         let v6 = self.v6.build_next(&self.opts, deadline, &mut self.stats)?;
         let v4 = self.v4.commit(v4, &self.opts);

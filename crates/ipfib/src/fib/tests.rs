@@ -236,13 +236,13 @@ fn calls_that_change_nothing_still_publish_a_due_change() {
             let name = format!("{}: {what}", opts.engine.name());
             let mut fib = Fib::new(FibOptions {
                 max_pending: 1000,
-                max_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(50),
                 ..opts.clone()
             })
             .unwrap();
             fib.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap();
             assert_eq!(fib.version(), 0, "{name}");
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(60));
             call(&mut fib);
             assert_eq!(fib.version(), 1, "{name}: the due change was held back");
             assert_eq!(fib.snapshot().lookup_v4(0x0a01_0203), Some(&1), "{name}");
@@ -307,6 +307,7 @@ fn v4_built_then_v6_failing_publishes_neither() {
             );
             let mut fib = Fib::new(FibOptions {
                 max_pending: 1000,
+                max_delay: Duration::from_secs(3600),
                 validate: true,
                 ..opts.clone()
             })

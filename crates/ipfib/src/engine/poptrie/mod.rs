@@ -282,7 +282,7 @@ impl PoptrieOptions {
     pub const MAX_DIRECT_BITS: u8 = 24;
     /// Default `s` for both families: 18, the paper's choice, and the
     /// fastest of 0 / 16 / 18 in our measurements (BENCHMARKS.md,
-    /// "Poptrie (issue 3)").
+    /// "Poptrie").
     pub const DEFAULT_DIRECT_BITS: u8 = 18;
 }
 
