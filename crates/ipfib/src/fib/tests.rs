@@ -218,7 +218,8 @@ fn publish_if_due_publishes_after_max_delay_without_another_update() {
 /// absent prefix, an empty batch): a stream of those must not hold it.
 #[test]
 fn calls_that_change_nothing_still_publish_a_due_change() {
-    let calls: [(&str, fn(&mut Fib<u32>)); 4] = [
+    type Call = fn(&mut Fib<u32>);
+    let calls: [(&str, Call); 4] = [
         ("insert unchanged", |f| {
             assert_eq!(f.insert("10.0.0.0/8".parse().unwrap(), 1).unwrap(), Some(1))
         }),

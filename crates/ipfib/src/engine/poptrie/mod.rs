@@ -550,7 +550,7 @@ mod tests {
         for (name, text) in files {
             let lists = target_features_in(text);
             assert!(!lists.is_empty(), "{name}: no #[target_feature] found");
-            all.extend(lists.into_iter().flatten().map(String::from));
+            all.extend(lists.into_iter().flatten());
         }
         all.sort_unstable();
         all.dedup();
