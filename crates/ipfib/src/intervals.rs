@@ -149,6 +149,19 @@ pub fn compile<A: Addr>(routes: impl IntoIterator<Item = (Prefix<A>, u32)>) -> I
     out
 }
 
+/// Test support: the intervals of `routes` (prefix text), route `i` as
+/// payload `i` in sorted order.
+#[cfg(test)]
+pub(crate) fn of_routes<A: Addr>(routes: &[&str]) -> Intervals<A>
+where
+    Prefix<A>: std::str::FromStr,
+    <Prefix<A> as std::str::FromStr>::Err: std::fmt::Debug,
+{
+    let mut ps: Vec<Prefix<A>> = routes.iter().map(|r| r.parse().unwrap()).collect();
+    ps.sort();
+    compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -206,13 +206,10 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
 mod tests {
     use super::*;
     use crate::engine::poptrie::{Node, Node32};
-    use crate::intervals::{compile, Intervals};
-    use crate::prefix::Prefix;
+    use crate::intervals::Intervals;
 
     fn intervals<A: Chunks>(routes: &[&str]) -> Intervals<A> {
-        let mut ps: Vec<Prefix<A>> = routes.iter().map(|r| r.parse().unwrap()).collect();
-        ps.sort();
-        compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)))
+        crate::intervals::of_routes(routes)
     }
 
     fn trie<N: Stride>(s: u8) -> Poptrie<u32, N> {

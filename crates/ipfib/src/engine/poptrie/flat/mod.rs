@@ -208,13 +208,9 @@ mod tests {
     //! and last address and every boundary +-1 are checked against
     //! `Intervals::resolve`. (Random tables go through `check_engines`.)
     use super::*;
-    use crate::intervals::compile;
-    use crate::prefix::Prefix;
 
     fn intervals<A: Chunks>(routes: &[&str]) -> Intervals<A> {
-        let mut ps: Vec<Prefix<A>> = routes.iter().map(|r| r.parse().unwrap()).collect();
-        ps.sort();
-        compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)))
+        crate::intervals::of_routes(routes)
     }
 
     /// Every boundary +-1, both ends of each of the first 2^12 outer
