@@ -248,6 +248,23 @@ impl<A: Addr, V> RouteTable<A, V> {
         best
     }
 
+    /// The value-index intervals of the addresses under direct-pointing
+    /// slot `slot` of `s` bits (the slot's covering route, then every
+    /// route under it): what a Poptrie slot update rebuilds.
+    pub fn slot_intervals(&self, slot: u32, s: u32) -> crate::intervals::Intervals<A> {
+        let first = if s == 0 {
+            0
+        } else {
+            u128::from(slot) << (u32::from(A::BITS) - s)
+        };
+        let p = Prefix::host(A::from_u128_truncate(first)).truncate(s as u8);
+        crate::intervals::compile(
+            self.covering_index(&p)
+                .into_iter()
+                .chain(self.subnet_indices(&p)),
+        )
+    }
+
     /// The routes covered by `prefix` (itself included when present) as
     /// `(prefix, value index)`, in pre-order, as `compile` takes them.
     pub fn subnet_indices(

@@ -141,23 +141,6 @@ fn random_tables_validate() {
     }
 }
 
-/// The intervals under direct slot `slot` (as `fib/family.rs` computes
-/// them): its covering route, then every route under it.
-fn slot_intervals<A: Addr>(routes: &RouteTable<A, u32>, slot: usize, s: u32) -> Intervals<A> {
-    let first = if s == 0 {
-        0
-    } else {
-        (slot as u128) << (A::BITS as u32 - s)
-    };
-    let p = Prefix::host(A::from_u128_truncate(first)).truncate(s as u8);
-    compile(
-        routes
-            .covering_index(&p)
-            .into_iter()
-            .chain(routes.subnet_indices(&p)),
-    )
-}
-
 /// A random prefix, most of them inside `near` so that updates pile up in
 /// a few slots (and their arenas fill, split and coalesce).
 fn random_prefix<A: Addr>(rng: &mut Rng, near: A) -> Prefix<A> {
@@ -217,7 +200,7 @@ fn updates_validate<A: Chunks + Addr>(s: u8, rounds: usize, seed: u64) {
             rebuilds += 1;
             ok = ok
                 && spare
-                    .replace_slot(slot, &slot_intervals(&routes, slot, s as u32))
+                    .replace_slot(slot, &routes.slot_intervals(slot as u32, s as u32))
                     .unwrap()
                     .is_ok();
         }

@@ -6,7 +6,7 @@ use super::{FibEngine, FibError, FibOptions, FibStats};
 use crate::engine::planb::PlanB;
 use crate::engine::poptrie::{Arena, Poptrie};
 use crate::engine::Family;
-use crate::intervals::{compile, Intervals, NO_ROUTE};
+use crate::intervals::{compile, NO_ROUTE};
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
 use crate::values::ValueTable;
@@ -445,7 +445,7 @@ fn update_slots<A: Family, V: Clone + Eq>(
         return Err(FibError::Invariant("injected slot update failure".into()));
     }
     for &slot in dirty {
-        let iv = slot_intervals(routes, slot, s);
+        let iv = routes.slot_intervals(slot, s);
         if trie.replace_slot(arena, slot as usize, &iv)?.is_err() {
             return Ok(false);
         }
@@ -456,23 +456,6 @@ fn update_slots<A: Family, V: Clone + Eq>(
         );
     }
     Ok(true)
-}
-
-/// The intervals of the addresses under direct-pointing slot `slot`:
-/// the slot's covering route, then every route under it.
-fn slot_intervals<A: Family, V>(routes: &RouteTable<A, V>, slot: u32, s: u32) -> Intervals<A> {
-    let first = if s == 0 {
-        0
-    } else {
-        u128::from(slot) << (A::BITS as u32 - s)
-    };
-    let p = Prefix::host(A::from_u128_truncate(first)).truncate(s as u8);
-    compile(
-        routes
-            .covering_index(&p)
-            .into_iter()
-            .chain(routes.subnet_indices(&p)),
-    )
 }
 
 /// Make the side's value slots agree with the route table for `payloads`.
