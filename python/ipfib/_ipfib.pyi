@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 Addr = str | ipaddress.IPv4Address | ipaddress.IPv6Address
 PrefixLike = str | ipaddress.IPv4Network | ipaddress.IPv6Network
-Engine = str  # "planb" | "poptrie[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
+Engine = str  # "auto" | "planb" | "poptrie[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
 
 class TableFileError(ValueError):
     """A table file could not be read; the message names the file and the
@@ -33,14 +33,16 @@ class DamagedTableWarning(UserWarning):
 class Table:
     """A longest-prefix-match table of IPv4 and IPv6 routes.
 
-    >>> t = Table()                                   # empty, engine "planb"
+    >>> t = Table()                                   # empty, engine "auto"
     >>> t.insert("10.0.0.0/8", 64500)
     >>> t.lookup("10.1.2.3")
     64500
     """
 
-    def __init__(self, *, engine: Engine = "planb") -> None:
-        """An empty table compiled with ``engine``: ``"planb"`` (default),
+    def __init__(self, *, engine: Engine = "auto") -> None:
+        """An empty table compiled with ``engine``: ``"auto"`` (default:
+        per family, the engine that suits the table's shape, measured on
+        this machine; ``info()`` says which and why), ``"planb"``,
         ``"poptrie"`` / ``"poptrie:S"`` (S direct-pointing bits),
         ``"poptrie-flat"`` / ``"poptrie-flat:S"`` (32-ary nodes inline with
         their leaves: the fastest ``lookup_many`` on IPv6 tables) or
@@ -54,7 +56,7 @@ class Table:
         value: str | None = None,
         *,
         peer: str | int | None = None,
-        engine: Engine = "planb",
+        engine: Engine = "auto",
         mask_host_bits: bool = False,
         strict: bool = False,
     ) -> Table:
@@ -84,7 +86,7 @@ class Table:
         cls,
         routes: Iterable[tuple[PrefixLike, Any]],
         *,
-        engine: Engine = "planb",
+        engine: Engine = "auto",
         mask_host_bits: bool = False,
     ) -> Table:
         """A table from ``(prefix, value)`` pairs; a later duplicate wins.
@@ -103,7 +105,7 @@ class Table:
         prefix_col: str = "prefix",
         value_col: str = "value",
         *,
-        engine: Engine = "planb",
+        engine: Engine = "auto",
         mask_host_bits: bool = False,
     ) -> Table:
         """A table from two DataFrame columns.
@@ -271,13 +273,17 @@ class Table:
 
     def info(self) -> dict[str, Any]:
         """Sizes and layout: ``engine``, ``engine_v4`` / ``engine_v6`` (with
-        kernel and direct-pointing bits, e.g. ``planb[avx512,s=20]``),
-        ``prefixes``, ``prefixes_v4``, ``prefixes_v6``, ``values_v4``,
+        kernel and direct-pointing bits, e.g. ``auto:planb[avx512,s=20]``),
+        ``chosen_v4`` / ``chosen_v6`` (what ``auto`` built, e.g.
+        ``"poptrie-flat:18"``, or ``"planb/poptrie-flat:18"`` when single
+        lookups and batches got different engines; ``None`` for radix),
+        ``chosen_reason_v4`` / ``chosen_reason_v6`` (the shape figures and
+        measured rates that decided), ``prefixes``, ``prefixes_v4``, ``prefixes_v6``, ``values_v4``,
         ``values_v6``, ``integer_values``, ``footprint_bytes`` (engines and
         route lists), ``bytes_per_prefix``, ``route_table_bytes``.
 
         >>> Table(engine="poptrie").info()["engine_v4"]                # doctest: +SKIP
-        'poptrie[s=18,popcnt]'
+        'auto:poptrie[s=18,popcnt]'
         """
 
     def __reduce__(self) -> tuple[Any, tuple[tuple[Any, ...]]]:

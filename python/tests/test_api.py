@@ -23,7 +23,7 @@ def norm(prefix: str) -> str:
     return str(ipaddress.ip_network(prefix))
 
 
-ENGINES = ["planb", "poptrie", "poptrie:16", "poptrie-flat", "poptrie-flat:13", "radix"]
+ENGINES = ["auto", "planb", "poptrie", "poptrie:16", "poptrie-flat", "poptrie-flat:13", "radix"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -248,12 +248,33 @@ def test_pickle_round_trip(engine: str) -> None:
     )
 
 
+def test_auto_calibrates_large_tables_and_reuses_the_choice_on_change() -> None:
+    # 20K distinct /24s with 300 values: above the calibration threshold.
+    routes = [(f"{10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24", i % 300) for i in range(20_000)]
+    t = ipfib.Table.from_prefixes(routes)
+    i = t.info()
+    assert "calibrated" in i["chosen_reason_v4"], i["chosen_reason_v4"]
+    t.insert("200.0.0.0/8", 7)
+    j = t.info()
+    assert j["chosen_v4"] == i["chosen_v4"]
+    assert j["chosen_reason_v4"] == "reused from the previous build of this table"
+    assert t.lookup("200.1.2.3") == 7 and t.lookup("10.0.5.9") == 5 % 300
+
+
 def test_info() -> None:
     t = ipfib.Table.from_prefixes([("10.0.0.0/8", 1), ("11.0.0.0/8", 1), ("::/0", 2)])
     i = t.info()
     assert i["prefixes"] == 3 and i["prefixes_v4"] == 2 and i["prefixes_v6"] == 1
     assert i["values_v4"] == 1 and i["integer_values"] is True
-    assert i["engine"] == "planb" and i["engine_v4"].startswith("planb[")
+    # The default is auto; a table this small takes the family default
+    # without timing, and says so.
+    assert i["engine"] == "auto" and i["engine_v4"].startswith("auto:poptrie[")
+    assert i["chosen_v4"] == "poptrie:18" and i["chosen_v6"] == "poptrie-flat:18"
+    assert "too small to be worth timing" in i["chosen_reason_v4"]
     assert i["footprint_bytes"] > 0 and i["route_table_bytes"] > 0
-    assert ipfib.Table(engine="poptrie").info()["engine_v6"].startswith("poptrie")
+    p = ipfib.Table(engine="poptrie").info()
+    assert p["engine_v6"].startswith("auto:poptrie[") and p["chosen_v6"] == "poptrie:18"
+    assert p["chosen_reason_v6"] == "named explicitly"
+    r = ipfib.Table(engine="radix").info()
+    assert r["chosen_v4"] is None and r["chosen_reason_v6"] is None
     assert "3" not in repr(ipfib.Table()) and "2 IPv4" in repr(t)

@@ -91,7 +91,7 @@ pub struct Args {
     /// bits, 0-24).
     #[arg(
         long,
-        default_value = "planb,planb-routes,poptrie,radix",
+        default_value = "auto,planb,planb-routes,poptrie,poptrie-flat,radix",
         value_delimiter = ','
     )]
     engines: Vec<String>,

@@ -1,4 +1,5 @@
-//! Engine names on the command line: `planb`, `planb-routes`, `radix`,
+//! Engine names on the command line: `auto` (the default: chosen per
+//! family from the table, `ipfib::engine::auto`), `planb`, `planb-routes`, `radix`,
 //! `poptrie[:S]`, `poptrie-routes[:S]`, `poptrie-basic[:S]`, and
 //! `poptrie5[:S]` (the 32-ary node layout, with leafvec and aggregation)
 //! and `poptrie-flat[:S]` (32-ary nodes held inline, with aggregation).
@@ -8,6 +9,8 @@ use ipfib::engine::poptrie::PoptrieOptions;
 /// One engine as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineSpec {
+    /// Chosen per family from the table's shape and a calibration.
+    Auto,
     /// PlanB over value payloads (aggregated intervals).
     Planb,
     /// PlanB over route payloads (the matching prefix is known).
@@ -40,9 +43,10 @@ pub enum Layout {
 }
 
 /// What the commands accept, for error messages.
-pub const BENCH_ENGINES: &str = "planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], \
+pub const BENCH_ENGINES: &str =
+    "auto, planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S], \
      poptrie-basic[:S], poptrie5[:S], poptrie-flat[:S]";
-pub const LOOKUP_ENGINES: &str = "planb, poptrie[:S], poptrie5[:S], poptrie-flat[:S], radix";
+pub const LOOKUP_ENGINES: &str = "auto, planb, poptrie[:S], poptrie5[:S], poptrie-flat[:S], radix";
 
 impl EngineSpec {
     /// Parse one name; the error says what was wrong.
@@ -64,6 +68,7 @@ impl EngineSpec {
             })
         };
         match (base, s) {
+            ("auto", None) => Ok(EngineSpec::Auto),
             ("planb", None) => Ok(EngineSpec::Planb),
             ("planb-routes", None) => Ok(EngineSpec::PlanbRoutes),
             ("radix", None) => Ok(EngineSpec::Radix),
@@ -79,6 +84,7 @@ impl EngineSpec {
     /// The name as printed in reports (`poptrie:18`, with the `s` in use).
     pub fn label(&self, default_s: u8) -> String {
         match self {
+            EngineSpec::Auto => "auto".into(),
             EngineSpec::Planb => "planb".into(),
             EngineSpec::PlanbRoutes => "planb-routes".into(),
             EngineSpec::Radix => "radix".into(),
@@ -139,7 +145,18 @@ mod tests {
             EngineSpec::parse("poptrie-basic").map(|e| e.label(18)),
             Ok("poptrie-basic:18".into())
         );
-        for bad in ["poptrie:x", "poptrie:25", "poptrie:", "planb:3", "bogus"] {
+        assert_eq!(
+            EngineSpec::parse("auto").map(|e| e.label(18)),
+            Ok("auto".into())
+        );
+        for bad in [
+            "poptrie:x",
+            "poptrie:25",
+            "poptrie:",
+            "planb:3",
+            "auto:18",
+            "bogus",
+        ] {
             assert!(EngineSpec::parse(bad).is_err(), "{bad}");
         }
     }

@@ -1,13 +1,15 @@
 //! `ipfib info FILE [--json]`: what a table file holds (format, records,
 //! prefixes per family, length histogram, distinct values, MRT peers and
-//! multi-origin prefixes) and what is wrong with it (skipped records,
+//! multi-origin prefixes), which engine `--engine auto` builds per family
+//! and why, and what is wrong with it (skipped records,
 //! damage with its byte offset in the decompressed stream), with the load
 //! time. Exit status: 0 clean, 1 something was skipped or damaged (the rest
 //! was read), 2 the file could not be read at all (or `--strict` and
 //! anything wrong).
 
-use crate::load::{load_file, report_problems, table_options, TableArgs};
+use crate::load::{load_file, report_problems, table_of, table_options, TableArgs};
 use crate::{CmdResult, Outcome};
+use ipfib::engine::auto::{AutoOptions, Choice};
 use ipfib_io::{AnyPrefix, Report, Route};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -82,11 +84,20 @@ pub fn run(args: Args) -> CmdResult {
     let report = &loaded.report;
     let summary = summarise(&loaded.routes);
     let load_ms = elapsed.as_secs_f64() * 1e3;
+    let chosen = choose_engines(loaded.routes.clone())?;
     if args.json {
-        let v = to_json(&args.file, report, &summary, load_ms);
+        let mut v = to_json(&args.file, report, &summary, load_ms);
+        v["engine"] = json!({
+            "name": "auto",
+            "v4": {"chosen": chosen[0].label(), "reason": chosen[0].reason},
+            "v6": {"chosen": chosen[1].label(), "reason": chosen[1].reason},
+        });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_text(&args.file, report, &summary, load_ms);
+        for (name, c) in ["IPv4", "IPv6"].iter().zip(&chosen) {
+            println!("engine {name}: {c}");
+        }
     }
     let problems = if args.json {
         report.has_problems()
@@ -98,6 +109,17 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         Outcome::Ok
     })
+}
+
+/// What `--engine auto` (the default of `ipfib lookup`) builds for each
+/// family of the table, and why: over route ordinals, as `lookup` does.
+fn choose_engines(routes: Vec<Route>) -> Result<[Choice; 2], Box<dyn std::error::Error>> {
+    let table = table_of(routes)?;
+    let c = table.compile(&AutoOptions::default())?;
+    Ok([
+        c.v4.engine().choice().clone(),
+        c.v6.engine().choice().clone(),
+    ])
 }
 
 fn histogram_json(h: &BTreeMap<u8, u64>) -> Value {

@@ -8,8 +8,9 @@
 use crate::engines::{EngineSpec, Layout, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
+use ipfib::engine::auto::AutoOptions;
 use ipfib::engine::planb::kernel::Kernel;
-use ipfib::engine::planb::PlanbOptions;
+use ipfib::engine::planb::{PlanB, PlanbOptions};
 use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::{CompiledTable, Table};
@@ -20,11 +21,13 @@ use std::io::{self, BufRead, BufWriter, Read, Write};
 pub struct Args {
     #[command(flatten)]
     table: TableArgs,
-    /// Lookup engine: planb (linearized B+-tree), poptrie[:S] (Poptrie with
+    /// Lookup engine: auto (the default: chosen per family from the
+    /// table's shape and a short calibration; `ipfib info` says which),
+    /// planb (linearized B+-tree), poptrie[:S] (Poptrie with
     /// S direct-pointing bits, 0-24, default 18), poptrie5[:S] (32-ary
     /// nodes), poptrie-flat[:S] (32-ary nodes inline with the leaves: the
     /// fastest batches on IPv6) or radix (the route table itself).
-    #[arg(long, default_value = "planb")]
+    #[arg(long, default_value = "auto")]
     engine: String,
     /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best
     /// this CPU supports. Poptrie: scalar forces the portable popcount,
@@ -39,7 +42,8 @@ pub struct Args {
 type PoptrieTable<N> = CompiledTable<String, Poptrie<u32, N>, Poptrie<u128, N>>;
 
 enum Engine {
-    Planb(Box<CompiledTable<String>>),
+    Auto(Box<CompiledTable<String>>),
+    Planb(Box<CompiledTable<String, PlanB<u32>, PlanB<u128>>>),
     Poptrie(Box<PoptrieTable<Node>>),
     Poptrie5(Box<PoptrieTable<Node32>>),
     PoptrieFlat(Box<CompiledTable<String, FlatPoptrie<u32>, FlatPoptrie<u128>>>),
@@ -58,7 +62,8 @@ pub fn run(args: Args) -> CmdResult {
     }
     let spec = match EngineSpec::parse(&args.engine) {
         Ok(
-            spec @ (EngineSpec::Planb
+            spec @ (EngineSpec::Auto
+            | EngineSpec::Planb
             | EngineSpec::Radix
             | EngineSpec::Poptrie {
                 leafvec: true,
@@ -79,6 +84,15 @@ pub fn run(args: Args) -> CmdResult {
     let table = loaded.table;
     let engine = match spec {
         EngineSpec::Radix => Engine::Radix,
+        EngineSpec::Auto => Engine::Auto(Box::new(
+            table.compile(&AutoOptions {
+                planb_kernel: kernel,
+                poptrie_kernel: kernel
+                    .filter(|&k| k == Kernel::Scalar)
+                    .map(|_| poptrie::Kernel::Scalar),
+                ..AutoOptions::default()
+            })?,
+        )),
         // Route payloads (`Compiled`), so the matching prefix is printed.
         EngineSpec::Poptrie { s, layout, .. } => {
             let opts = PoptrieOptions {
@@ -94,7 +108,7 @@ pub fn run(args: Args) -> CmdResult {
                 Layout::Flat => Engine::PoptrieFlat(Box::new(table.compile_with(&opts)?)),
             }
         }
-        _ => Engine::Planb(Box::new(table.compile(&PlanbOptions {
+        _ => Engine::Planb(Box::new(table.compile_with(&PlanbOptions {
             kernel,
             direct_bits: None,
             ..Default::default()
@@ -219,6 +233,7 @@ fn lookup<'a>(
     a: AnyAddr,
 ) -> Option<(AnyPrefix, &'a String)> {
     match engine {
+        Engine::Auto(c) => c.lookup(a),
         Engine::Planb(c) => c.lookup(a),
         Engine::Poptrie(c) => c.lookup(a),
         Engine::Poptrie5(c) => c.lookup(a),

@@ -36,8 +36,10 @@ pub struct Args {
     /// BGP4MP; gzip, bzip2, zstd read transparently.
     #[arg(long)]
     pub updates: PathBuf,
-    /// Engine: poptrie (slot updates in place) or planb (rebuild and swap).
-    #[arg(long, default_value = "poptrie")]
+    /// Engine: auto (the default: poptrie unless the table's shape is one
+    /// a trie handles badly, then planb), poptrie (slot updates in place)
+    /// or planb (rebuild and swap).
+    #[arg(long, default_value = "auto")]
     pub engine: String,
     /// Publish once this many changes are pending.
     #[arg(long, default_value_t = FibOptions::default().max_pending)]
@@ -118,15 +120,24 @@ struct Report {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let engine = match args.engine.as_str() {
-        "poptrie" => FibEngine::Poptrie,
-        "planb" => FibEngine::PlanB,
-        other => return Err(format!("unknown engine {other:?} (poptrie or planb)").into()),
+    let named = match args.engine.as_str() {
+        "auto" => None,
+        "poptrie" => Some(FibEngine::Poptrie),
+        "planb" => Some(FibEngine::PlanB),
+        other => return Err(format!("unknown engine {other:?} (auto, poptrie or planb)").into()),
     };
     if args.runs == 0 || args.batch == 0 || args.readers == 0 {
         return Err("--runs, --batch and --readers must be at least 1".into());
     }
     let loaded = load::load(&args.table)?;
+    let engine = match named {
+        Some(e) => e,
+        None => {
+            let (e, why) = FibEngine::choose(&loaded.table);
+            eprintln!("replay: engine auto: {} ({why})", e.name());
+            e
+        }
+    };
     let opts = load::table_options(&args.table)?;
     let (updates, counts, bad) = read_stream(&args.updates, &opts)?;
     let table = loaded.table;

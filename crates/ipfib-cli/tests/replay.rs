@@ -14,6 +14,7 @@ mod common;
 use common::{data_file, ipfib};
 use ipfib::check::boundary_queries;
 use ipfib::compiled::Compiled;
+use ipfib::engine::planb::PlanB;
 use ipfib::engine::poptrie::Poptrie;
 use ipfib::fib::{Fib, FibEngine, FibOptions, FibUpdate};
 use ipfib::gen::{matched_trace, uniform_trace};
@@ -77,7 +78,8 @@ fn replaying_linx_on_the_606k_table_equals_a_fresh_build() {
     let mut queries = boundary_queries(changed.iter().copied());
     queries.extend(uniform_trace::<u32>(1_000_000, 11));
     queries.extend(matched_trace(&prefixes, 1_000_000, 12));
-    let fresh_planb = Compiled::build(&final_table.v4, &Default::default()).unwrap();
+    let fresh_planb: Compiled<u32, String, PlanB<u32>> =
+        Compiled::with_engine(&final_table.v4, &Default::default()).unwrap();
     let fresh_poptrie: Compiled<u32, String, Poptrie<u32>> =
         Compiled::with_engine(&final_table.v4, &Default::default()).unwrap();
 

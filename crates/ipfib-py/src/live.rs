@@ -32,8 +32,8 @@ impl Live {
     pub fn new(mut table: Table<Value>, spec: EngineSpec) -> PyResult<Self> {
         table.compact();
         let snap = Snapshot {
-            v4: Arc::new(FamilySnap::build(&table.v4, spec).map_err(build_error)?),
-            v6: Arc::new(FamilySnap::build(&table.v6, spec).map_err(build_error)?),
+            v4: Arc::new(FamilySnap::build(&table.v4, spec, None).map_err(build_error)?),
+            v6: Arc::new(FamilySnap::build(&table.v6, spec, None).map_err(build_error)?),
             spec,
         };
         Ok(Live {
@@ -88,13 +88,17 @@ impl Live {
         let cur = self.published.load_full();
         let snap = match prefix {
             AnyPrefix::V4(_) => Snapshot {
-                v4: Arc::new(FamilySnap::build(&table.v4, cur.spec).map_err(build_error)?),
+                v4: Arc::new(
+                    FamilySnap::build(&table.v4, cur.spec, Some(&cur.v4)).map_err(build_error)?,
+                ),
                 v6: Arc::clone(&cur.v6),
                 spec: cur.spec,
             },
             AnyPrefix::V6(_) => Snapshot {
                 v4: Arc::clone(&cur.v4),
-                v6: Arc::new(FamilySnap::build(&table.v6, cur.spec).map_err(build_error)?),
+                v6: Arc::new(
+                    FamilySnap::build(&table.v6, cur.spec, Some(&cur.v6)).map_err(build_error)?,
+                ),
                 spec: cur.spec,
             },
         };

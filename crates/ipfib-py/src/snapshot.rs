@@ -2,7 +2,8 @@
 //! route table with the chosen engine; everything here runs without the
 //! GIL.
 //!
-//! Two engines per family, as in `ipfib bench`:
+//! Two engines per family (each `auto`'s choice unless one is named), as
+//! in `ipfib bench`:
 //! - over value slots (the route table's value indices, equal neighbours
 //!   merged: `planb` / `poptrie`), what answers values: `lookup`, `in`,
 //!   `lookup_many` (one engine lookup, then an integer or object per slot);
@@ -14,8 +15,8 @@
 //! never change it. `radix` keeps a copy of the route table and asks it.
 
 use crate::value::Value;
-use ipfib::engine::planb::{PlanB, PlanbOptions};
-use ipfib::engine::poptrie::{FlatPoptrie, Poptrie, PoptrieOptions};
+use ipfib::engine::auto::{AutoEngine, AutoOptions, Choice, Kind, Pick};
+use ipfib::engine::poptrie::PoptrieOptions;
 use ipfib::engine::{Engine, Family, NO_ROUTE};
 use ipfib::intervals::compile;
 use ipfib::prefix::Prefix;
@@ -32,6 +33,9 @@ pub const CHUNK: usize = 2048;
 /// Which engine a table compiles to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineSpec {
+    /// Chosen per family from the table (`ipfib::engine::auto`): the
+    /// default.
+    Auto,
     Planb,
     /// Poptrie with `s` direct-pointing bits (`None`: the default, 18).
     Poptrie(Option<u8>),
@@ -41,7 +45,8 @@ pub enum EngineSpec {
 }
 
 impl EngineSpec {
-    /// `planb`, `poptrie[:S]`, `poptrie-flat[:S]` (S in 0..=24), `radix`.
+    /// `auto`, `planb`, `poptrie[:S]`, `poptrie-flat[:S]` (S in 0..=24),
+    /// `radix`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let bits = |bits: &str| match bits.parse::<u8>() {
             Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Ok(Some(s)),
@@ -51,6 +56,7 @@ impl EngineSpec {
             )),
         };
         match text.split_once(':') {
+            None if text == "auto" => Ok(EngineSpec::Auto),
             None if text == "planb" => Ok(EngineSpec::Planb),
             None if text == "radix" => Ok(EngineSpec::Radix),
             None if text == "poptrie" => Ok(EngineSpec::Poptrie(None)),
@@ -58,7 +64,7 @@ impl EngineSpec {
             Some(("poptrie", b)) => bits(b).map(EngineSpec::Poptrie),
             Some(("poptrie-flat", b)) => bits(b).map(EngineSpec::PoptrieFlat),
             _ => Err(format!(
-                "unknown engine {text:?} (expected planb, poptrie[:S], poptrie-flat[:S] or radix)"
+                "unknown engine {text:?} (expected auto, planb, poptrie[:S], poptrie-flat[:S] or radix)"
             )),
         }
     }
@@ -66,6 +72,7 @@ impl EngineSpec {
     /// The name `parse` takes back.
     pub fn name(self) -> String {
         match self {
+            EngineSpec::Auto => "auto".into(),
             EngineSpec::Planb => "planb".into(),
             EngineSpec::Poptrie(None) => "poptrie".into(),
             EngineSpec::Poptrie(Some(s)) => format!("poptrie:{s}"),
@@ -74,40 +81,40 @@ impl EngineSpec {
             EngineSpec::Radix => "radix".into(),
         }
     }
+
+    /// The engine `auto` builds for a named one (`None`: choose).
+    fn force(self) -> Option<Pick> {
+        let s = |s: Option<u8>| Some(s.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS));
+        match self {
+            EngineSpec::Auto | EngineSpec::Radix => None,
+            EngineSpec::Planb => Some((Kind::Planb, None)),
+            EngineSpec::Poptrie(b) => Some((Kind::Poptrie, s(b))),
+            EngineSpec::PoptrieFlat(b) => Some((Kind::Flat, s(b))),
+        }
+    }
 }
 
-/// A compiled engine of one family.
+/// A compiled engine of one family: every named engine is built through
+/// [`AutoEngine`] with its choice forced, so one enum arm serves them all.
+/// Two of these per family snapshot: the size is nothing, while boxing
+/// the engine would add a pointer to chase before every lookup.
+#[allow(clippy::large_enum_variant)]
 enum Compiled<A: Family> {
-    Planb(PlanB<A>),
-    Poptrie(Poptrie<A>),
-    PoptrieFlat(FlatPoptrie<A>),
+    Engine(AutoEngine<A>),
     /// A route table whose values are the payloads.
     Radix(RouteTable<A, u32>),
 }
 
 impl<A: Family> Compiled<A> {
-    /// Build `spec` over `(prefix, payload)` in walk order.
+    /// Build `spec` over `(prefix, payload)` in walk order; `reuse`: an
+    /// earlier choice of `auto` to build again without calibrating.
     fn build(
         spec: EngineSpec,
         routes: impl Iterator<Item = (Prefix<A>, u32)>,
+        reuse: Option<&Choice>,
     ) -> Result<Self, String> {
         let err = |e: &dyn std::fmt::Display| e.to_string();
         Ok(match spec {
-            EngineSpec::Planb => Compiled::Planb(
-                PlanB::build(&compile(routes), &PlanbOptions::default()).map_err(|e| err(&e))?,
-            ),
-            EngineSpec::Poptrie(s) | EngineSpec::PoptrieFlat(s) => {
-                let opts = PoptrieOptions {
-                    direct_bits: s,
-                    ..PoptrieOptions::default()
-                };
-                let iv = compile(routes);
-                if matches!(spec, EngineSpec::Poptrie(_)) {
-                    Compiled::Poptrie(Poptrie::build(&iv, &opts).map_err(|e| err(&e))?)
-                } else {
-                    Compiled::PoptrieFlat(FlatPoptrie::build(&iv, &opts).map_err(|e| err(&e))?)
-                }
-            }
             EngineSpec::Radix => {
                 let mut t = RouteTable::new();
                 for (p, i) in routes {
@@ -116,23 +123,40 @@ impl<A: Family> Compiled<A> {
                 t.compact();
                 Compiled::Radix(t)
             }
+            _ => {
+                let mut opts = AutoOptions {
+                    force: spec.force(),
+                    ..AutoOptions::default()
+                };
+                let iv = compile(routes);
+                if let (None, Some(c)) = (opts.force, reuse) {
+                    if c.still_fits(iv.len()) {
+                        opts = opts.reuse(c);
+                    }
+                }
+                Compiled::Engine(AutoEngine::build(&iv, &opts).map_err(|e| err(&e))?)
+            }
         })
+    }
+
+    /// What `auto` chose and why (`None` for radix).
+    fn choice(&self) -> Option<&Choice> {
+        match self {
+            Compiled::Engine(e) => Some(e.choice()),
+            Compiled::Radix(_) => None,
+        }
     }
 
     fn name(&self) -> String {
         match self {
-            Compiled::Planb(e) => e.name(),
-            Compiled::Poptrie(e) => e.name(),
-            Compiled::PoptrieFlat(e) => e.name(),
+            Compiled::Engine(e) => e.name(),
             Compiled::Radix(_) => "radix".into(),
         }
     }
 
     fn footprint_bytes(&self) -> usize {
         match self {
-            Compiled::Planb(e) => e.footprint_bytes(),
-            Compiled::Poptrie(e) => e.footprint_bytes(),
-            Compiled::PoptrieFlat(e) => e.footprint_bytes(),
+            Compiled::Engine(e) => e.footprint_bytes(),
             Compiled::Radix(t) => t.footprint_bytes(),
         }
     }
@@ -140,9 +164,7 @@ impl<A: Family> Compiled<A> {
     #[inline]
     fn lookup(&self, addr: A) -> u32 {
         match self {
-            Compiled::Planb(e) => e.lookup(addr),
-            Compiled::Poptrie(e) => e.lookup(addr),
-            Compiled::PoptrieFlat(e) => e.lookup(addr),
+            Compiled::Engine(e) => e.lookup(addr),
             Compiled::Radix(t) => t.lookup(addr).map_or(NO_ROUTE, |(_, o)| *o),
         }
     }
@@ -152,9 +174,7 @@ impl<A: Family> Compiled<A> {
     #[inline]
     fn lookup_batch(&self, addrs: &[A], out: &mut [u32]) {
         match self {
-            Compiled::Planb(e) => e.lookup_batch::<BATCH>(addrs, out),
-            Compiled::Poptrie(e) => Engine::lookup_batch::<BATCH>(e, addrs, out),
-            Compiled::PoptrieFlat(e) => e.lookup_batch::<BATCH>(addrs, out),
+            Compiled::Engine(e) => e.lookup_batch::<BATCH>(addrs, out),
             Compiled::Radix(t) => {
                 for (a, o) in addrs.iter().zip(out.iter_mut()) {
                     *o = t.lookup(*a).map_or(NO_ROUTE, |(_, v)| *v);
@@ -183,9 +203,16 @@ pub struct FamilySnap<A: Family> {
 
 impl<A: Family> FamilySnap<A> {
     /// Compile `table` with `spec`; an error names the engine's reason.
-    pub fn build(table: &RouteTable<A, Value>, spec: EngineSpec) -> Result<Self, String> {
+    /// `previous`: the snapshot this one replaces, whose `auto` choices
+    /// are built again rather than measured anew (one change, one build).
+    pub fn build(
+        table: &RouteTable<A, Value>,
+        spec: EngineSpec,
+        previous: Option<&FamilySnap<A>>,
+    ) -> Result<Self, String> {
         let routes: Vec<(Prefix<A>, u32)> = table.iter_indices().collect();
-        let by_value = Compiled::build(spec, routes.iter().copied())?;
+        let reuse = previous.and_then(|p| p.by_value.choice());
+        let by_value = Compiled::build(spec, routes.iter().copied(), reuse)?;
         let values = table.values().to_vec();
         let ints = values
             .iter()
@@ -212,9 +239,17 @@ impl<A: Family> FamilySnap<A> {
         self.prefixes.len()
     }
 
-    /// The value engine's description (`planb[avx512,s=20]`, `radix`).
+    /// The value engine's description (`auto:planb[avx512,s=20]`, `radix`).
     pub fn engine_name(&self) -> String {
         self.by_value.name()
+    }
+
+    /// The value engine `auto` built (`poptrie-flat:18`, or
+    /// `single/batch` when they differ) and why; `None` for radix.
+    pub fn engine_choice(&self) -> Option<(String, String)> {
+        self.by_value
+            .choice()
+            .map(|c| (c.label(), c.reason.clone()))
     }
 
     /// Bytes of the engines built so far plus the route list.
@@ -237,7 +272,7 @@ impl<A: Family> FamilySnap<A> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| (*p, i as u32));
-            Compiled::build(self.spec, ordinals)
+            Compiled::build(self.spec, ordinals, None)
         });
         built.as_ref().map_err(Clone::clone)
     }

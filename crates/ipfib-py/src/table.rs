@@ -155,7 +155,7 @@ pub(crate) fn slot_objects(
 #[pymethods]
 impl Table {
     #[new]
-    #[pyo3(signature = (*, engine = "planb"))]
+    #[pyo3(signature = (*, engine = "auto"))]
     fn new(py: Python<'_>, engine: &str) -> PyResult<Self> {
         Self::build(
             py,
@@ -166,7 +166,7 @@ impl Table {
     }
 
     #[classmethod]
-    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "planb", mask_host_bits = false, strict = false))]
+    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "auto", mask_host_bits = false, strict = false))]
     #[allow(clippy::too_many_arguments)]
     fn from_file(
         _cls: &Bound<'_, pyo3::types::PyType>,
@@ -196,7 +196,7 @@ impl Table {
     }
 
     #[classmethod]
-    #[pyo3(signature = (routes, *, engine = "planb", mask_host_bits = false))]
+    #[pyo3(signature = (routes, *, engine = "auto", mask_host_bits = false))]
     fn from_prefixes(
         _cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
@@ -243,7 +243,7 @@ impl Table {
     }
 
     #[classmethod]
-    #[pyo3(signature = (df, prefix_col = "prefix", value_col = "value", *, engine = "planb", mask_host_bits = false))]
+    #[pyo3(signature = (df, prefix_col = "prefix", value_col = "value", *, engine = "auto", mask_host_bits = false))]
     fn from_pandas(
         cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
@@ -426,7 +426,7 @@ impl Table {
         self.related(py, prefix, Related::Subnets)
     }
 
-    /// The engine name as given (`planb`, `poptrie`, `poptrie:16`, `radix`).
+    /// The engine name as given (`auto`, `planb`, `poptrie:16`, `radix`).
     #[getter]
     fn engine(&self) -> String {
         self.live.snapshot().spec.name()
@@ -442,6 +442,14 @@ impl Table {
         d.set_item("engine", snap.spec.name())?;
         d.set_item("engine_v4", snap.v4.engine_name())?;
         d.set_item("engine_v6", snap.v6.engine_name())?;
+        for (key, fam) in [
+            ("v4", snap.v4.engine_choice()),
+            ("v6", snap.v6.engine_choice()),
+        ] {
+            let (chosen, reason) = fam.unzip();
+            d.set_item(format!("chosen_{key}"), chosen)?;
+            d.set_item(format!("chosen_reason_{key}"), reason)?;
+        }
         d.set_item("prefixes", n4 + n6)?;
         d.set_item("prefixes_v4", n4)?;
         d.set_item("prefixes_v6", n6)?;

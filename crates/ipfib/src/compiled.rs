@@ -1,7 +1,7 @@
 //! `Compiled<A, V, E>`: an immutable lookup snapshot of one family's route
 //! table, answering the matching prefix and value, over any [`Engine`]
-//! (PlanB by default; `Compiled::<_, _, Poptrie<_>>::with_engine` for
-//! Poptrie).
+//! ([`AutoEngine`] by default: the engine chosen for the table's shape;
+//! `Compiled::<_, _, Poptrie<_>>::with_engine` for a named one).
 //!
 //! The engine's payload is a route ordinal (position in pre-order); the
 //! snapshot keeps each route's prefix and a copy of the values, so it never
@@ -11,23 +11,25 @@
 //! Thread safety: `Send + Sync` when `V` is; lookups never lock or
 //! allocate. A miss returns `None`.
 
-use crate::engine::planb::{BuildError, PlanB, PlanbOptions};
+use crate::engine::auto::{AutoEngine, AutoError, AutoOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::{compile, NO_ROUTE};
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
 
 /// A compiled snapshot that answers `(prefix, &value)`.
-pub struct Compiled<A: Family, V, E: Engine<A> = PlanB<A>> {
+pub struct Compiled<A: Family, V, E: Engine<A> = AutoEngine<A>> {
     engine: E,
     /// Route ordinal -> (prefix, index into `values`).
     routes: Vec<(Prefix<A>, u32)>,
     values: Vec<Option<V>>,
 }
 
-impl<A: Family, V: Clone> Compiled<A, V, PlanB<A>> {
-    /// Compile `table` with PlanB (one ordered walk, then a linear build).
-    pub fn build(table: &RouteTable<A, V>, opts: &PlanbOptions) -> Result<Self, BuildError> {
+impl<A: Family, V: Clone> Compiled<A, V, AutoEngine<A>> {
+    /// Compile `table` with the engine `auto` chooses for it (see
+    /// [`crate::engine::auto`]; `AutoOptions::default()` is what users
+    /// get everywhere).
+    pub fn build(table: &RouteTable<A, V>, opts: &AutoOptions) -> Result<Self, AutoError> {
         Self::with_engine(table, opts)
     }
 }

@@ -11,7 +11,7 @@
 //! immutable snapshot, `Send + Sync` when `V` is. Misses return `None`.
 
 use crate::compiled::Compiled;
-use crate::engine::planb::{BuildError, PlanB, PlanbOptions};
+use crate::engine::auto::{AutoEngine, AutoError, AutoOptions};
 use crate::engine::Engine;
 use crate::prefix::{AnyAddr, AnyPrefix};
 use crate::route_table::RouteTable;
@@ -62,9 +62,10 @@ impl<V: Clone + Eq + Hash> Table<V> {
         self.v6.compact();
     }
 
-    /// Compile both families with PlanB.
-    pub fn compile(&self, opts: &PlanbOptions) -> Result<CompiledTable<V>, BuildError> {
-        self.compile_with::<PlanB<u32>, PlanB<u128>>(opts)
+    /// Compile both families, each with the engine `auto` chooses for
+    /// its shape (see [`crate::engine::auto`]).
+    pub fn compile(&self, opts: &AutoOptions) -> Result<CompiledTable<V>, AutoError> {
+        self.compile_with::<AutoEngine<u32>, AutoEngine<u128>>(opts)
     }
 
     /// Compile both families with the engines `E4` (IPv4) and `E6` (IPv6),
@@ -113,8 +114,9 @@ impl<V> Table<V> {
     }
 }
 
-/// Snapshots of both families (PlanB unless other engines are named).
-pub struct CompiledTable<V, E4: Engine<u32> = PlanB<u32>, E6: Engine<u128> = PlanB<u128>> {
+/// Snapshots of both families (`auto`'s engines unless others are named).
+pub struct CompiledTable<V, E4: Engine<u32> = AutoEngine<u32>, E6: Engine<u128> = AutoEngine<u128>>
+{
     pub v4: Compiled<u32, V, E4>,
     pub v6: Compiled<u128, V, E6>,
 }
@@ -146,7 +148,7 @@ mod tests {
         t.insert("::ffff:0:0/96".parse().unwrap(), "mapped-v6")
             .unwrap();
         t.insert("::/0".parse().unwrap(), "v6-default").unwrap();
-        let c = t.compile(&PlanbOptions::default()).unwrap();
+        let c = t.compile(&AutoOptions::default()).unwrap();
         let mapped = AnyAddr::parse("::ffff:10.1.2.3").unwrap();
         assert_eq!(mapped, AnyAddr::V4(0x0a01_0203));
         for got in [t.lookup(mapped), c.lookup(mapped)] {

@@ -5,7 +5,7 @@
 
 use ipfib::check::{boundary_queries, check_engines};
 use ipfib::compiled::Compiled;
-use ipfib::engine::planb::PlanbOptions;
+use ipfib::engine::auto::AutoOptions;
 use ipfib::engine::Family;
 use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::compile;
@@ -201,7 +201,7 @@ fn fixed_edge_cases() {
     let mut t = RouteTable::new();
     t.insert(p4("10.0.0.0/8"), 1).unwrap();
     t.insert(p4("10.0.0.0/8"), 2).unwrap();
-    let c = Compiled::build(&t, &PlanbOptions::default()).unwrap();
+    let c = Compiled::build(&t, &AutoOptions::default()).unwrap();
     assert_eq!(c.lookup(0x0a01_0101), Some((p4("10.0.0.0/8"), &2)));
 }
 

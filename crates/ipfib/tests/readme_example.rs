@@ -1,6 +1,6 @@
 //! The README's Rust example, kept compiling and correct.
 
-use ipfib::engine::planb::PlanbOptions;
+use ipfib::engine::auto::AutoOptions;
 use ipfib::prefix::AnyAddr;
 use ipfib::table::Table;
 
@@ -9,7 +9,7 @@ fn readme_example() {
     let mut t = Table::new();
     t.insert("10.0.0.0/8".parse().unwrap(), "a").unwrap();
     t.insert("2001:db8::/32".parse().unwrap(), "b").unwrap();
-    let fib = t.compile(&PlanbOptions::default()).unwrap();
+    let fib = t.compile(&AutoOptions::default()).unwrap();
     let hit = fib.lookup(AnyAddr::parse("10.1.2.3").unwrap());
     assert_eq!(
         hit.map(|(p, v)| (p.to_string(), *v)),

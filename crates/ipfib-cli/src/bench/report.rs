@@ -58,6 +58,12 @@ pub struct Row {
     pub leaves: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub engine_bytes: Option<usize>,
+    /// `auto`: the engine it chose (`single/batch` when they differ) and
+    /// why.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub chosen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub chosen_reason: Option<String>,
 }
 
 impl Row {
@@ -103,7 +109,10 @@ pub fn print_header() {
 pub fn print_row(r: &Row) {
     let counts = match (r.inodes, r.leaves, r.engine_bytes) {
         (Some(n), Some(l), Some(b)) => format!("  {n}/{l}/{b}"),
-        _ => String::new(),
+        _ => match &r.chosen {
+            Some(c) => format!("  {c}"),
+            None => String::new(),
+        },
     };
     let range = format!("{:.1} [{:.1}-{:.1}]", r.mlps_median, r.mlps_min, r.mlps_max);
     let rss = r

@@ -11,6 +11,7 @@ use super::trace::TraceSpec;
 use super::tsc;
 use crate::engines::{EngineSpec, Layout};
 use ipfib::compiled::Compiled;
+use ipfib::engine::auto::{AutoEngine, AutoOptions};
 use ipfib::engine::planb::kernel::Kernel;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
 use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
@@ -152,6 +153,19 @@ impl Plan<'_> {
         for &engine in self.engines {
             match engine {
                 EngineSpec::Radix => built.push(Box::new(Radix::new(table))),
+                EngineSpec::Auto => {
+                    let who = ("auto".to_string(), "auto");
+                    let mut v = Variant::<A, AutoEngine<A>>::build(
+                        table,
+                        &AutoOptions::default(),
+                        true,
+                        who,
+                    )?;
+                    let choice = v.engine().choice().clone();
+                    v.base.chosen = Some(choice.label());
+                    v.base.chosen_reason = Some(choice.reason);
+                    built.push(Box::new(v));
+                }
                 EngineSpec::Planb | EngineSpec::PlanbRoutes => {
                     for &kernel in self.kernels {
                         let opts = PlanbOptions {

@@ -14,6 +14,7 @@ pub use engines::{check_engine_bytes, EngineCase};
 pub use fib::{check_fib_script, FibOp, FibScript, FIB_FUZZ_MAX_OPS};
 
 use crate::compiled::Compiled;
+use crate::engine::auto::{self, AutoEngine, AutoOptions};
 use crate::engine::planb::kernel::Kernel;
 use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
 use crate::engine::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieOptions};
@@ -93,7 +94,7 @@ pub fn check_engines<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     oracle: Option<&Oracle<A, V>>,
     queries: &[A],
 ) -> Result<(), Mismatch> {
-    check_engines_in(table, oracle, queries, &LAYOUTS, &POPTRIE_LAYOUTS)
+    check_engines_in(table, oracle, queries, &LAYOUTS, &POPTRIE_LAYOUTS, true)
 }
 
 /// PlanB layouts with small direct tables, for [`check_engines_small`].
@@ -123,6 +124,7 @@ pub fn check_engines_small<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
         queries,
         &SMALL_LAYOUTS,
         &SMALL_POPTRIE_LAYOUTS,
+        false,
     )
 }
 
@@ -132,6 +134,7 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     queries: &[A],
     planb_layouts: &[(Option<u8>, Option<usize>)],
     poptrie_layouts: &[(u8, bool)],
+    auto: bool,
 ) -> Result<(), Mismatch> {
     let want: Vec<Option<(Prefix<A>, &V)>> = queries.iter().map(|&a| table.lookup(a)).collect();
     if let Some(o) = oracle {
@@ -194,6 +197,30 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             c.variant::<FlatPoptrie<A>>(&name, &opts)?;
             let name = format!("poptrie-flat[{kernel}, s={s}, strays]");
             c.variant::<StrayFlat<A>>(&name, &opts)?;
+        }
+    }
+    if auto {
+        // `auto` as users get it (calibrated: possibly two engines, one for
+        // single lookups, one for batches), from the shape alone, and
+        // every pick forced (the dispatch of each arm).
+        c.variant::<AutoEngine<A>>("auto", &AutoOptions::default())?;
+        let untimed = AutoOptions {
+            calibrate: false,
+            ..AutoOptions::default()
+        };
+        c.variant::<AutoEngine<A>>("auto[untimed]", &untimed)?;
+        for pick in [
+            (auto::Kind::Poptrie5, Some(16)),
+            (auto::Kind::Flat, Some(8)),
+        ]
+        .into_iter()
+        .chain(auto::CANDIDATES)
+        {
+            let forced = AutoOptions {
+                force: Some(pick),
+                ..AutoOptions::default()
+            };
+            c.variant::<AutoEngine<A>>(&format!("auto[{}]", auto::label(pick)), &forced)?;
         }
     }
     Ok(())

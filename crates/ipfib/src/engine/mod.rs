@@ -11,6 +11,7 @@
 //! [`Engine`] because it is the source the engines are compiled from, not
 //! something built from intervals.
 
+pub mod auto;
 pub mod planb;
 pub mod poptrie;
 

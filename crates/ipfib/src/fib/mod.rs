@@ -85,6 +85,23 @@ pub enum FibEngine {
 }
 
 impl FibEngine {
+    /// `auto` for a dynamic FIB: Poptrie (whose slot updates are what
+    /// makes updates cheap) unless either family's shape is one a trie
+    /// handles badly ([`crate::engine::auto::decide`] allows only PlanB),
+    /// then PlanB. The reason names the deciding figures.
+    pub fn choose<V: Clone>(table: &crate::table::Table<V>) -> (FibEngine, String) {
+        use crate::engine::auto::{decide, Shape};
+        use crate::intervals::compile;
+        let (p4, v4) = decide(&Shape::of(&compile(table.v4.iter_indices())));
+        let (p6, v6) = decide(&Shape::of(&compile(table.v6.iter_indices())));
+        let engine = if p4.len() == 1 || p6.len() == 1 {
+            FibEngine::PlanB
+        } else {
+            FibEngine::Poptrie
+        };
+        (engine, format!("IPv4: {v4}; IPv6: {v6}"))
+    }
+
     /// Lower-case name (`planb`, `poptrie`).
     pub fn name(self) -> &'static str {
         match self {

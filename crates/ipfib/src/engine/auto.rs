@@ -1,0 +1,791 @@
+//! `auto`: the engine and parameters a table gets when its user names none.
+//!
+//! No engine is fastest on every table, trace and machine (BENCHMARKS.md,
+//! "Choosing an engine"): on one machine the 64-ary Poptrie wins IPv4
+//! batches and on another the flat one; PlanB answers single lookups of
+//! matched IPv6 traffic fastest, Poptrie those of uniform traffic; and a
+//! table of sparse long prefixes makes every trie slow and large. So
+//! `auto` decides in two steps:
+//!
+//! 1. **Shape** ([`Shape`], [`decide`]): the exact number of trie nodes per
+//!    interval a Poptrie would need, counted in one pass over the interval
+//!    boundaries per trie level. Above [`MAX_NODES_PER_INTERVAL`] only
+//!    PlanB is considered (and no trie is ever built).
+//! 2. **Calibration** (on by default, [`AutoOptions::calibrate`]): every
+//!    [`CANDIDATES`] engine is built and timed on two seeded samples of the
+//!    table (addresses inside intervals drawn uniformly, and uniformly
+//!    random ones), single lookups and batches of 32 apart. Per mode, the
+//!    engine with the best worst-case ratio to the fastest over both
+//!    samples wins; single lookups and batches may get different engines,
+//!    and then both are kept. With calibration off the family default is
+//!    taken (64-ary Poptrie for IPv4, flat for IPv6), the same on every
+//!    machine.
+//!
+//! [`Choice::reason`] gives the figures that decided; `ipfib info` prints
+//! it. [`AutoEngine`] is itself an [`Engine`], so
+//! [`crate::compiled::Compiled`], [`crate::table::Table`], the CLI and the
+//! bindings take it like any other: one `match` per lookup or batch is
+//! all it adds.
+
+use super::planb::{BuildError, PlanB, PlanbOptions};
+use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
+use super::{Engine, Family};
+use crate::intervals::Intervals;
+use std::fmt;
+
+/// An engine `auto` may pick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// [`PlanB`] over the intervals.
+    Planb,
+    /// [`Poptrie`] with the paper's 64-ary nodes.
+    Poptrie,
+    /// [`Poptrie`] with 32-ary nodes ([`Node32`]).
+    Poptrie5,
+    /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves.
+    Flat,
+}
+
+impl Kind {
+    /// The engine's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Planb => "planb",
+            Kind::Poptrie => "poptrie",
+            Kind::Poptrie5 => "poptrie5",
+            Kind::Flat => "poptrie-flat",
+        }
+    }
+}
+
+/// Direct-pointing bits every Poptrie choice uses: the paper's 18, the
+/// fastest of 13 / 16 / 18 on every real table measured (BENCHMARKS.md).
+pub const DIRECT_BITS: u8 = PoptrieOptions::DEFAULT_DIRECT_BITS;
+
+/// Above this many estimated trie nodes per interval a Poptrie is the
+/// wrong structure: PlanB's footprint is about 8-10 bytes per interval
+/// whatever the prefixes look like, while each node costs a Poptrie at
+/// least 16 bytes and a cache line on the way down. Real tables need
+/// 0.03-0.4 nodes per interval (IPv4 and IPv6 alike); a table of sparse
+/// long IPv6 prefixes needs 3 or more (BENCHMARKS.md, "Choosing an
+/// engine").
+pub const MAX_NODES_PER_INTERVAL: f64 = 1.0;
+
+/// The figures [`decide`] reads from a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    /// Address family: 4 or 6.
+    pub family: u8,
+    /// Elementary intervals (after merging equal neighbours).
+    pub intervals: usize,
+    /// Internal nodes a 64-ary Poptrie with [`DIRECT_BITS`] would hold
+    /// (without focusing its direct table).
+    pub nodes64: u64,
+    /// The same for 32-ary nodes (`poptrie5`, `poptrie-flat`).
+    pub nodes32: u64,
+}
+
+impl Shape {
+    /// Measure `iv`: one pass over its boundaries per trie level.
+    pub fn of<A: Family>(iv: &Intervals<A>) -> Shape {
+        Shape {
+            family: A::FAMILY,
+            intervals: iv.len(),
+            nodes64: trie_nodes(iv, DIRECT_BITS as u32, 6),
+            nodes32: trie_nodes(iv, DIRECT_BITS as u32, 5),
+        }
+    }
+
+    /// Estimated 32-ary trie nodes per interval.
+    pub fn nodes_per_interval(&self) -> f64 {
+        self.nodes32 as f64 / self.intervals.max(1) as f64
+    }
+}
+
+/// Internal nodes of a multibit trie with an `s`-bit direct table and
+/// `k`-bit levels below it: at each level boundary `L` (= `s`, `s + k`,
+/// ...), one node per distinct `L`-bit prefix that holds a boundary not
+/// aligned to `L` bits (a slot whose range is not one interval). Exact for
+/// the unfocused Poptrie layouts; interval starts are sorted, so each
+/// level is one pass counting changes of the prefix.
+pub fn trie_nodes<A: Family>(iv: &Intervals<A>, s: u32, k: u32) -> u64 {
+    let bits = A::BITS as u32;
+    let mut nodes = 0u64;
+    let mut level = s;
+    while level < bits {
+        let low = bits - level;
+        let mut last: Option<u128> = None;
+        for start in iv.starts.iter().skip(1) {
+            let v = start.to_u128();
+            if v & ((1u128 << low) - 1) != 0 {
+                let prefix = v >> low;
+                if last != Some(prefix) {
+                    nodes += 1;
+                    last = Some(prefix);
+                }
+            }
+        }
+        level += k;
+    }
+    nodes
+}
+
+/// A candidate engine: kind and direct-pointing bits.
+pub type Pick = (Kind, Option<u8>);
+
+/// What calibration tries when the shape admits a trie: PlanB, the 64-ary
+/// Poptrie and the flat Poptrie at two sizes of direct table. `poptrie5`
+/// is left out: on no real table measured was it the only engine within
+/// 10% of the best (BENCHMARKS.md, "Choosing an engine").
+pub const CANDIDATES: [Pick; 4] = [
+    (Kind::Planb, None),
+    (Kind::Poptrie, Some(DIRECT_BITS)),
+    (Kind::Flat, Some(16)),
+    (Kind::Flat, Some(DIRECT_BITS)),
+];
+
+/// The shape's verdict before any timing: PlanB alone when a trie would
+/// need more than [`MAX_NODES_PER_INTERVAL`] nodes per interval, every
+/// candidate otherwise. With calibration off, the first trie candidate of
+/// the family's default (64-ary for IPv4, flat:18 for IPv6) is taken.
+pub fn decide(shape: &Shape) -> (Vec<Pick>, String) {
+    let per = shape.nodes_per_interval();
+    let figures = format!(
+        "{} intervals, {:.2} trie nodes per interval",
+        shape.intervals, per
+    );
+    if per > MAX_NODES_PER_INTERVAL {
+        let why = format!(
+            "{figures}: sparse long prefixes, where a trie holds and walks a \
+             node chain per boundary"
+        );
+        (vec![(Kind::Planb, None)], why)
+    } else {
+        (CANDIDATES.to_vec(), figures)
+    }
+}
+
+/// The default pick without timing (calibration off): the 64-ary Poptrie
+/// for IPv4, the flat Poptrie for IPv6, both at [`DIRECT_BITS`].
+fn untimed(shape: &Shape) -> Pick {
+    if shape.family == 4 {
+        (Kind::Poptrie, Some(DIRECT_BITS))
+    } else {
+        (Kind::Flat, Some(DIRECT_BITS))
+    }
+}
+
+/// Build options for [`AutoEngine`]: the kernels to use, whichever engine
+/// is chosen (`None`: the best this CPU supports), whether to time the
+/// candidates, and an optional engine that overrides the choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoOptions {
+    pub planb_kernel: Option<super::planb::kernel::Kernel>,
+    pub poptrie_kernel: Option<poptrie::Kernel>,
+    /// Time the candidates on samples of the table (default); `false`
+    /// chooses from the shape alone, the same engine on every machine.
+    pub calibrate: bool,
+    /// Build this engine instead of choosing.
+    pub force: Option<Pick>,
+    /// With `force`: a second engine for batches (an earlier
+    /// [`Choice`] reused by [`AutoOptions::reuse`]).
+    pub force_batch: Option<Pick>,
+    /// Set by [`AutoOptions::reuse`]: the reason then says so.
+    pub reused: bool,
+}
+
+impl AutoOptions {
+    /// Build what `choice` names again, without measuring: what a rebuild
+    /// of a slightly changed table wants (the bindings rebuild a family
+    /// per change), so a change costs one build, not a calibration. See
+    /// [`Choice::still_fits`] for when that is right.
+    pub fn reuse(self, choice: &Choice) -> AutoOptions {
+        AutoOptions {
+            force: Some(choice.single),
+            force_batch: (choice.batch != choice.single).then_some(choice.batch),
+            reused: true,
+            ..self
+        }
+    }
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        AutoOptions {
+            planb_kernel: None,
+            poptrie_kernel: None,
+            calibrate: true,
+            force: None,
+            force_batch: None,
+            reused: false,
+        }
+    }
+}
+
+/// Why an [`AutoEngine`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AutoError {
+    #[error(transparent)]
+    Planb(#[from] BuildError),
+    #[error(transparent)]
+    Poptrie(#[from] PoptrieError),
+}
+
+/// One built engine of any kind.
+pub enum Built<A: Family> {
+    Planb(PlanB<A>),
+    Poptrie(Poptrie<A>),
+    Poptrie5(Poptrie<A, Node32>),
+    Flat(FlatPoptrie<A>),
+}
+
+/// One arm per engine: `$e` bound to the built engine.
+macro_rules! each {
+    ($built:expr, $e:ident => $body:expr) => {
+        match $built {
+            Built::Planb($e) => $body,
+            Built::Poptrie($e) => $body,
+            Built::Poptrie5($e) => $body,
+            Built::Flat($e) => $body,
+        }
+    };
+}
+
+impl<A: Family> Built<A> {
+    /// Build `pick` over `iv`.
+    pub fn build(iv: &Intervals<A>, pick: Pick, opts: &AutoOptions) -> Result<Self, AutoError> {
+        let popts = PoptrieOptions {
+            direct_bits: pick.1,
+            kernel: opts.poptrie_kernel,
+            ..PoptrieOptions::default()
+        };
+        Ok(match pick.0 {
+            Kind::Planb => {
+                let o = PlanbOptions {
+                    kernel: opts.planb_kernel,
+                    direct_bits: pick.1,
+                    ..PlanbOptions::default()
+                };
+                Built::Planb(PlanB::build(iv, &o)?)
+            }
+            Kind::Poptrie => Built::Poptrie(Poptrie::build(iv, &popts)?),
+            Kind::Poptrie5 => Built::Poptrie5(Poptrie::build(iv, &popts)?),
+            Kind::Flat => Built::Flat(FlatPoptrie::build(iv, &popts)?),
+        })
+    }
+
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        each!(self, e => e.lookup(addr))
+    }
+
+    #[inline]
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        each!(self, e => e.lookup_batch::<M>(addrs, out))
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        each!(self, e => e.footprint_bytes())
+    }
+
+    fn name(&self) -> String {
+        each!(self, e => <_ as Engine<A>>::name(e))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        each!(self, e => <_ as Engine<A>>::validate(e))
+    }
+}
+
+/// What [`AutoEngine`] built for one family, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The engine single lookups use.
+    pub single: Pick,
+    /// The engine batches use (often the same).
+    pub batch: Pick,
+    /// The shape figures and, when calibrated, the measured rates.
+    pub reason: String,
+    /// Intervals of the table it was made for.
+    pub intervals: usize,
+}
+
+/// `poptrie-flat:18`, `planb`.
+pub fn label(pick: Pick) -> String {
+    match pick.1 {
+        Some(s) => format!("{}:{s}", pick.0.name()),
+        None => pick.0.name().to_string(),
+    }
+}
+
+impl Choice {
+    /// Whether this choice may be reused for a table of `intervals`
+    /// intervals without choosing again: within a factor of two of the
+    /// table it was made for (a table grown from empty by single inserts
+    /// is chosen for again at every doubling, so it never keeps a tiny
+    /// table's default).
+    pub fn still_fits(&self, intervals: usize) -> bool {
+        intervals <= self.intervals.saturating_mul(2)
+            && self.intervals <= intervals.saturating_mul(2)
+    }
+
+    /// `poptrie-flat:18`, or `planb/poptrie-flat:18` (single/batch) when
+    /// the two differ.
+    pub fn label(&self) -> String {
+        if self.single == self.batch {
+            label(self.batch)
+        } else {
+            format!("{}/{}", label(self.single), label(self.batch))
+        }
+    }
+}
+
+impl fmt::Display for Choice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.label(), self.reason)
+    }
+}
+
+/// The engine `auto` chose: one for single lookups and, when a different
+/// one is faster on batches, a second for those.
+pub struct AutoEngine<A: Family> {
+    single: Built<A>,
+    /// `None`: batches use `single`.
+    batch: Option<Built<A>>,
+    choice: Choice,
+}
+
+impl<A: Family> AutoEngine<A> {
+    /// What was chosen, and why.
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// The engine single lookups use.
+    pub fn single(&self) -> &Built<A> {
+        &self.single
+    }
+
+    /// The engine batches use.
+    pub fn batch(&self) -> &Built<A> {
+        self.batch.as_ref().unwrap_or(&self.single)
+    }
+}
+
+/// Tables with fewer intervals take the family default without timing:
+/// every candidate then fits in L2 and answers within a few nanoseconds,
+/// while a calibration costs about 10 ms, more than the build itself
+/// (and the bindings rebuild small tables often).
+pub const MIN_CALIBRATED_INTERVALS: usize = 8192;
+
+/// Addresses per calibration sample (each of the two traces).
+const SAMPLE: usize = 1 << 15;
+/// Timed passes per (engine, mode, trace); the fastest counts.
+const PASSES: usize = 3;
+
+/// Seeded samples of `iv`: addresses inside intervals drawn uniformly (the
+/// "matched" shape of traffic that hits routes) and uniformly random ones.
+fn samples<A: Family>(iv: &Intervals<A>) -> [Vec<A>; 2] {
+    let mut rng = crate::gen::Rng::new(0x6175_746f);
+    let n = iv.len() as u64;
+    let matched = (0..SAMPLE)
+        .map(|_| {
+            let i = rng.below(n) as usize;
+            let lo = iv.starts[i].to_u128();
+            let hi = iv
+                .starts
+                .get(i + 1)
+                .map_or(A::MAX.to_u128(), |s| s.to_u128() - 1);
+            let span = hi - lo;
+            let off = if span == u128::MAX {
+                rng.next_u128()
+            } else {
+                rng.next_u128() % (span + 1)
+            };
+            A::from_u128_truncate(lo + off)
+        })
+        .collect();
+    let uniform = (0..SAMPLE).map(|_| rng.addr()).collect();
+    [matched, uniform]
+}
+
+/// Lookups per second of `e` on `addrs`: single lookups or batches of 32.
+fn rate<A: Family>(e: &Built<A>, addrs: &[A], batch: bool) -> f64 {
+    let mut out = vec![0u32; addrs.len()];
+    let mut best = f64::INFINITY;
+    for _ in 0..=PASSES {
+        let t = std::time::Instant::now();
+        if batch {
+            e.lookup_batch::<32>(addrs, &mut out);
+            std::hint::black_box(&out);
+        } else {
+            let mut acc = 0u32;
+            for &a in addrs {
+                acc = acc.wrapping_add(e.lookup(std::hint::black_box(a)));
+            }
+            std::hint::black_box(acc);
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    addrs.len() as f64 / best.max(1e-9)
+}
+
+/// Per mode, the candidate whose worst ratio to the best rate over the two
+/// samples is highest (the one furthest from being a bad choice on either
+/// kind of traffic); ties go to the earlier candidate.
+fn pick_best(rates: &[[f64; 2]]) -> usize {
+    let best = [0, 1].map(|t| rates.iter().map(|r| r[t]).fold(0.0, f64::max));
+    let score = |r: &[f64; 2]| (r[0] / best[0]).min(r[1] / best[1]);
+    let mut winner = 0;
+    for (i, r) in rates.iter().enumerate() {
+        if score(r) > score(&rates[winner]) {
+            winner = i;
+        }
+    }
+    winner
+}
+
+/// Build every candidate, time each on the samples, keep the winners.
+fn calibrate<A: Family>(
+    iv: &Intervals<A>,
+    picks: &[Pick],
+    opts: &AutoOptions,
+    figures: String,
+) -> Result<AutoEngine<A>, AutoError> {
+    let [matched, uniform] = samples(iv);
+    let mut built = Vec::new();
+    let mut single = Vec::new();
+    let mut batch = Vec::new();
+    let mut skipped = Vec::new();
+    for &pick in picks {
+        match Built::build(iv, pick, opts) {
+            Ok(e) => {
+                single.push([rate(&e, &matched, false), rate(&e, &uniform, false)]);
+                batch.push([rate(&e, &matched, true), rate(&e, &uniform, true)]);
+                built.push((pick, e));
+            }
+            // A trie outgrowing its index space is a shape verdict, not
+            // a failure: the other candidates remain.
+            Err(AutoError::Poptrie(
+                e @ (PoptrieError::TooManyNodes(_)
+                | PoptrieError::TooManyEntries(_)
+                | PoptrieError::TooManyLeaves(_)),
+            )) => skipped.push(format!("{} not built: {e}", label(pick))),
+            Err(e) => return Err(e),
+        }
+    }
+    if built.is_empty() {
+        // Only tries were tried and none fit: PlanB never outgrows them.
+        let e = Built::build(iv, (Kind::Planb, None), opts)?;
+        return Ok(AutoEngine {
+            single: e,
+            batch: None,
+            choice: Choice {
+                single: (Kind::Planb, None),
+                batch: (Kind::Planb, None),
+                reason: format!("{figures}; {}", skipped.join("; ")),
+                intervals: iv.len(),
+            },
+        });
+    }
+    let (s, b) = (pick_best(&single), pick_best(&batch));
+    let mlps = |r: [f64; 2]| format!("{:.0}/{:.0}", r[0] / 1e6, r[1] / 1e6);
+    let mut measured: Vec<String> = built
+        .iter()
+        .enumerate()
+        .map(|(i, (p, _))| {
+            format!(
+                "{} {} single, {} batch",
+                label(*p),
+                mlps(single[i]),
+                mlps(batch[i])
+            )
+        })
+        .collect();
+    measured.extend(skipped);
+    let choice = Choice {
+        single: built[s].0,
+        batch: built[b].0,
+        reason: format!(
+            "{figures}; calibrated, MLPS matched/uniform on {SAMPLE}-address samples: {}",
+            measured.join(", ")
+        ),
+        intervals: iv.len(),
+    };
+    // Take the winners out without cloning: remove the higher index first
+    // so the lower one stays where it is.
+    let (single, batch) = match s.cmp(&b) {
+        std::cmp::Ordering::Equal => (built.swap_remove(s).1, None),
+        std::cmp::Ordering::Greater => {
+            let single = built.swap_remove(s).1;
+            (single, Some(built.swap_remove(b).1))
+        }
+        std::cmp::Ordering::Less => {
+            let batch = built.swap_remove(b).1;
+            (built.swap_remove(s).1, Some(batch))
+        }
+    };
+    Ok(AutoEngine {
+        single,
+        batch,
+        choice,
+    })
+}
+
+impl<A: Family> Engine<A> for AutoEngine<A> {
+    type Options = AutoOptions;
+    type Error = AutoError;
+
+    /// Choose and build (see the module docs). Malformed intervals and
+    /// unsupported kernels are errors whatever the engine.
+    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
+        iv.validate().map_err(BuildError::from)?;
+        let one = |pick: Pick, reason: String| -> Result<Self, AutoError> {
+            Ok(AutoEngine {
+                single: Built::build(iv, pick, opts)?,
+                batch: None,
+                choice: Choice {
+                    single: pick,
+                    batch: pick,
+                    reason,
+                    intervals: iv.len(),
+                },
+            })
+        };
+        if let Some(pick) = opts.force {
+            let why = if opts.reused {
+                "reused from the previous build of this table"
+            } else {
+                "named explicitly"
+            };
+            let mut e = one(pick, why.into())?;
+            if let Some(batch) = opts.force_batch.filter(|&b| b != pick) {
+                e.batch = Some(Built::build(iv, batch, opts)?);
+                e.choice.batch = batch;
+            }
+            return Ok(e);
+        }
+        let shape = Shape::of(iv);
+        let (picks, figures) = decide(&shape);
+        if picks.len() == 1 {
+            return one(picks[0], figures);
+        }
+        if !opts.calibrate || shape.intervals < MIN_CALIBRATED_INTERVALS {
+            let pick = untimed(&shape);
+            let why = if opts.calibrate {
+                format!("{figures}; too small to be worth timing: the family's default")
+            } else {
+                format!("{figures}; not calibrated: the family's default")
+            };
+            return match one(pick, why) {
+                Err(AutoError::Poptrie(e)) if !matches!(e, PoptrieError::UnsupportedKernel(_)) => {
+                    one(
+                        (Kind::Planb, None),
+                        format!("{figures}; {} not built: {e}", label(pick)),
+                    )
+                }
+                built => built,
+            };
+        }
+        calibrate(iv, &picks, opts, figures)
+    }
+    #[inline]
+    fn lookup(&self, addr: A) -> u32 {
+        self.single.lookup(addr)
+    }
+    #[inline]
+    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        match &self.batch {
+            Some(b) => b.lookup_batch::<M>(addrs, out),
+            None => self.single.lookup_batch::<M>(addrs, out),
+        }
+    }
+    fn footprint_bytes(&self) -> usize {
+        self.single.footprint_bytes() + self.batch.as_ref().map_or(0, Built::footprint_bytes)
+    }
+    fn name(&self) -> String {
+        match &self.batch {
+            None => format!("auto:{}", self.single.name()),
+            Some(b) => format!("auto:{}/{}", self.single.name(), b.name()),
+        }
+    }
+    fn validate(&self) -> Result<(), String> {
+        self.single.validate()?;
+        self.batch.as_ref().map_or(Ok(()), Built::validate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intervals::compile;
+    use crate::prefix::Prefix;
+
+    fn iv4(routes: &[&str]) -> Intervals<u32> {
+        crate::intervals::of_routes(routes)
+    }
+
+    /// Intervals of `routes` (any order), payload = rank in prefix order.
+    fn iv<A: Family>(routes: impl IntoIterator<Item = Prefix<A>>) -> Intervals<A> {
+        let mut ps: Vec<Prefix<A>> = routes.into_iter().collect();
+        ps.sort();
+        ps.dedup();
+        compile(ps.into_iter().enumerate().map(|(i, p)| (p, i as u32)))
+    }
+
+    #[test]
+    fn trie_nodes_counts_unaligned_prefixes_per_level() {
+        // 10.0.0.0/8: aligned at /18, so no node. 10.0.0.0/20 needs one
+        // node below the /18 slot 10.0.0.0/18 (level 18); with k = 6 the
+        // next level is 24, where /20's boundaries (10.0.0.0 and
+        // 10.0.16.0) are aligned: one node in all.
+        assert_eq!(trie_nodes(&iv4(&["10.0.0.0/8"]), 18, 6), 0);
+        assert_eq!(trie_nodes(&iv4(&["10.0.0.0/20"]), 18, 6), 1);
+        // A /32 at 10.0.0.1 needs a node at /18, /24 and /30.
+        assert_eq!(trie_nodes(&iv4(&["10.0.0.1/32"]), 18, 6), 3);
+        // Two /32s in one /30 share every node.
+        assert_eq!(trie_nodes(&iv4(&["10.0.0.1/32", "10.0.0.2/32"]), 18, 6), 3);
+    }
+
+    #[test]
+    fn trie_nodes_matches_the_unfocused_poptrie() {
+        // The estimate is exact for the unfocused 64-ary and 32-ary builds.
+        let table = crate::gen::synthetic_v4(5000, 7);
+        let iv = iv(table.iter().map(|r| r.0));
+        for s in [0u8, 8, 16, 18] {
+            let o = PoptrieOptions {
+                direct_bits: Some(s),
+                ..PoptrieOptions::default()
+            };
+            let p64 = Poptrie::<u32>::build_focused(&iv, &o, false).unwrap();
+            assert_eq!(
+                trie_nodes(&iv, s as u32, 6),
+                p64.internal_nodes() as u64,
+                "s={s}"
+            );
+            let p32 = Poptrie::<u32, Node32>::build_focused(&iv, &o, false).unwrap();
+            assert_eq!(
+                trie_nodes(&iv, s as u32, 5),
+                p32.internal_nodes() as u64,
+                "s={s}"
+            );
+        }
+    }
+
+    #[test]
+    fn pick_best_takes_the_best_worst_case() {
+        // 0 is fastest on matched but poor on uniform; 1 is within 10% on
+        // both; 2 is fastest on uniform but poor on matched.
+        let rates = [[100.0, 50.0], [92.0, 95.0], [60.0, 100.0]];
+        assert_eq!(pick_best(&rates), 1);
+        // Ties go to the earlier candidate.
+        assert_eq!(pick_best(&[[1.0, 1.0], [1.0, 1.0]]), 0);
+        assert_eq!(pick_best(&[[1.0, 2.0]]), 0);
+    }
+
+    #[test]
+    fn two_engines_answer_alike_single_and_batch() {
+        let table = crate::gen::synthetic_v6(3000, 11);
+        let iv = iv(table.iter().map(|r| r.0));
+        let opts = AutoOptions::default();
+        let e = AutoEngine {
+            single: Built::build(&iv, (Kind::Planb, None), &opts).unwrap(),
+            batch: Some(Built::build(&iv, (Kind::Flat, Some(DIRECT_BITS)), &opts).unwrap()),
+            choice: Choice {
+                single: (Kind::Planb, None),
+                batch: (Kind::Flat, Some(DIRECT_BITS)),
+                reason: String::new(),
+                intervals: iv.len(),
+            },
+        };
+        e.validate().unwrap();
+        assert_eq!(e.choice().label(), "planb/poptrie-flat:18");
+        assert!(e.name().starts_with("auto:planb["), "{}", e.name());
+        let [matched, uniform] = samples(&iv);
+        for addrs in [matched, uniform] {
+            let mut out = vec![0; addrs.len()];
+            e.lookup_batch::<32>(&addrs, &mut out);
+            for (&a, &o) in addrs.iter().zip(&out) {
+                assert_eq!(e.lookup(a), iv.resolve(a));
+                assert_eq!(o, iv.resolve(a));
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_long_prefixes_get_planb_without_building_a_trie() {
+        // One /64 per random /32 inside 2000::/3: every boundary needs its
+        // own chain of 32-ary nodes below /18.
+        let mut rng = crate::gen::Rng::new(3);
+        let routes: Vec<(Prefix<u128>, u32)> = (0..2000)
+            .map(|i| {
+                let a = (0x2000u128 << 112) | (rng.next_u128() >> 3);
+                (Prefix::new(a & !((1u128 << 64) - 1), 64).unwrap(), i)
+            })
+            .collect();
+        let iv = iv(routes.iter().map(|r| r.0));
+        let shape = Shape::of(&iv);
+        assert!(
+            shape.nodes_per_interval() > MAX_NODES_PER_INTERVAL,
+            "{shape:?}"
+        );
+        let e = AutoEngine::build(&iv, &AutoOptions::default()).unwrap();
+        assert_eq!(e.choice().single, (Kind::Planb, None));
+        assert_eq!(e.choice().batch, (Kind::Planb, None));
+        assert!(e.choice().reason.contains("sparse long prefixes"));
+    }
+
+    #[test]
+    fn real_shaped_tables_admit_every_candidate() {
+        let v4 = iv(crate::gen::synthetic_v4(20_000, 5).iter().map(|r| r.0));
+        let shape = Shape::of(&v4);
+        assert_eq!(decide(&shape).0, CANDIDATES.to_vec(), "{shape:?}");
+    }
+
+    #[test]
+    fn untimed_choice_is_the_family_default() {
+        let t = crate::gen::synthetic_v4(2000, 5);
+        let iv = iv(t.iter().map(|r| r.0));
+        let o = AutoOptions {
+            calibrate: false,
+            ..AutoOptions::default()
+        };
+        let e = AutoEngine::build(&iv, &o).unwrap();
+        assert_eq!(e.choice().label(), "poptrie:18");
+        // Malformed intervals are refused, calibrated or not.
+        let bad = Intervals {
+            starts: vec![0u32, 5, 5],
+            payloads: vec![0, 1, 2],
+        };
+        assert!(AutoEngine::build(&bad, &o).is_err());
+        assert!(AutoEngine::build(&bad, &AutoOptions::default()).is_err());
+    }
+
+    #[test]
+    fn calibrated_builds_answer_right_and_reuse_repeats_the_choice() {
+        let t = crate::gen::synthetic_v4(20_000, 9);
+        let iv = iv(t.iter().map(|r| r.0));
+        assert!(iv.len() >= MIN_CALIBRATED_INTERVALS);
+        let e = AutoEngine::build(&iv, &AutoOptions::default()).unwrap();
+        assert!(e.choice().reason.contains("calibrated"), "{}", e.choice());
+        assert_eq!(e.choice().intervals, iv.len());
+        e.validate().unwrap();
+        let [matched, uniform] = samples(&iv);
+        let again = AutoEngine::build(&iv, &AutoOptions::default().reuse(e.choice())).unwrap();
+        assert_eq!(again.choice().label(), e.choice().label());
+        assert!(again.choice().reason.contains("reused"));
+        for addrs in [matched, uniform] {
+            let mut out = vec![0; addrs.len()];
+            for engine in [&e, &again] {
+                engine.lookup_batch::<16>(&addrs, &mut out);
+                for (&a, &o) in addrs.iter().zip(&out) {
+                    assert_eq!(engine.lookup(a), iv.resolve(a));
+                    assert_eq!(o, iv.resolve(a));
+                }
+            }
+        }
+        assert!(e.choice().still_fits(iv.len() * 2));
+        assert!(!e.choice().still_fits(iv.len() * 2 + 1));
+        assert!(!e.choice().still_fits(iv.len() / 2 - 1));
+    }
+}
