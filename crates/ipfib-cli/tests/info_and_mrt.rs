@@ -75,6 +75,58 @@ fn info_json_has_the_contract_fields() {
     );
 }
 
+/// `--engine auto` (the default) on real tables: `info` names a choice per
+/// family with its reason, and `lookup` with the default answers exactly
+/// what the radix baseline answers.
+#[test]
+fn info_names_autos_choice_and_lookup_defaults_to_it() {
+    let small = scratch("auto.txt", b"10.0.0.0/8 a\n2001:db8::/32 b\n");
+    let (code, v, stderr) = info_json(&small, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(v["engine"]["name"], "auto");
+    assert_eq!(v["engine"]["v4"]["chosen"], "poptrie:18");
+    assert_eq!(v["engine"]["v6"]["chosen"], "poptrie-flat:18");
+    let why = v["engine"]["v4"]["reason"].as_str().unwrap_or_default();
+    assert!(why.contains("too small to be worth timing"), "{why}");
+    let Some(linx) = data_file("linx-rib-ipv6.20141225.0000.p69.txt.gz") else {
+        return;
+    };
+    let (code, v, stderr) = info_json(&linx, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let why = v["engine"]["v6"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("calibrated") && why.contains("trie nodes per interval"),
+        "{why}"
+    );
+    let text = ipfib(&["info".to_string(), linx.display().to_string()], None);
+    assert!(text.stdout.contains("engine IPv6: "), "{}", text.stdout);
+    // The default engine's answers equal radix's on addresses in and
+    // around the table's prefixes.
+    let table = load_table(&linx, &TableOptions::default()).unwrap();
+    let mut input = String::new();
+    for r in table.routes.iter().step_by(37) {
+        if let ipfib_io::AnyPrefix::V6(p) = r.prefix {
+            let a = p.addr();
+            for x in [a, a.wrapping_sub(1), p.last(), p.last().wrapping_add(1)] {
+                input.push_str(&std::net::Ipv6Addr::from(x).to_string());
+                input.push('\n');
+            }
+        }
+    }
+    let path = linx.display().to_string();
+    let auto = ipfib(
+        &["lookup", "--table", &path].map(String::from),
+        Some(input.as_bytes()),
+    );
+    let radix = ipfib(
+        &["lookup", "--table", &path, "--engine", "radix"].map(String::from),
+        Some(input.as_bytes()),
+    );
+    assert_eq!(auto.code, 0, "{}", auto.stderr);
+    assert!(auto.stdout.lines().count() > 1000);
+    assert_eq!(auto.stdout, radix.stdout);
+}
+
 #[test]
 fn info_exit_statuses() {
     // Bad lines: reported, the rest counted, exit 1.
