@@ -239,7 +239,8 @@ pub struct IntSink<'a, T: OutInt> {
     pub ints4: &'a [i64],
     pub ints6: &'a [i64],
     ints: &'a [i64],
-    pub default: T,
+    /// Fits `T` (checked by the caller).
+    default_i64: i64,
     pub extra: Extra<'a>,
 }
 
@@ -248,7 +249,7 @@ impl<'a, T: OutInt> IntSink<'a, T> {
     pub fn new(
         vals: &'a mut [T],
         ints: (&'a [i64], &'a [i64]),
-        default: T,
+        default: i64,
         extra: Extra<'a>,
     ) -> Self {
         IntSink {
@@ -256,7 +257,7 @@ impl<'a, T: OutInt> IntSink<'a, T> {
             ints4: ints.0,
             ints6: ints.1,
             ints: ints.0,
-            default,
+            default_i64: default,
             extra,
         }
     }
@@ -265,10 +266,13 @@ impl<'a, T: OutInt> IntSink<'a, T> {
 impl<T: OutInt> Sink for IntSink<'_, T> {
     #[inline]
     fn put(&mut self, pos: usize, slot: u32, len: u8) {
-        self.vals[pos] = match self.ints.get(slot as usize) {
-            Some(v) => T::from_i64(*v),
-            None => self.default,
-        };
+        // Choose the source, then load and convert once: a select the
+        // compiler turns into a conditional move. Choosing between two
+        // converted values compiled to a branch for the narrow types,
+        // mispredicted on every other miss of a random trace (uint32
+        // results took 30% more CPU time than int64 ones).
+        let v = self.ints.get(slot as usize).unwrap_or(&self.default_i64);
+        self.vals[pos] = T::from_i64(*v);
         self.extra.put(pos, slot, len);
     }
 }

@@ -304,10 +304,12 @@ impl OutType {
             (b'u', 2, true) => OutType::U16,
             (b'u', 4, true) => OutType::U32,
             (b'u', 8, true) => OutType::U64,
-            _ => return Err(PyTypeError::new_err(format!(
+            _ => {
+                return Err(PyTypeError::new_err(format!(
                 "lookup_many: dtype must be None, object or a native-order integer dtype, not {}",
                 descr.str()?
-            ))),
+            )))
+            }
         })
     }
 }
@@ -345,7 +347,7 @@ fn int_answers<'py, T: OutInt>(
     {
         let mut rw = vals.try_readwrite().map_err(borrow_err)?;
         let out = rw.as_slice_mut().map_err(slice_err)?;
-        let mut sink = IntSink::new(out, ints, T::from_i64(default), extra);
+        let mut sink = IntSink::new(out, ints, default, extra);
         run(py, snap, input, on_error, with_len, &mut sink)?;
     }
     Ok(vals.into_any())
