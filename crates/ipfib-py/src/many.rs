@@ -306,9 +306,10 @@ impl OutType {
             (b'u', 8, true) => OutType::U64,
             _ => {
                 return Err(PyTypeError::new_err(format!(
-                "lookup_many: dtype must be None, object or a native-order integer dtype, not {}",
-                descr.str()?
-            )))
+                    "lookup_many: dtype must be None, object or a native-order \
+                     integer dtype, not {}",
+                    descr.str()?
+                )))
             }
         })
     }
