@@ -138,6 +138,7 @@ class Table:
         masked: bool = False,
         with_prefix_len: Literal[False] = False,
         errors: Literal["raise", "coerce"] = "raise",
+        dtype: npt.DTypeLike | None = None,
     ) -> npt.NDArray[Any]: ...
     @overload
     def lookup_many(
@@ -148,6 +149,7 @@ class Table:
         masked: bool = False,
         with_prefix_len: Literal[True],
         errors: Literal["raise", "coerce"] = "raise",
+        dtype: npt.DTypeLike | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int16]]: ...
     @overload
     def lookup_many(
@@ -158,6 +160,7 @@ class Table:
         masked: bool = False,
         with_prefix_len: bool = False,
         errors: Literal["raise", "coerce"] = "raise",
+        dtype: npt.DTypeLike | None = None,
     ) -> Any:
         """Vectorised longest-prefix match, one answer per address.
 
@@ -173,9 +176,21 @@ class Table:
 
         Returns an ``int64`` array when every value in the table is an int
         and ``default`` is an int, else an object array; ``default`` where
-        nothing matches. ``masked=True`` returns a ``numpy.ma`` masked
-        array (masked where nothing matches); ``with_prefix_len=True``
-        returns ``(values, lengths)`` with ``int16`` lengths (-1: no match).
+        nothing matches. ``dtype`` asks for another result type: any
+        native-order numpy integer dtype (``np.uint32``, ``"u4"``, ...)
+        when every value in the table and ``default`` are ints that fit it
+        (checked against the table's smallest and largest value, not the
+        addresses: ``ValueError`` naming the value that does not fit,
+        ``TypeError`` for a table with non-integer values or a non-int
+        ``default``), or ``object`` for the values as Python objects.
+        ``np.uint32`` suits origin ASNs: half the memory of ``int64``, and
+        the fastest call (fewer fresh pages to fault in). ``dtype=None``
+        (the default) keeps the rule above, so the result type never
+        depends on which values a table happens to hold.
+
+        ``masked=True`` returns a ``numpy.ma`` masked array (masked where
+        nothing matches); ``with_prefix_len=True`` returns ``(values,
+        lengths)`` with ``int16`` lengths (-1: no match).
 
         A bad address raises ``ValueError`` naming it and its index;
         ``errors="coerce"`` makes it a no-match instead. The lookups run
@@ -185,6 +200,8 @@ class Table:
         array([64500])
         >>> t.lookup_many(["10.1.2.3", "bad"], errors="coerce", masked=True)  # doctest: +SKIP
         masked_array(data=[64500, --], ...)
+        >>> t.lookup_many(np.array([0x0A010203], np.uint32), dtype=np.uint32)  # doctest: +SKIP
+        array([64500], dtype=uint32)
         """
 
     def __contains__(self, x: Addr | PrefixLike) -> bool:

@@ -93,6 +93,12 @@ def test_python_equals_the_cli(name: str) -> None:
     ]
     _, lens = t.lookup_many(addrs, with_prefix_len=True)
     assert lens.tolist() == [int(w[0].rsplit("/", 1)[1]) if w else -1 for w in want]
+    # Origin-ASN tables answer in uint32 too (dtype=), exactly what the CLI prints.
+    assert t.info()["integer_values"] or not name.endswith(("ipasn.dat.gz", "pfx2as.txt.gz"))
+    if t.info()["integer_values"]:
+        u32 = t.lookup_many(addrs, dtype=np.uint32)
+        assert u32.dtype == np.uint32
+        assert u32.tolist() == [int(w[1]) if w else 0 for w in want]
     assert tp.lookup_many(addrs, default=None).tolist() == values.tolist()
     assert tf.lookup_many(addrs, default=None).tolist() == values.tolist()
     v4 = [i for i, a in enumerate(addrs) if ":" not in a]

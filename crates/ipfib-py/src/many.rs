@@ -4,13 +4,15 @@
 
 use crate::batch::{
     answer_decoded, answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink,
-    ManyError, Mixed, OnError, SlotSink,
+    ManyError, Mixed, OnError, OutInt, SlotSink,
 };
 use crate::snapshot::Snapshot;
 use crate::table::{slot_objects, Table};
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArray2, PyArrayDescr, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyList, PyString, PyTuple};
@@ -83,10 +85,12 @@ fn parse_list(list: &Bound<'_, PyList>, on_error: OnError) -> PyResult<Input<'st
         let r = if let Ok(s) = item.cast::<PyString>() {
             decode_text(i, s.to_cow()?.as_bytes(), &mut mixed)
         } else if item.is_none() {
+            mixed.push_none(i);
             Ok(())
         } else if let Ok(b) = item.cast::<PyBytes>() {
             decode_packed(i, b.as_bytes(), &mut mixed)
         } else if item.cast::<PyFloat>().is_ok_and(|f| f.value().is_nan()) {
+            mixed.push_none(i);
             Ok(())
         } else if item.is_instance_of::<pyo3::types::PyInt>() || item.is_instance_of::<PyBool>() {
             Err(BadItem {
@@ -105,7 +109,8 @@ fn parse_list(list: &Bound<'_, PyList>, on_error: OnError) -> PyResult<Input<'st
         };
         match r {
             Err(e) if on_error == OnError::Raise => return Err(bad_item(e)),
-            _ => {}
+            Err(_) => mixed.push_none(i),
+            Ok(()) => {}
         }
     }
     Ok(Input::Parsed(mixed, n))
@@ -210,6 +215,7 @@ fn run<S: FamilySink + Send>(
             py.detach(|| {
                 let decode = |i: usize, m: &mut Mixed| {
                     if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
+                        m.push_none(i);
                         return Ok(());
                     }
                     let (s, e) = (offsets[i], offsets[i + 1]);
@@ -246,23 +252,6 @@ fn run<S: FamilySink + Send>(
     })
 }
 
-/// A numpy array of `n` copies of `v` (numpy's own allocation).
-fn filled<T: numpy::Element + Copy + Default + PartialEq>(
-    py: Python<'_>,
-    n: usize,
-    v: T,
-) -> PyResult<Bound<'_, PyArray1<T>>> {
-    let a = PyArray1::<T>::zeros(py, n, false);
-    if v != T::default() {
-        a.try_readwrite()
-            .map_err(borrow_err)?
-            .as_slice_mut()
-            .map_err(slice_err)?
-            .fill(v);
-    }
-    Ok(a)
-}
-
 fn borrow_err(e: numpy::BorrowError) -> PyErr {
     PyTypeError::new_err(e.to_string())
 }
@@ -280,7 +269,93 @@ pub fn zero() -> Py<PyAny> {
     })
 }
 
+/// The result type `lookup_many` was asked for (`dtype=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OutType {
+    /// `None`: `int64` when every value and `default` are ints, else objects.
+    Auto,
+    /// `object`: the values themselves, whatever they are.
+    Object,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+impl OutType {
+    /// What `numpy.dtype(obj)` names, if we answer in it.
+    fn parse(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let Some(obj) = obj.filter(|o| !o.is_none()) else {
+            return Ok(OutType::Auto);
+        };
+        let descr = PyArrayDescr::new(obj.py(), obj)?;
+        let native = descr.is_native_byteorder().unwrap_or(true);
+        Ok(match (descr.kind(), descr.itemsize(), native) {
+            (b'O', _, _) => OutType::Object,
+            (b'i', 1, true) => OutType::I8,
+            (b'i', 2, true) => OutType::I16,
+            (b'i', 4, true) => OutType::I32,
+            (b'i', 8, true) => OutType::I64,
+            (b'u', 1, true) => OutType::U8,
+            (b'u', 2, true) => OutType::U16,
+            (b'u', 4, true) => OutType::U32,
+            (b'u', 8, true) => OutType::U64,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "lookup_many: dtype must be None, object or a native-order \
+                     integer dtype, not {}",
+                    descr.str()?
+                )))
+            }
+        })
+    }
+}
+
+/// Answer `input` as integers of type `T` into a new numpy array.
+/// Fresh zeroed pages: every element is written exactly once (see
+/// `batch.rs`), so nothing is prefilled.
+#[allow(clippy::too_many_arguments)]
+fn int_answers<'py, T: OutInt>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    input: &Input<'_>,
+    on_error: OnError,
+    with_len: bool,
+    ints: (&[i64], &[i64]),
+    default: i64,
+    extra: Extra<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let check = |what: &str, v: i64| {
+        if T::fits(v) {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "lookup_many: {what} {v} does not fit dtype {}",
+                numpy::dtype::<T>(py)
+            )))
+        }
+    };
+    if let Some((lo, hi)) = snap.int_range() {
+        check("table value", lo)?;
+        check("table value", hi)?;
+    }
+    check("default", default)?;
+    let vals = PyArray1::<T>::zeros(py, input.len(), false);
+    {
+        let mut rw = vals.try_readwrite().map_err(borrow_err)?;
+        let out = rw.as_slice_mut().map_err(slice_err)?;
+        let mut sink = IntSink::new(out, ints, default, extra);
+        run(py, snap, input, on_error, with_len, &mut sink)?;
+    }
+    Ok(vals.into_any())
+}
+
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).
+#[allow(clippy::too_many_arguments)]
 pub fn lookup_many<'py>(
     table: &Table,
     py: Python<'py>,
@@ -289,6 +364,7 @@ pub fn lookup_many<'py>(
     masked: bool,
     with_prefix_len: bool,
     errors: &str,
+    dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let on_error = match errors {
         "raise" => OnError::Raise,
@@ -299,6 +375,7 @@ pub fn lookup_many<'py>(
             )))
         }
     };
+    let out_type = OutType::parse(dtype)?;
     let input = classify(addrs, on_error)?;
     let n = input.len();
     if u32::try_from(n).is_err() {
@@ -307,11 +384,12 @@ pub fn lookup_many<'py>(
         ));
     }
     let snap = table.live.snapshot();
-    // Outputs are allocated by numpy, which asks for transparent huge
-    // pages on large arrays: a fresh 80 MB result then costs a few hundred
-    // page faults, not 20,000 (measured: a quarter of a 10M-address call).
-    let lens = with_prefix_len.then(|| filled(py, n, -1i16)).transpose()?;
-    let miss = masked.then(|| filled(py, n, true)).transpose()?;
+    // Outputs are allocated zeroed by numpy, which asks for transparent
+    // huge pages on large arrays: a fresh 80 MB result then costs a few
+    // hundred page faults, not 20,000 (measured: a quarter of a
+    // 10M-address call). Every element is written once (no prefill).
+    let lens = with_prefix_len.then(|| PyArray1::<i16>::zeros(py, n, false));
+    let miss = masked.then(|| PyArray1::<bool>::zeros(py, n, false));
     let mut lens_rw = lens
         .as_ref()
         .map(|a| a.try_readwrite())
@@ -334,22 +412,54 @@ pub fn lookup_many<'py>(
             .transpose()
             .map_err(slice_err)?,
     };
-    let default_int = default
-        .bind(py)
-        .cast::<pyo3::types::PyInt>()
-        .ok()
-        .filter(|_| !default.bind(py).is_instance_of::<PyBool>())
-        .and_then(|i| i.extract::<i64>().ok());
-    let values: Bound<'py, PyAny> = match (snap.ints(), default_int) {
-        (Some(ints), Some(d)) => {
-            let vals = filled(py, n, d)?;
-            {
-                let mut rw = vals.try_readwrite().map_err(borrow_err)?;
-                let mut sink = IntSink::new(rw.as_slice_mut().map_err(slice_err)?, ints, d, extra);
-                run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
-            }
-            vals.into_any()
+    let default_is_int = default.bind(py).is_instance_of::<pyo3::types::PyInt>()
+        && !default.bind(py).is_instance_of::<PyBool>();
+    let default_int = default_is_int
+        .then(|| default.bind(py).extract::<i64>().ok())
+        .flatten();
+    let ints = snap.ints();
+    if !matches!(out_type, OutType::Auto | OutType::Object) {
+        if ints.is_none() {
+            return Err(PyTypeError::new_err(
+                "lookup_many: an integer dtype needs every value in the table to be an int \
+                 (use dtype=None or object)",
+            ));
         }
+        if !default_is_int {
+            return Err(PyTypeError::new_err(
+                "lookup_many: an integer dtype needs an int default",
+            ));
+        }
+        if default_int.is_none() {
+            return Err(PyValueError::new_err(format!(
+                "lookup_many: default {} does not fit a 64-bit integer",
+                default.bind(py).repr()?
+            )));
+        }
+    }
+    let ints_default = ints.zip(default_int);
+    let (s, i, w) = (&*snap, &input, with_prefix_len);
+    let values: Bound<'py, PyAny> = match (out_type, ints_default) {
+        (OutType::Auto | OutType::I64, Some((ints, d))) => {
+            int_answers::<i64>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::I32, Some((ints, d))) => {
+            int_answers::<i32>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::I16, Some((ints, d))) => {
+            int_answers::<i16>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::I8, Some((ints, d))) => int_answers::<i8>(py, s, i, on_error, w, ints, d, extra)?,
+        (OutType::U64, Some((ints, d))) => {
+            int_answers::<u64>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::U32, Some((ints, d))) => {
+            int_answers::<u32>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::U16, Some((ints, d))) => {
+            int_answers::<u16>(py, s, i, on_error, w, ints, d, extra)?
+        }
+        (OutType::U8, Some((ints, d))) => int_answers::<u8>(py, s, i, on_error, w, ints, d, extra)?,
         _ => {
             let mut slots = vec![NO_ROUTE; n];
             let v6_base = snap.v4.values.len() as u32;

@@ -199,6 +199,9 @@ pub struct FamilySnap<A: Family> {
     pub values: Vec<Option<Value>>,
     /// Value slot -> integer, when every value is an `Int`.
     pub ints: Option<Vec<i64>>,
+    /// The smallest and largest `Int` value (`None`: no `Int` value), so
+    /// `lookup_many(dtype=...)` checks that its values fit without a scan.
+    pub int_range: Option<(i64, i64)>,
 }
 
 impl<A: Family> FamilySnap<A> {
@@ -222,6 +225,13 @@ impl<A: Family> FamilySnap<A> {
                 None => Some(0),
             })
             .collect();
+        let int_range = values
+            .iter()
+            .filter_map(|v| match v {
+                Some(Value::Int(i)) => Some((*i, *i)),
+                _ => None,
+            })
+            .reduce(|(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
         let (prefixes, slot_of) = routes.into_iter().unzip();
         Ok(FamilySnap {
             spec,
@@ -231,6 +241,7 @@ impl<A: Family> FamilySnap<A> {
             slot_of,
             values,
             ints,
+            int_range,
         })
     }
 
@@ -367,5 +378,14 @@ impl Snapshot {
     /// Integer value per slot for both families, when every value is an int.
     pub fn ints(&self) -> Option<(&[i64], &[i64])> {
         Some((self.v4.ints.as_deref()?, self.v6.ints.as_deref()?))
+    }
+
+    /// The smallest and largest integer value of both families (`None`:
+    /// no integer value).
+    pub fn int_range(&self) -> Option<(i64, i64)> {
+        match (self.v4.int_range, self.v6.int_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (r, None) | (None, r) => r,
+        }
     }
 }

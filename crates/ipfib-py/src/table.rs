@@ -313,10 +313,11 @@ impl Table {
     }
 
     /// Vectorised longest-prefix match (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise"))]
+    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None))]
     #[pyo3(
-        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise')"
+        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise', dtype=None)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn lookup_many<'py>(
         &self,
         py: Python<'py>,
@@ -325,8 +326,18 @@ impl Table {
         masked: bool,
         with_prefix_len: bool,
         errors: &str,
+        dtype: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::many::lookup_many(self, py, addrs, default, masked, with_prefix_len, errors)
+        crate::many::lookup_many(
+            self,
+            py,
+            addrs,
+            default,
+            masked,
+            with_prefix_len,
+            errors,
+            dtype.as_ref(),
+        )
     }
 
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
