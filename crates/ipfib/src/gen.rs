@@ -93,8 +93,8 @@ struct Model {
     sibling: u32,
     /// A nested prefix takes its cover's value with this chance.
     cover_value: u32,
-    /// A value not inherited is an earlier prefix's value with this chance
-    /// (an origin AS announces many blocks), else a new one.
+    /// A value not inherited is one given out before with this chance (an
+    /// origin AS announces many blocks), else a new one.
     reuse_value: u32,
 }
 
@@ -461,10 +461,12 @@ impl<A: Addr> Generator<'_, A> {
             })
     }
 
-    /// A value not inherited: an earlier prefix's (often), or a new one.
+    /// A value not inherited: one given out before (often; any of them
+    /// alike, so no value grows to more than a few percent of the table,
+    /// as in real tables), or a new one.
     fn other_value(&mut self) -> u32 {
-        if !self.out.is_empty() && self.chance(self.model.reuse_value) {
-            return self.out[self.rng.below(self.out.len() as u64) as usize].1;
+        if self.next_value > 1 && self.chance(self.model.reuse_value) {
+            return 1 + self.rng.below(u64::from(self.next_value - 1)) as u32;
         }
         self.next_value += 1;
         self.next_value - 1
@@ -578,12 +580,15 @@ mod tests {
         per_block_p90_p99: [usize; 2],
         regions: usize,
         covered_log2: f64,
+        intervals_per_prefix: f64,
+        top_value_share: f64,
     }
 
     /// Fractions within 0.04 absolute (values per prefix: 0.02); block and
     /// region counts within 15%; per-block percentiles within a factor of
-    /// two; covered space within 2^0.3; the length histogram exact to 0.2%
-    /// (total variation).
+    /// two; covered space within 2^0.3; merged intervals per prefix within
+    /// 15%; the most common value's share within a factor of three; the
+    /// length histogram exact to 0.2% (total variation).
     fn check(what: &str, got: &Shape, model: &Model, want: &Target) {
         let close = |name: &str, g: f64, w: f64, tol: f64| {
             assert!(
@@ -624,6 +629,19 @@ mod tests {
             0.15 * want.regions as f64,
         );
         close("covered log2", got.covered_log2, want.covered_log2, 0.3);
+        let w = want.intervals_per_prefix;
+        close(
+            "intervals per prefix",
+            got.intervals_per_prefix,
+            w,
+            0.15 * w,
+        );
+        let r = got.top_value_share / want.top_value_share;
+        assert!(
+            (1.0 / 3.0..=3.0).contains(&r),
+            "{what} top value share {:.4}",
+            got.top_value_share
+        );
         for (i, (&g, &w)) in got.per_block[1..3]
             .iter()
             .zip(&want.per_block_p90_p99)
@@ -663,6 +681,8 @@ mod tests {
             per_block_p90_p99: [58, 150],
             regions: 213,
             covered_log2: 31.39,
+            intervals_per_prefix: 0.457,
+            top_value_share: 0.0093,
         };
         check("IPv4", &v4, &V4_MODEL, &real_v4);
         // RouteViews 2026 IPv6 (routeviews-rv6-20260730-1400.pfx2as.txt.gz).
@@ -677,6 +697,8 @@ mod tests {
             per_block_p90_p99: [7, 74],
             regions: 66,
             covered_log2: 113.83,
+            intervals_per_prefix: 0.578,
+            top_value_share: 0.0275,
         };
         check("IPv6", &v6, &V6_MODEL, &real_v6);
     }

@@ -48,6 +48,11 @@ pub struct Shape {
     pub regions: usize,
     /// log2 of the number of addresses some prefix covers.
     pub covered_log2: f64,
+    /// Elementary intervals after merging neighbours with the same value
+    /// (what the PlanB engine stores), per prefix.
+    pub intervals_per_prefix: f64,
+    /// Fraction of prefixes holding the most common value.
+    pub top_value_share: f64,
 }
 
 impl Shape {
@@ -89,10 +94,10 @@ impl Shape {
         let (block, region) = (Self::block_len::<A>(), Self::region_len::<A>());
         let mut per_block: HashMap<A, usize> = HashMap::new();
         let mut regions: HashSet<A> = HashSet::new();
-        let mut values: HashSet<u32> = HashSet::new();
+        let mut values: HashMap<u32, usize> = HashMap::new();
         for &(p, v) in &sorted {
             lengths[p.len() as usize] += 1.0;
-            values.insert(v);
+            *values.entry(v).or_default() += 1;
             *per_block.entry(p.addr().and(A::mask(block))).or_default() += 1;
             regions.insert(p.addr().and(A::mask(region)));
             while stack.last().is_some_and(|(c, _, _)| !c.covers(&p)) {
@@ -145,6 +150,8 @@ impl Shape {
             per_block: [pct(0.5), pct(0.9), pct(0.99), pct(1.0)],
             regions: regions.len(),
             covered_log2: if covered > 0.0 { covered.log2() } else { 0.0 },
+            intervals_per_prefix: frac(crate::intervals::compile(sorted.iter().copied()).len(), n),
+            top_value_share: frac(values.values().copied().max().unwrap_or(0), n),
         }
     }
 
@@ -184,6 +191,11 @@ impl fmt::Display for Shape {
             self.blocks_per_1k(),
             self.regions,
             self.covered_log2
+        )?;
+        writeln!(
+            f,
+            "  merged intervals per prefix {:.3} | most common value's share {:.4}",
+            self.intervals_per_prefix, self.top_value_share
         )
     }
 }
