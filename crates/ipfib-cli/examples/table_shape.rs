@@ -39,8 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         // Values interned per family, in order of first appearance.
         let mut ids: [HashMap<String, u32>; 2] = Default::default();
-        let (mut v4, mut v6): (Vec<(Prefix<u32>, u32)>, Vec<(Prefix<u128>, u32)>) =
-            Default::default();
+        let mut v4: Vec<(Prefix<u32>, u32)> = Vec::new();
+        let mut v6: Vec<(Prefix<u128>, u32)> = Vec::new();
         for r in loaded.routes {
             let fam = usize::from(matches!(r.prefix, AnyPrefix::V6(_)));
             let next = ids[fam].len() as u32;

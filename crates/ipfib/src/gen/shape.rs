@@ -19,6 +19,10 @@ use crate::prefix::Prefix;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+/// A cover still open in [`Shape::of`]'s walk: the prefix, its value and
+/// its last child so far.
+type OpenCover<A> = (Prefix<A>, u32, Option<(Prefix<A>, u32)>);
+
 /// What [`Shape::of`] measures. Fractions are in `0.0..=1.0`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Shape {
@@ -89,7 +93,7 @@ impl Shape {
         let (mut nested, mut same_cover, mut adjacent, mut adjacent_same) = (0, 0, 0, 0);
         let mut covered = 0.0f64;
         // Open covers, outermost first, each with its last child so far.
-        let mut stack: Vec<(Prefix<A>, u32, Option<(Prefix<A>, u32)>)> = Vec::new();
+        let mut stack: Vec<OpenCover<A>> = Vec::new();
         let mut top_last: Option<(Prefix<A>, u32)> = None;
         let (block, region) = (Self::block_len::<A>(), Self::region_len::<A>());
         let mut per_block: HashMap<A, usize> = HashMap::new();
