@@ -25,16 +25,19 @@
 //! Where things are: `bench/trace.rs` (the traces), `runner.rs` (build and
 //! time one table), `passes.rs` (timed passes, threads), `latency.rs` and
 //! `tsc.rs` (`--latency`), `stats.rs` (quartiles), `machine.rs` (header,
-//! pinning, RSS), `report.rs` (rows, JSON, text tables), `plot.rs`
+//! pinning, RSS), `report.rs` (rows, JSON, text tables), `summary.rs` (the
+//! closing per-cell summary), `preset.rs` (`--preset`), `plot.rs`
 //! and `plot/draw.rs` (`--plot`).
 
 mod latency;
 pub(crate) mod machine;
 mod passes;
 mod plot;
+mod preset;
 mod report;
 mod runner;
 pub(crate) mod stats;
+mod summary;
 mod trace;
 mod tsc;
 
@@ -132,6 +135,23 @@ pub struct Args {
     /// commands' arguments.
     #[command(flatten)]
     out: Box<Output>,
+    #[command(flatten)]
+    preset: Box<PresetArgs>,
+}
+
+#[derive(clap::Args)]
+struct PresetArgs {
+    /// Run a named set of tables, engines and batch sizes instead of
+    /// choosing them: `standing` = BENCHMARKS.md's standing (the five real
+    /// tables of the data directory, uniform and matched traces, its
+    /// engines, batch 1,16,32). --runs, --trace-len, --pin, --kernels,
+    /// --json and --plot apply as usual.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["table", "engines", "batch", "v4_prefixes", "v6_prefixes", "trace"])]
+    preset: Option<String>,
+    /// Where --preset finds the real tables (default: $IPFIB_DATA, else
+    /// ../shared/data).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -190,17 +210,25 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(k) = kernels.iter().find(|k| !k.is_supported()) {
         return Err(format!("kernel {k} is not supported by this CPU").into());
     }
-    let engines = args
-        .engines
+    let preset = args
+        .preset
+        .preset
+        .as_deref()
+        .map(|name| preset::Preset::resolve(name, args.preset.data.as_deref()))
+        .transpose()?;
+    let (engine_names, batches, trace_names) = match &preset {
+        Some(p) => (p.engines(), p.batches(), p.traces()),
+        None => (args.engines.clone(), args.batch.clone(), args.trace.clone()),
+    };
+    let engines = engine_names
         .iter()
         .map(|e| EngineSpec::parse(e).map_err(|m| format!("{m} (available: {BENCH_ENGINES})")))
         .collect::<Result<Vec<_>, _>>()?;
-    let traces = args
-        .trace
+    let traces = trace_names
         .iter()
         .map(|t| TraceSpec::parse(t))
         .collect::<Result<Vec<_>, _>>()?;
-    if args.batch.contains(&0) {
+    if batches.contains(&0) {
         return Err("batch size 0 makes no sense".into());
     }
     if args.threads.contains(&0) {
@@ -241,7 +269,7 @@ pub fn run(args: Args) -> CmdResult {
         pop_kernels: &pop_kernels,
         engines: &engines,
         traces: &traces,
-        batches: &args.batch,
+        batches: &batches,
         threads: &args.threads,
         runs: args.runs,
         trace_len: args.trace_len,
@@ -265,6 +293,15 @@ pub fn run(args: Args) -> CmdResult {
     // One pass per table: the file's two families, or each synthetic size.
     let outcome = (|| -> Result<(), Error> {
         let (rows, lat) = (&mut report.results, &mut report.latency);
+        if let Some(p) = &preset {
+            for path in &p.files {
+                let (table, name) = load_file(path, &args)?;
+                describe(table.v4.len(), table.v6.len(), &name);
+                plan.table(&table.v4, &name, rows, lat)?;
+                plan.table(&table.v6, &name, rows, lat)?;
+            }
+            return Ok(());
+        }
         if args.table.is_some() {
             describe(table.v4.len(), table.v6.len(), &name);
             plan.table(&table.v4, &name, rows, lat)?;
@@ -284,6 +321,8 @@ pub fn run(args: Args) -> CmdResult {
         Ok(())
     })();
     print_latency(&report.latency, report.machine.tsc_hz);
+    report.summary = summary::cells(&report.results);
+    summary::print(&report.summary);
     // Write what was measured even when a checksum disagreed: the rows say
     // which engine did.
     if let Some(path) = &out.json {
@@ -296,23 +335,25 @@ pub fn run(args: Args) -> CmdResult {
 
 /// `--table FILE` loaded, or an empty table named "synthetic".
 fn load_table(args: &Args) -> Result<(Table<String>, String), Error> {
-    let (table, name): (Table<String>, String) = match &args.table {
-        Some(path) => {
-            let l = load(&TableArgs {
-                table: path.clone(),
-                format: args.format.clone(),
-                mask_host_bits: args.mask_host_bits,
-                ..Default::default()
-            })?;
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            (l.table, name)
-        }
-        None => (Table::new(), "synthetic".to_string()),
-    };
-    Ok((table, name))
+    match &args.table {
+        Some(path) => load_file(path, args),
+        None => Ok((Table::new(), "synthetic".to_string())),
+    }
+}
+
+/// A table file, named by its file name.
+fn load_file(path: &std::path::Path, args: &Args) -> Result<(Table<String>, String), Error> {
+    let l = load(&TableArgs {
+        table: path.to_path_buf(),
+        format: args.format.clone(),
+        mask_host_bits: args.mask_host_bits,
+        ..Default::default()
+    })?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok((l.table, name))
 }
 
 /// `--from-json`: the saved reports' tables, and their charts.
@@ -333,6 +374,7 @@ fn replot(out: &Output, size: (u32, u32)) -> CmdResult {
         all.results.extend(r.results);
         all.latency.extend(r.latency);
     }
+    summary::print(&summary::cells(&all.results));
     charts(out, &all, size)
 }
 

@@ -206,13 +206,31 @@ fn fixed_edge_cases() {
 }
 
 /// Larger synthetic tables: deep trees, sub-tables, mixed window and
-/// descent paths, many second-stage slots (the generator emits /96-/128
-/// too).
+/// descent paths, many second-stage slots (real tables hold few prefixes
+/// past /64, and so does the generator: /65-/128 are added inside every
+/// 50th prefix, some with their cover's value, some not).
 #[test]
 fn synthetic_tables_agree() {
     for (n, seed) in [(3_000usize, 1u64), (40_000, 2)] {
         check_synthetic(synthetic_v4(n, seed), seed);
-        check_synthetic(synthetic_v6(n, seed), seed);
+        let mut v6 = synthetic_v6(n, seed);
+        let long: Vec<_> = v6
+            .iter()
+            .step_by(50)
+            .enumerate()
+            .flat_map(|(i, &(p, v))| {
+                [65u8, 96, 112, 127, 128].map(|len| {
+                    let host = (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 64;
+                    let a = p.addr() | (host & (!0u128).checked_shr(p.len().into()).unwrap_or(0));
+                    (
+                        Prefix::new_masked(a, len).unwrap(),
+                        v + u32::from(len % 2 == 0),
+                    )
+                })
+            })
+            .collect();
+        v6.extend(long);
+        check_synthetic(v6, seed);
     }
 }
 

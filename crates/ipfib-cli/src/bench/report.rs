@@ -85,6 +85,10 @@ pub struct Report {
     /// With `--latency`: per engine and trace.
     #[serde(default)]
     pub latency: Vec<LatencyRow>,
+    /// Per table, trace, batch and threads: the fastest engine, its ratio
+    /// to radix, every engine's ratio to it (`summary.rs`).
+    #[serde(default)]
+    pub summary: Vec<super::summary::Cell>,
 }
 
 pub fn print_header() {
