@@ -194,8 +194,7 @@ impl<const W: usize> Tails<W> {
     fn make(&mut self, at: usize, prefix: AnyPrefix, value: &str) -> u8 {
         let start = self.long.len() - PAD;
         self.long.truncate(start);
-        // Writing into a Vec cannot fail.
-        let _ = writeln!(self.long, " {prefix} {value}");
+        write_tail(&mut self.long, prefix, value);
         let end = self.long.len();
         let Some(slot) = self.slots.get_mut(at..at + W) else {
             return LONG;
@@ -213,6 +212,43 @@ impl<const W: usize> Tails<W> {
         self.long.resize(self.long.len() + PAD, 0);
         slot[0]
     }
+}
+
+/// ` PREFIX VALUE\n` as `writeln!(" {prefix} {value}")` writes it; IPv4
+/// prefixes by hand (a first answer of a route costs mostly this when a
+/// large input hits hundreds of thousands of routes).
+fn write_tail(out: &mut Vec<u8>, prefix: AnyPrefix, value: &str) {
+    match prefix {
+        AnyPrefix::V4(p) => {
+            out.push(b' ');
+            for (i, octet) in p.addr().to_be_bytes().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                decimal(out, octet);
+            }
+            out.push(b'/');
+            decimal(out, p.len());
+            out.push(b' ');
+            out.extend_from_slice(value.as_bytes());
+            out.push(b'\n');
+        }
+        // Writing into a Vec cannot fail.
+        AnyPrefix::V6(_) => {
+            let _ = writeln!(out, " {prefix} {value}");
+        }
+    }
+}
+
+/// `n` in decimal, as `Display` writes it.
+fn decimal(out: &mut Vec<u8>, n: u8) {
+    if n >= 100 {
+        out.push(b'0' + n / 100);
+    }
+    if n >= 10 {
+        out.push(b'0' + n / 10 % 10);
+    }
+    out.push(b'0' + n % 10);
 }
 
 /// Append `src[start..end]` to `dst[*at..]`, growing `dst` if need be.
@@ -245,5 +281,27 @@ fn fixed<const W: usize>(dst: &mut [u8], at: usize, src: &[u8], start: usize, le
             true
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tails_are_written_as_display_writes_them() {
+        let mut rng = ipfib::gen::Rng::new(1);
+        for i in 0..100_000u32 {
+            let addr = if i < 256 {
+                i * 0x0101_0101
+            } else {
+                rng.next_u64() as u32
+            };
+            let len = (i % 33) as u8;
+            let p = AnyPrefix::V4(Prefix::new_masked(addr, len).unwrap());
+            let mut got = Vec::new();
+            write_tail(&mut got, p, "v");
+            assert_eq!(String::from_utf8(got).unwrap(), format!(" {p} v\n"));
+        }
     }
 }
