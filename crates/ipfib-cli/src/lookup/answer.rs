@@ -10,7 +10,7 @@ use ipfib::table::{CompiledTable, Table};
 use std::io::Write as _;
 
 /// Addresses in flight per engine batch (`lookup_batch::<M>`).
-const LANES: usize = 16;
+const LANES: usize = 32;
 
 /// A table answering batches with route ordinals (`NO_ROUTE` on a miss).
 pub trait Answer {
