@@ -55,8 +55,8 @@ pub enum Failure {
 /// each family done together.
 pub struct Responder<'t, T: Answer, E: Write> {
     table: &'t T,
-    /// IPv4 tails fit 32 bytes (` 255.255.255.255/32 4294967295\n` is
-    /// 30), IPv6 ones mostly 64.
+    /// Slots of 32 bytes hold IPv4 tails of up to 31 (as long as
+    /// ` 255.255.255.255/32 4294967295\n`), of 64 most IPv6 ones.
     tails_v4: Tails<32>,
     tails_v6: Tails<64>,
     /// Per answered line: its text (`start..end` in the current block) and
