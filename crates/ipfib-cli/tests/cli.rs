@@ -456,6 +456,133 @@ fn an_over_long_stdin_line_is_a_bad_line_read_in_bounded_memory() {
     assert!(!run.stderr.contains("longer than"), "{}", run.stderr);
 }
 
+/// What `ipfib lookup` answered on stdin when it read one bounded line at
+/// a time (`read_until`, `str::trim`, `AnyAddr::parse`, the radix table,
+/// `writeln!`): the reference the block reader must match byte for byte.
+/// Stdout, stderr, exit status.
+fn per_line_reference(table: &Table<u32>, input: &[u8]) -> (String, String, i32) {
+    use std::io::{BufRead, Read};
+    let limit = ipfib_io::MAX_LINE_BYTES;
+    let (mut out, mut err, mut bad) = (String::new(), String::new(), 0);
+    let mut input = std::io::BufReader::new(input);
+    let mut buf = Vec::new();
+    let mut line_no = 0;
+    loop {
+        buf.clear();
+        let n = input
+            .by_ref()
+            .take(limit + 1)
+            .read_until(b'\n', &mut buf)
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if n as u64 > limit && buf.last() != Some(&b'\n') {
+            input.read_until(b'\n', &mut Vec::new()).unwrap();
+            bad += 1;
+            writeln!(
+                err,
+                "ipfib: stdin line {line_no}: line longer than {limit} bytes (skipped)"
+            )
+            .unwrap();
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(&buf).map(str::trim) else {
+            bad += 1;
+            writeln!(err, "ipfib: stdin line {line_no}: not valid UTF-8").unwrap();
+            continue;
+        };
+        if text.is_empty() {
+            continue;
+        }
+        match AnyAddr::parse(text) {
+            Ok(a) => match table.lookup(a) {
+                Some((p, v)) => writeln!(out, "{text} {p} {v}").unwrap(),
+                None => writeln!(out, "{text} - -").unwrap(),
+            },
+            Err(e) => {
+                bad += 1;
+                writeln!(err, "ipfib: stdin line {line_no}: {e}").unwrap();
+            }
+        }
+    }
+    (out, err, i32::from(bad > 0))
+}
+
+/// Several megabytes of messy input (so lines straddle every read and
+/// block boundary): addresses of both families in many spellings, with
+/// surrounding whitespace, CR LF, bad text, zone ids, non-UTF-8, non-ASCII
+/// whitespace, blank lines, over-long lines (with and without a newline
+/// after them), and no newline at the end. Every engine answers, reports
+/// and exits exactly as the per-line reader did.
+#[test]
+fn the_block_reader_answers_as_the_per_line_reader_did() {
+    let s = Scratch::new("blocks");
+    let v4 = synthetic_v4(3000, 41);
+    let v6 = synthetic_v6(1500, 61);
+    let path = s.write("synthetic.txt", text_table(&v4, &v6));
+    let mut table: Table<u32> = Table::new();
+    for &(p, v) in &v4 {
+        table.insert(p.into(), v).unwrap();
+    }
+    for &(p, v) in &v6 {
+        table.insert(p.into(), v).unwrap();
+    }
+    let addrs = random_addresses(&v4, &v6, 200_000, 23);
+    let limit = ipfib_io::MAX_LINE_BYTES as usize;
+    let mut rng = Rng::new(29);
+    let mut input = Vec::new();
+    for (i, a) in addrs.iter().enumerate() {
+        match rng.below(40) {
+            0 => input.extend_from_slice(a.to_uppercase().as_bytes()),
+            1 => input.extend_from_slice(format!(" \t{a}\x0b\x0c ").as_bytes()),
+            2 => input.extend_from_slice(format!("{a}\r").as_bytes()),
+            3 => input.extend_from_slice(format!("\u{a0}{a}\u{2003}").as_bytes()),
+            4 => input.extend_from_slice(format!("{a}%eth0").as_bytes()),
+            5 => input.extend_from_slice(format!("0{a}").as_bytes()),
+            6 => input.extend_from_slice(format!("{a} {a}").as_bytes()),
+            7 => input.extend_from_slice(b"\xff\xfe"),
+            8 => input.extend_from_slice(b"  \t \r"),
+            9 => input.extend_from_slice(b"1.2.3.256"),
+            _ => input.extend_from_slice(a.as_bytes()),
+        }
+        if i % 50_000 == 7 {
+            // Over-long lines: just over the bound, then far over it,
+            // then exactly the bound (a line).
+            input.extend_from_slice(b"\n");
+            input.resize(input.len() + limit + 1, b'1');
+            input.extend_from_slice(b"\n");
+            input.resize(input.len() + 3 * limit, b' ');
+            input.extend_from_slice(b"\r\n");
+            input.resize(input.len() + limit - a.len(), b' ');
+            input.extend_from_slice(a.as_bytes());
+        }
+        input.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+    }
+    for tail in [&b""[..], b"10.1.2.3", b"  ", b"\xff"] {
+        let mut input = input.clone();
+        input.extend_from_slice(tail);
+        let (out, err, code) = per_line_reference(&table, &input);
+        assert!(err.lines().count() > 10_000, "the input has bad lines");
+        assert!(err.contains("longer than"), "and over-long ones");
+        assert!(out.lines().count() > 150_000);
+        for engine in if tail.is_empty() {
+            &ENGINES[..]
+        } else {
+            &ENGINES[..1]
+        } {
+            let run = lookup(&path, &["--engine", engine], &[], Some(&input));
+            assert_lines_eq(&run.stdout, &out, engine);
+            assert_lines_eq(&run.stderr, &err, engine);
+            assert_eq!(run.code, code, "{engine}");
+        }
+    }
+    // The last line's fate, alone: answered without its newline.
+    let run = lookup(&path, &[], &[], Some(b"\n\n10.1.2.3"));
+    assert_eq!(run.stdout, per_line_reference(&table, b"10.1.2.3").0);
+}
+
 #[test]
 fn bad_argument_is_reported_by_its_number() {
     let s = Scratch::new("badarg");

@@ -24,7 +24,9 @@
 //!
 //! Where to start reading:
 //! - `addr.rs`, `prefix.rs`: the `Addr` trait over u32/u128, `Prefix<A>`,
-//!   `AnyPrefix`/`AnyAddr` (the IPv4-mapped rule lives in `AnyAddr`).
+//!   `AnyPrefix`/`AnyAddr` (the IPv4-mapped rule lives in `AnyAddr`);
+//!   `addr_text.rs`: addresses from ASCII bytes (`AnyAddr::parse_ascii`,
+//!   std's grammar exactly, for block readers).
 //! - `route_table.rs`: path-compressed radix trie; `values.rs`: value interning.
 //! - `intervals.rs`: the interval compiler (one walk, merges equal neighbours).
 //! - `engine/planb/`: `mod.rs` (build, direct pointing, buckets), `tree.rs`
@@ -53,6 +55,7 @@
 //!   and the non-temporal input prefetch every batch kernel uses.
 
 pub mod addr;
+mod addr_text;
 pub mod check;
 pub mod compiled;
 mod cpu;

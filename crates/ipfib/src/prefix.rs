@@ -287,6 +287,25 @@ impl AnyAddr {
             .map_err(|_| PrefixError::InvalidIp(t.to_string()))
     }
 
+    /// Parse ASCII bytes with no surrounding whitespace, unmapping
+    /// IPv4-mapped IPv6 addresses: `Some` exactly where [`AnyAddr::parse`]
+    /// of the same text succeeds, with the same address (the grammar of
+    /// `std`'s `IpAddr::from_str`, see `addr_text.rs`), `None` elsewhere,
+    /// including for any whitespace or non-ASCII byte. Neither checks UTF-8
+    /// nor allocates: for readers of large inputs, which fall back to
+    /// [`AnyAddr::parse`] for the error message (or for text that other
+    /// Unicode whitespace surrounds).
+    #[inline]
+    pub fn parse_ascii(bytes: &[u8]) -> Option<Self> {
+        Some(match crate::addr_text::parse_ip(bytes)? {
+            crate::addr_text::Parsed::V4(a) => AnyAddr::V4(a),
+            crate::addr_text::Parsed::V6(a) => match Ipv6Addr::from(a).to_ipv4_mapped() {
+                Some(v4) => AnyAddr::V4(u32::from(v4)),
+                None => AnyAddr::V6(a),
+            },
+        })
+    }
+
     /// Back to an `IpAddr` (IPv4 stays IPv4).
     pub fn to_ip(self) -> IpAddr {
         match self {
@@ -380,6 +399,36 @@ mod tests {
             AnyAddr::V6(_)
         ));
         assert!(AnyAddr::parse("1.2.3").is_err());
+        assert_eq!(
+            AnyAddr::parse_ascii(b"::ffff:1.2.3.4"),
+            Some(AnyAddr::V4(0x0102_0304))
+        );
+        assert_eq!(
+            AnyAddr::parse_ascii(b"::1.2.3.4"),
+            Some(AnyAddr::V6(0x0102_0304))
+        );
+    }
+
+    /// `parse_ascii` answers what `parse` answers on whitespace-free ASCII
+    /// (the byte grammar itself is held to `std` in `addr_text.rs`).
+    #[test]
+    fn parse_ascii_agrees_with_parse() {
+        let mut rng = crate::gen::Rng::new(3);
+        for _ in 0..20_000 {
+            let a = rng.next_u128();
+            for text in [
+                Ipv6Addr::from(a).to_string(),
+                Ipv6Addr::from(a & 0xffff_ffff | 0xffff << 32).to_string(),
+                Ipv4Addr::from(a as u32).to_string(),
+                format!("{}x", Ipv4Addr::from(a as u32)),
+            ] {
+                assert_eq!(
+                    AnyAddr::parse_ascii(text.as_bytes()),
+                    AnyAddr::parse(&text).ok(),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]
