@@ -25,7 +25,8 @@ mod common;
 use common::{ipfib, Run, IPFIB};
 
 /// Every engine `ipfib lookup` takes, with a non-default Poptrie `s`.
-const ENGINES: [&str; 10] = [
+const ENGINES: [&str; 11] = [
+    "auto",
     "planb",
     "poptrie",
     "poptrie:16",

@@ -25,11 +25,10 @@ const STANDING_FILES: &[&str] = &[
 
 /// The standing's engines (BENCHMARKS.md, "Standing").
 const STANDING_ENGINES: &[&str] = &[
+    "auto",
     "planb",
     "poptrie:18",
-    "poptrie5:13",
     "poptrie5:18",
-    "poptrie-flat:13",
     "poptrie-flat:16",
     "poptrie-flat:18",
     "radix",

@@ -1,7 +1,7 @@
 //! `auto`: the engine and parameters a table gets when its user names none.
 //!
-//! No engine is fastest on every table, trace and machine (BENCHMARKS.md,
-//! "Choosing an engine"): on one machine the 64-ary Poptrie wins IPv4
+//! No engine is fastest on every table, trace and machine
+//! (docs/architecture.md, "Choosing an engine: `auto`"): on one machine the 64-ary Poptrie wins IPv4
 //! batches and on another the flat one; PlanB answers single lookups of
 //! matched IPv6 traffic fastest, Poptrie those of uniform traffic; and a
 //! table of sparse long prefixes makes every trie slow and large. So
@@ -58,17 +58,19 @@ impl Kind {
     }
 }
 
-/// Direct-pointing bits every Poptrie choice uses: the paper's 18, the
-/// fastest of 13 / 16 / 18 on every real table measured (BENCHMARKS.md).
+/// Direct-pointing bits of the shape count and the family defaults: the
+/// paper's 18 (the flat layout is also tried at 16, which won some IPv4
+/// batches on an Intel Xeon).
 pub const DIRECT_BITS: u8 = PoptrieOptions::DEFAULT_DIRECT_BITS;
 
-/// Above this many estimated trie nodes per interval a Poptrie is the
-/// wrong structure: PlanB's footprint is about 8-10 bytes per interval
-/// whatever the prefixes look like, while each node costs a Poptrie at
-/// least 16 bytes and a cache line on the way down. Real tables need
-/// 0.03-0.4 nodes per interval (IPv4 and IPv6 alike); a table of sparse
-/// long IPv6 prefixes needs 3 or more (BENCHMARKS.md, "Choosing an
-/// engine").
+/// Above this many trie nodes per interval a Poptrie is the wrong
+/// structure: PlanB's footprint is about 8-10 bytes per interval whatever
+/// the prefixes look like, while each node costs a Poptrie at least 16
+/// bytes and a cache line on the way down. The real tables need 0.37-0.65
+/// 32-ary nodes per interval (IPv4 0.39-0.40, IPv6 0.37-0.65); a million
+/// sparse /40-/64 IPv6 prefixes need 1.74, and there single Poptrie
+/// lookups of matched traffic ran at a fifth to a third of PlanB's
+/// (docs/architecture.md, "Choosing an engine: `auto`").
 pub const MAX_NODES_PER_INTERVAL: f64 = 1.0;
 
 /// The figures [`decide`] reads from a table.
@@ -136,7 +138,7 @@ pub type Pick = (Kind, Option<u8>);
 /// What calibration tries when the shape admits a trie: PlanB, the 64-ary
 /// Poptrie and the flat Poptrie at two sizes of direct table. `poptrie5`
 /// is left out: on no real table measured was it the only engine within
-/// 10% of the best (BENCHMARKS.md, "Choosing an engine").
+/// 10% of the best (BENCHMARKS.md, "Standing").
 pub const CANDIDATES: [Pick; 4] = [
     (Kind::Planb, None),
     (Kind::Poptrie, Some(DIRECT_BITS)),
