@@ -276,7 +276,13 @@ impl<A: Family> Built<A> {
         })
     }
 
-    #[inline]
+    // `inline(always)` here and in `AutoEngine::lookup`: a caller's loop of
+    // single lookups then sees the match and hoists it. Measured (606K
+    // synthetic IPv4, 2M addresses, Intel Xeon): with plain `inline`,
+    // single lookups through a forced `poptrie:18` ran 13-18% below the
+    // Poptrie itself (141 vs 170 MLPS uniform, 95 vs 109 matched); with
+    // it, 2-4% (160 vs 166, 106 vs 109).
+    #[inline(always)]
     fn lookup(&self, addr: A) -> u32 {
         each!(self, e => e.lookup(addr))
     }
@@ -591,7 +597,7 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
         }
         calibrate(iv, &picks, opts, figures)
     }
-    #[inline]
+    #[inline(always)]
     fn lookup(&self, addr: A) -> u32 {
         self.single.lookup(addr)
     }
