@@ -295,12 +295,15 @@ class Table:
         ``"poptrie-flat:18"``, or ``"planb/poptrie-flat:18"`` when single
         lookups and batches got different engines; ``None`` for radix),
         ``chosen_reason_v4`` / ``chosen_reason_v6`` (the shape figures and
-        measured rates that decided), ``prefixes``, ``prefixes_v4``, ``prefixes_v6``, ``values_v4``,
+        measured rates that decided; after a change, ``"reused: chosen for
+        this table at N intervals"``: a change reuses the choice until the
+        table has doubled or halved, or its shape rules a trie out),
+        ``prefixes``, ``prefixes_v4``, ``prefixes_v6``, ``values_v4``,
         ``values_v6``, ``integer_values``, ``footprint_bytes`` (engines and
         route lists), ``bytes_per_prefix``, ``route_table_bytes``.
 
         >>> Table(engine="poptrie").info()["engine_v4"]                # doctest: +SKIP
-        'auto:poptrie[s=18,popcnt]'
+        'poptrie[s=18,popcnt]'
         """
 
     def __reduce__(self) -> tuple[Any, tuple[tuple[Any, ...]]]:

@@ -191,6 +191,9 @@ pub struct FamilySnap<A: Family> {
     by_value: Compiled<A>,
     /// Answers route ordinals (built on first use).
     by_route: OnceLock<Result<Compiled<A>, String>>,
+    /// The previous snapshot's route-ordinal choice, if it had built one:
+    /// reused by `by_route` like `by_value`'s (one change, one build).
+    route_reuse: Option<Choice>,
     /// Ordinal -> prefix (ordered walk: address, then shorter first).
     pub prefixes: Vec<Prefix<A>>,
     /// Ordinal -> value slot.
@@ -216,6 +219,11 @@ impl<A: Family> FamilySnap<A> {
         let routes: Vec<(Prefix<A>, u32)> = table.iter_indices().collect();
         let reuse = previous.and_then(|p| p.by_value.choice());
         let by_value = Compiled::build(spec, routes.iter().copied(), reuse)?;
+        let route_reuse = previous
+            .and_then(|p| p.by_route.get())
+            .and_then(|built| built.as_ref().ok())
+            .and_then(Compiled::choice)
+            .cloned();
         let values = table.values().to_vec();
         let ints = values
             .iter()
@@ -237,6 +245,7 @@ impl<A: Family> FamilySnap<A> {
             spec,
             by_value,
             by_route: OnceLock::new(),
+            route_reuse,
             prefixes,
             slot_of,
             values,
@@ -283,7 +292,7 @@ impl<A: Family> FamilySnap<A> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| (*p, i as u32));
-            Compiled::build(self.spec, ordinals, None)
+            Compiled::build(self.spec, ordinals, self.route_reuse.as_ref())
         });
         built.as_ref().map_err(Clone::clone)
     }

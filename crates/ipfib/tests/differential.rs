@@ -220,7 +220,10 @@ fn synthetic_tables_agree() {
             .enumerate()
             .flat_map(|(i, &(p, v))| {
                 [65u8, 96, 112, 127, 128].map(|len| {
-                    let host = (i as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 64;
+                    // A host part spread over all 128 bits (a 64-bit mix
+                    // of `i` in each half), masked to below the cover.
+                    let mut r = ipfib::gen::Rng::new(i as u64);
+                    let host = r.next_u128();
                     let a = p.addr() | (host & (!0u128).checked_shr(p.len().into()).unwrap_or(0));
                     (
                         Prefix::new_masked(a, len).unwrap(),

@@ -192,20 +192,26 @@ pub struct AutoOptions {
     /// With `force`: a second engine for batches (an earlier
     /// [`Choice`] reused by [`AutoOptions::reuse`]).
     pub force_batch: Option<Pick>,
-    /// Set by [`AutoOptions::reuse`]: the reason then says so.
-    pub reused: bool,
+    /// Set by [`AutoOptions::reuse`]: the interval count of the table the
+    /// reused choice was made for (kept as the reused build's
+    /// [`Choice::intervals`], so "within a factor of two" is always
+    /// measured from the table that was measured, not from the last
+    /// change).
+    pub reused_from: Option<usize>,
 }
 
 impl AutoOptions {
     /// Build what `choice` names again, without measuring: what a rebuild
     /// of a slightly changed table wants (the bindings rebuild a family
     /// per change), so a change costs one build, not a calibration. See
-    /// [`Choice::still_fits`] for when that is right.
+    /// [`Choice::still_fits`] for when that is right. The shape verdict
+    /// still applies: a table that has become one a trie handles badly
+    /// is chosen for afresh.
     pub fn reuse(self, choice: &Choice) -> AutoOptions {
         AutoOptions {
             force: Some(choice.single),
             force_batch: (choice.batch != choice.single).then_some(choice.batch),
-            reused: true,
+            reused_from: Some(choice.intervals),
             ..self
         }
     }
@@ -219,7 +225,7 @@ impl Default for AutoOptions {
             calibrate: true,
             force: None,
             force_batch: None,
-            reused: false,
+            reused_from: None,
         }
     }
 }
@@ -361,6 +367,9 @@ pub struct AutoEngine<A: Family> {
     /// `None`: batches use `single`.
     batch: Option<Built<A>>,
     choice: Choice,
+    /// Named explicitly (`AutoOptions::force`, not a reuse): `name()`
+    /// then gives the engine's own name, without `auto:`.
+    forced: bool,
 }
 
 impl<A: Family> AutoEngine<A> {
@@ -388,7 +397,8 @@ pub const MIN_CALIBRATED_INTERVALS: usize = 8192;
 
 /// Addresses per calibration sample (each of the two traces).
 const SAMPLE: usize = 1 << 15;
-/// Timed passes per (engine, mode, trace); the fastest counts.
+/// Passes per (engine, mode, trace) after one that warms the caches; the
+/// fastest of all four counts.
 const PASSES: usize = 3;
 
 /// Seeded samples of `iv`: addresses inside intervals drawn uniformly (the
@@ -488,6 +498,7 @@ fn calibrate<A: Family>(
         return Ok(AutoEngine {
             single: e,
             batch: None,
+            forced: false,
             choice: Choice {
                 single: (Kind::Planb, None),
                 batch: (Kind::Planb, None),
@@ -537,6 +548,7 @@ fn calibrate<A: Family>(
         single,
         batch,
         choice,
+        forced: false,
     })
 }
 
@@ -552,6 +564,7 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
             Ok(AutoEngine {
                 single: Built::build(iv, pick, opts)?,
                 batch: None,
+                forced: false,
                 choice: Choice {
                     single: pick,
                     batch: pick,
@@ -560,21 +573,28 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
                 },
             })
         };
-        if let Some(pick) = opts.force {
-            let why = if opts.reused {
-                "reused from the previous build of this table"
-            } else {
-                "named explicitly"
+        // A reused choice of a trie gives way to the shape verdict.
+        let shape = opts.reused_from.map(|_| Shape::of(iv));
+        let verdict = shape.as_ref().map(decide);
+        let trie_refused = verdict.as_ref().is_some_and(|(picks, _)| picks.len() == 1);
+        if let Some(pick) = opts.force.filter(|p| !trie_refused || p.0 == Kind::Planb) {
+            let why = match opts.reused_from {
+                Some(n) => format!("reused: chosen for this table at {n} intervals"),
+                None => "named explicitly".into(),
             };
-            let mut e = one(pick, why.into())?;
+            let mut e = one(pick, why)?;
+            e.forced = opts.reused_from.is_none();
             if let Some(batch) = opts.force_batch.filter(|&b| b != pick) {
                 e.batch = Some(Built::build(iv, batch, opts)?);
                 e.choice.batch = batch;
             }
+            if let Some(n) = opts.reused_from {
+                e.choice.intervals = n;
+            }
             return Ok(e);
         }
-        let shape = Shape::of(iv);
-        let (picks, figures) = decide(&shape);
+        let shape = shape.unwrap_or_else(|| Shape::of(iv));
+        let (picks, figures) = verdict.unwrap_or_else(|| decide(&shape));
         if picks.len() == 1 {
             return one(picks[0], figures);
         }
@@ -612,9 +632,10 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
         self.single.footprint_bytes() + self.batch.as_ref().map_or(0, Built::footprint_bytes)
     }
     fn name(&self) -> String {
+        let prefix = if self.forced { "" } else { "auto:" };
         match &self.batch {
-            None => format!("auto:{}", self.single.name()),
-            Some(b) => format!("auto:{}/{}", self.single.name(), b.name()),
+            None => format!("{prefix}{}", self.single.name()),
+            Some(b) => format!("{prefix}{}/{}", self.single.name(), b.name()),
         }
     }
     fn validate(&self) -> Result<(), String> {
@@ -699,6 +720,7 @@ mod tests {
         let e = AutoEngine {
             single: Built::build(&iv, (Kind::Planb, None), &opts).unwrap(),
             batch: Some(Built::build(&iv, (Kind::Flat, Some(DIRECT_BITS)), &opts).unwrap()),
+            forced: false,
             choice: Choice {
                 single: (Kind::Planb, None),
                 batch: (Kind::Flat, Some(DIRECT_BITS)),
@@ -795,5 +817,103 @@ mod tests {
         assert!(e.choice().still_fits(iv.len() * 2));
         assert!(!e.choice().still_fits(iv.len() * 2 + 1));
         assert!(!e.choice().still_fits(iv.len() / 2 - 1));
+    }
+
+    /// What the bindings do per change: reuse the previous choice while
+    /// the table is within a factor of two of the one that was measured.
+    fn grow(routes: &[Prefix<u32>], steps: &[usize]) -> Vec<Choice> {
+        let mut prev: Option<Choice> = None;
+        let mut seen = Vec::new();
+        for &n in steps {
+            let iv = iv(routes[..n].iter().copied());
+            let mut o = AutoOptions::default();
+            if let Some(c) = prev.as_ref().filter(|c| c.still_fits(iv.len())) {
+                o = o.reuse(c);
+            }
+            let e = AutoEngine::build(&iv, &o).unwrap();
+            for a in samples(&iv).concat() {
+                assert_eq!(e.lookup(a), iv.resolve(a));
+            }
+            seen.push(e.choice().clone());
+            prev = Some(e.choice().clone());
+        }
+        seen
+    }
+
+    #[test]
+    fn a_growing_table_is_chosen_for_again_once_it_has_doubled() {
+        let routes: Vec<Prefix<u32>> = crate::gen::synthetic_v4(60_000, 2)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        // 10% steps from 12K routes to 60K.
+        let mut steps = vec![12_000usize];
+        while *steps.last().unwrap() < 60_000 {
+            steps.push((steps.last().unwrap() * 11 / 10).min(60_000));
+        }
+        let seen = grow(&routes, &steps);
+        assert!(seen[0].reason.contains("calibrated"), "{}", seen[0]);
+        assert!(seen[1].reason.starts_with("reused"), "{}", seen[1]);
+        // Reuse keeps the measured table's count, so somewhere before the
+        // table has grown 2x past it, it is measured again.
+        let mut measured = seen[0].intervals;
+        for c in &seen[1..] {
+            if c.reason.starts_with("reused") {
+                assert_eq!(c.intervals, measured, "{c}");
+            } else {
+                assert!(c.reason.contains("calibrated"), "{c}");
+                measured = c.intervals;
+            }
+        }
+        let recalibrated = seen[1..]
+            .iter()
+            .filter(|c| !c.reason.starts_with("reused"))
+            .count();
+        assert!(recalibrated >= 1, "{seen:?}");
+    }
+
+    #[test]
+    fn a_reused_trie_gives_way_when_the_shape_turns_sparse() {
+        // Start dense (real-shaped), then add sparse IPv6 /64s until a
+        // trie would need more than MAX_NODES_PER_INTERVAL per interval.
+        let dense: Vec<Prefix<u128>> = crate::gen::synthetic_v6(3000, 4)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        let mut rng = crate::gen::Rng::new(8);
+        let sparse: Vec<Prefix<u128>> = (0..20_000)
+            .map(|_| {
+                let a = (0x2000u128 << 112) | (rng.next_u128() >> 3);
+                Prefix::new(a & !((1u128 << 64) - 1), 64).unwrap()
+            })
+            .collect();
+        let first = AutoEngine::build(&iv(dense.iter().copied()), &AutoOptions::default()).unwrap();
+        assert_ne!(first.choice().single.0, Kind::Planb);
+        // Reused within a factor of two would keep the trie; the shape
+        // verdict overrides it.
+        let mixed: Vec<Prefix<u128>> = dense.iter().chain(&sparse[..3000]).copied().collect();
+        let mixed_iv = iv(mixed);
+        assert!(Shape::of(&mixed_iv).nodes_per_interval() > MAX_NODES_PER_INTERVAL);
+        let o = AutoOptions::default().reuse(first.choice());
+        let e = AutoEngine::build(&mixed_iv, &o).unwrap();
+        assert_eq!(e.choice().single, (Kind::Planb, None), "{}", e.choice());
+        assert!(e.choice().reason.contains("sparse long prefixes"));
+    }
+
+    #[test]
+    fn named_engines_keep_their_own_name() {
+        let iv = iv(crate::gen::synthetic_v4(100, 1).iter().map(|r| r.0));
+        let named = AutoOptions {
+            force: Some((Kind::Planb, None)),
+            ..AutoOptions::default()
+        };
+        let e = AutoEngine::build(&iv, &named).unwrap();
+        assert!(e.name().starts_with("planb["), "{}", e.name());
+        let chosen = AutoEngine::build(&iv, &AutoOptions::default()).unwrap();
+        assert!(
+            chosen.name().starts_with("auto:poptrie["),
+            "{}",
+            chosen.name()
+        );
     }
 }
