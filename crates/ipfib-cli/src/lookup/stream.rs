@@ -204,18 +204,10 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
         let mut touched = 0u8;
         for &(_, _, slot) in &self.pending {
             touched ^= if slot & V6 == 0 {
-                let o = self
-                    .ordinals_v4
-                    .get(slot as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v4, slot);
                 self.tails_v4.touch(o)
             } else {
-                let o = self
-                    .ordinals_v6
-                    .get((slot & !V6) as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v6, slot & !V6);
                 self.tails_v6.touch(o)
             };
         }
@@ -224,22 +216,14 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
         let table = self.table;
         for &(_, _, slot) in &self.pending {
             touched ^= if slot & V6 == 0 {
-                let o = self
-                    .ordinals_v4
-                    .get(slot as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v4, slot);
                 if self.tails_v4.touch(o) == 0 {
                     table.route_v4(o).map_or(0, |(_, v)| touch(v))
                 } else {
                     0
                 }
             } else {
-                let o = self
-                    .ordinals_v6
-                    .get((slot & !V6) as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v6, slot & !V6);
                 if self.tails_v6.touch(o) == 0 {
                     table.route_v6(o).map_or(0, |(_, v)| touch(v))
                 } else {
@@ -257,19 +241,11 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
                 end as usize,
             );
             let (bytes, s, e) = if slot & V6 == 0 {
-                let o = self
-                    .ordinals_v4
-                    .get(slot as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v4, slot);
                 self.tails_v4
                     .piece(o, || table.route_v4(o).map(|(p, v)| (p.into(), v)))
             } else {
-                let o = self
-                    .ordinals_v6
-                    .get((slot & !V6) as usize)
-                    .copied()
-                    .unwrap_or(NO_ROUTE);
+                let o = ordinal(&self.ordinals_v6, slot & !V6);
                 self.tails_v6
                     .piece(o, || table.route_v6(o).map(|(p, v)| (p.into(), v)))
             };
@@ -310,6 +286,12 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
 
 /// A read of a value's text, for its cache line.
 #[inline]
+/// The route ordinal answered for pending slot `slot` of one family
+/// (`NO_ROUTE` past the end, which `flush` never asks for).
+fn ordinal(ordinals: &[u32], slot: u32) -> u32 {
+    ordinals.get(slot as usize).copied().unwrap_or(NO_ROUTE)
+}
+
 fn touch(value: &str) -> u8 {
     value.as_bytes().first().copied().unwrap_or(0)
 }
