@@ -250,7 +250,9 @@ def test_pickle_round_trip(engine: str) -> None:
 
 def test_auto_calibrates_large_tables_and_reuses_the_choice_on_change() -> None:
     # 20K distinct /24s with 300 values: above the calibration threshold.
-    routes = [(f"{10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24", i % 300) for i in range(20_000)]
+    routes = [
+        (f"{10 + i // 65536}.{i // 256 % 256}.{i % 256}.0/24", i % 300) for i in range(20_000)
+    ]
     t = ipfib.Table.from_prefixes(routes)
     i = t.info()
     assert "calibrated" in i["chosen_reason_v4"], i["chosen_reason_v4"]
