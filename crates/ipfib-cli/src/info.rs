@@ -80,11 +80,12 @@ pub fn run(args: Args) -> CmdResult {
         strict: args.strict,
     };
     let opts = table_options(&table_args)?;
-    let (loaded, elapsed) = load_file(&args.file, &opts)?;
-    let report = &loaded.report;
+    let (mut loaded, elapsed) = load_file(&args.file, &opts)?;
     let summary = summarise(&loaded.routes);
     let load_ms = elapsed.as_secs_f64() * 1e3;
-    let chosen = choose_engines(loaded.routes.clone())?;
+    // The routes are not needed after the summary: moved, not copied.
+    let chosen = choose_engines(std::mem::take(&mut loaded.routes))?;
+    let report = &loaded.report;
     if args.json {
         let mut v = to_json(&args.file, report, &summary, load_ms);
         v["engine"] = json!({
