@@ -1,0 +1,916 @@
+//! The multi-peer RIB: every route of every peer, longest-prefix match
+//! over all of them.
+//!
+//! ```text
+//!  writers (one per BMP session)            readers (any thread)
+//!  announce / withdraw                      lookup(addr, query)
+//!    |  prefix -> id (lock-free map)          |  FIB snapshot: addr -> prefix id
+//!    |  routes[id]: copy, edit, swap ----->   |  routes[id]: one atomic load
+//!    |  first route / last route gone         |  first live entry that fits the
+//!    v                                        |  query (entries kept in
+//!  FIB thread: Fib<u32> of prefix ids         |  preference order); none: probe
+//!  (coalesced publication, <= 1 ms)           v  shorter prefixes
+//!  sweeper thread: drops dead peers' entries, gives memory back
+//! ```
+//!
+//! Prefixes change rarely, routes often: the set of prefixes with at least
+//! one route is a dynamic [`Fib`] whose value is a prefix id, maintained by
+//! one thread from "this prefix gained its first / lost its last route"
+//! events. The routes of a prefix are a small immutable array behind an
+//! `ArcSwap`, replaced copy-on-write, so a reader never waits and never
+//! sees half an update. A prefix id belongs to one prefix forever.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use ipfib::fib::{Fib, FibOptions, FibReader};
+use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
+
+use crate::attrs::{AttrSet, Attrs};
+use crate::peers::{PeerInfo, PeerKey, Peers};
+use crate::seg::Segmented;
+
+/// One route of a prefix: which peer, which ADD-PATH path id, which
+/// attributes. 16 bytes.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub peer: u32,
+    /// RFC 7911 path identifier (0 without ADD-PATH).
+    pub path_id: u32,
+    pub attrs: Arc<AttrSet>,
+}
+
+/// Every route of one prefix, in preference order (see [`Rib`]). Entries
+/// of peers that went down stay until the sweeper removes them; lookups
+/// skip them.
+#[derive(Debug)]
+pub struct Routes {
+    pub prefix: AnyPrefix,
+    pub entries: Box<[Entry]>,
+}
+
+/// Which routes a lookup may choose.
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    /// Only this peer's routes (longest match over that peer's prefixes).
+    pub peer: Option<PeerFilter>,
+    /// Prefer the route whose next hop is this (a flow's next hop); when
+    /// none has it, the usual preference applies.
+    pub next_hop: Option<IpAddr>,
+}
+
+/// A peer restriction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerFilter {
+    /// One peer by id.
+    Id(u32),
+    /// Every peer with this address (pre-, post-policy, several sessions).
+    Address(IpAddr),
+}
+
+/// A route as lookups return it (owned; cheap: two `Arc` clones).
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub prefix: AnyPrefix,
+    pub peer: Arc<PeerInfo>,
+    pub path_id: u32,
+    pub attrs: Arc<AttrSet>,
+}
+
+/// What a batch lookup returns per address (plain data, no allocation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hit {
+    pub prefix_len: u8,
+    pub origin_asn: Option<u32>,
+    pub peer: u32,
+    pub next_hop: Option<IpAddr>,
+}
+
+/// Which prefixes `routes_matching` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Match {
+    Exact,
+    /// The prefix and every more specific one.
+    Longer,
+    /// The prefix and every less specific one.
+    Shorter,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RibError {
+    #[error("the RIB holds the most prefixes it can ({0})")]
+    PrefixesExhausted(u64),
+    #[error("the RIB holds the most peers it can")]
+    PeersExhausted,
+}
+
+/// Counters the service exports.
+#[derive(Default, Debug)]
+pub struct RibCounters {
+    pub announcements: AtomicU64,
+    pub withdrawals: AtomicU64,
+    /// Withdrawals of a route the peer did not have.
+    pub withdrawals_unknown: AtomicU64,
+    /// Announcements for a peer already down, dropped.
+    pub dropped_dead: AtomicU64,
+    pub sweeps: AtomicU64,
+    pub swept_routes: AtomicU64,
+    pub fib_publications: AtomicU64,
+}
+
+/// What the FIB thread is told.
+enum FibEvent {
+    /// Make the FIB agree with `routes[id]` (present iff it has entries).
+    Check(AnyPrefix, u32),
+    /// Publish everything so far, then answer.
+    Sync(Sender<()>),
+}
+
+struct Inner {
+    peers: Peers,
+    attrs: Attrs,
+    ids: papaya::HashMap<AnyPrefix, u32>,
+    slots: Segmented<ArcSwapOption<Routes>>,
+    next_id: AtomicU32,
+    /// Bit l set: some IPv4 prefix of length l exists (fallback probes).
+    lens_v4: AtomicU64,
+    lens_v6: [AtomicU64; 3],
+    counters: RibCounters,
+}
+
+/// The multi-peer RIB.
+///
+/// Thread-safety: every method takes `&self`. Lookups never block and
+/// never allocate (except [`Route`]'s `Arc` clones); writers for different
+/// sessions meet only when they change the same prefix (a compare-and-swap
+/// retry) or intern attributes in the same shard.
+///
+/// Route preference, used when a lookup does not name a next hop (or no
+/// route has it) — the order of each prefix's entries:
+/// 1. RIB kind: Loc-RIB, then post-policy, then pre-policy and MRT (the
+///    closer to the router's own decision, the better);
+/// 2. highest LOCAL_PREF (missing: 100);
+/// 3. shortest AS path (a set counts as one);
+/// 4. lowest ORIGIN (IGP < EGP < incomplete);
+/// 5. lowest MED (missing: 0), compared across all neighbours;
+/// 6. lowest peer id (the peer seen first), then lowest path id.
+///
+/// A subset of RFC 4271 §9.1.2.2: IGP cost and eBGP-over-iBGP are not
+/// known to a collector.
+///
+/// Staleness: a prefix that gets its first route is found by
+/// longest-prefix lookups after the FIB thread's next publication (at most
+/// about 1 ms later); until then lookups answer from the covering prefix.
+/// Exact queries ([`Rib::routes`]) see it at once.
+///
+/// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are looked up as IPv4
+/// when they arrive as [`AnyAddr::unmapped`] makes them; the RIB takes
+/// [`AnyAddr`] as given.
+pub struct Rib {
+    inner: Arc<Inner>,
+    fib: FibReader<u32>,
+    fib_tx: Mutex<Option<Sender<FibEvent>>>,
+    sweep_tx: Mutex<Option<Sender<()>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn prefix_of(addr: AnyAddr, len: u8) -> AnyPrefix {
+    match addr {
+        AnyAddr::V4(a) => AnyPrefix::V4(Prefix::host(a).truncate(len)),
+        AnyAddr::V6(a) => AnyPrefix::V6(Prefix::host(a).truncate(len)),
+    }
+}
+
+fn covers(outer: &AnyPrefix, inner: &AnyPrefix) -> bool {
+    match (outer, inner) {
+        (AnyPrefix::V4(o), AnyPrefix::V4(i)) => o.covers(i),
+        (AnyPrefix::V6(o), AnyPrefix::V6(i)) => o.covers(i),
+        _ => false,
+    }
+}
+
+impl Inner {
+    fn slot(&self, id: u32) -> Option<&ArcSwapOption<Routes>> {
+        self.slots.get(id)
+    }
+
+    fn note_len(&self, p: &AnyPrefix) {
+        let l = p.len() as usize;
+        match p {
+            AnyPrefix::V4(_) => self.lens_v4.fetch_or(1 << l, Ordering::Relaxed),
+            AnyPrefix::V6(_) => self.lens_v6[l / 64].fetch_or(1 << (l % 64), Ordering::Relaxed),
+        };
+    }
+
+    fn has_len(&self, v6: bool, l: u8) -> bool {
+        let l = l as usize;
+        if v6 {
+            self.lens_v6[l / 64].load(Ordering::Relaxed) & (1 << (l % 64)) != 0
+        } else {
+            self.lens_v4.load(Ordering::Relaxed) & (1 << l) != 0
+        }
+    }
+
+    /// Whether `e` (live) fits the peer restriction.
+    #[inline]
+    fn peer_fits(&self, e: &Entry, filter: &Option<PeerFilter>) -> bool {
+        match filter {
+            None => true,
+            Some(PeerFilter::Id(id)) => e.peer == *id,
+            Some(PeerFilter::Address(a)) => {
+                self.peers.get(e.peer).is_some_and(|p| p.key.address == *a)
+            }
+        }
+    }
+
+    /// The entry a lookup chooses among `routes` (already in preference
+    /// order).
+    #[inline]
+    fn choose<'r>(&self, routes: &'r Routes, q: &Query) -> Option<&'r Entry> {
+        if let Some(nh) = q.next_hop {
+            let by_nh = routes.entries.iter().find(|e| {
+                e.attrs.next_hop == Some(nh)
+                    && self.peers.is_live(e.peer)
+                    && self.peer_fits(e, &q.peer)
+            });
+            if by_nh.is_some() {
+                return by_nh;
+            }
+        }
+        routes
+            .entries
+            .iter()
+            .find(|e| self.peers.is_live(e.peer) && self.peer_fits(e, &q.peer))
+    }
+
+    /// Order of entries within a prefix: true if `a` is preferred to `b`.
+    fn prefer(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
+        let rank = |e: &Entry| self.peers.get(e.peer).map_or(3, |p| p.key.rib.rank());
+        let key = |e: &Entry| {
+            let x = &e.attrs;
+            (
+                rank(e),
+                std::cmp::Reverse(x.local_pref.unwrap_or(100)),
+                x.as_path.selection_len(),
+                x.origin,
+                x.med.unwrap_or(0),
+                e.peer,
+                e.path_id,
+            )
+        };
+        key(a).cmp(&key(b))
+    }
+}
+
+/// How a write changed a prefix.
+#[derive(Default, Clone, Copy)]
+struct Change {
+    /// The (peer, path id) route was new / existed before.
+    added: bool,
+    removed: bool,
+    /// The prefix went from no entries to some, or back.
+    became_nonempty: bool,
+    became_empty: bool,
+}
+
+impl Rib {
+    /// An empty RIB, with its FIB and sweeper threads running.
+    pub fn new() -> Rib {
+        let inner = Arc::new(Inner {
+            peers: Peers::new(),
+            attrs: Attrs::default(),
+            ids: papaya::HashMap::new(),
+            slots: Segmented::new(),
+            next_id: AtomicU32::new(0),
+            lens_v4: AtomicU64::new(0),
+            lens_v6: Default::default(),
+            counters: RibCounters::default(),
+        });
+        let opts = FibOptions {
+            max_pending: 1 << 16,
+            max_delay: Duration::from_millis(1),
+            ..FibOptions::default()
+        };
+        // An empty FIB cannot fail to build.
+        let fib: Fib<u32> = match Fib::new(opts) {
+            Ok(f) => f,
+            Err(e) => unreachable!("an empty FIB failed to build: {e}"),
+        };
+        let reader = fib.reader();
+        let (fib_tx, fib_rx) = mpsc::channel();
+        let (sweep_tx, sweep_rx) = mpsc::channel();
+        let t1 = {
+            let inner = Arc::clone(&inner);
+            std::thread::Builder::new()
+                .name("rib-fib".into())
+                .spawn(move || fib_thread(inner, fib, fib_rx))
+        };
+        let t2 = {
+            let inner = Arc::clone(&inner);
+            let fib_tx = fib_tx.clone();
+            std::thread::Builder::new()
+                .name("rib-sweeper".into())
+                .spawn(move || sweeper_thread(inner, sweep_rx, fib_tx))
+        };
+        let threads = [t1, t2]
+            .into_iter()
+            .map(|t| t.unwrap_or_else(|e| panic!("cannot start a RIB thread: {e}")))
+            .collect();
+        Rib {
+            inner,
+            fib: reader,
+            fib_tx: Mutex::new(Some(fib_tx)),
+            sweep_tx: Mutex::new(Some(sweep_tx)),
+            threads,
+        }
+    }
+
+    pub fn peers(&self) -> &Peers {
+        &self.inner.peers
+    }
+
+    pub fn attrs(&self) -> &Attrs {
+        &self.inner.attrs
+    }
+
+    pub fn counters(&self) -> &RibCounters {
+        &self.inner.counters
+    }
+
+    /// Register a peer (a BMP Peer Up, or a peer of an MRT dump).
+    pub fn add_peer(&self, session: u64, key: PeerKey) -> Result<Arc<PeerInfo>, RibError> {
+        self.inner
+            .peers
+            .add(session, key)
+            .ok_or(RibError::PeersExhausted)
+    }
+
+    /// The interned attribute set for `a` (call once per BGP UPDATE).
+    pub fn intern(&self, a: &crate::attrs::AttrsRef<'_>) -> Arc<AttrSet> {
+        self.inner.attrs.intern(a)
+    }
+
+    fn send_fib(&self, ev: FibEvent) {
+        if let Some(tx) = self
+            .fib_tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let _ = tx.send(ev);
+        }
+    }
+
+    fn prefix_id(&self, prefix: AnyPrefix) -> Result<u32, RibError> {
+        let ids = self.inner.ids.pin();
+        if let Some(&id) = ids.get(&prefix) {
+            return Ok(id);
+        }
+        let mut fresh = None;
+        let id = *ids.get_or_insert_with(prefix, || {
+            let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            fresh = Some(id);
+            id
+        });
+        if fresh == Some(id) {
+            if self.inner.slots.get_or_alloc(id).is_none() {
+                return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
+            }
+            self.inner.note_len(&prefix);
+        }
+        Ok(id)
+    }
+
+    /// Copy-on-write edit of one prefix's entries.
+    fn edit(
+        &self,
+        prefix: AnyPrefix,
+        id: u32,
+        mut f: impl FnMut(&mut Vec<Entry>) -> (bool, bool),
+    ) -> Change {
+        let Some(slot) = self.inner.slot(id) else {
+            return Change::default();
+        };
+        let mut change = Change::default();
+        slot.rcu(|cur| {
+            let mut entries: Vec<Entry> =
+                cur.as_ref().map_or_else(Vec::new, |r| r.entries.to_vec());
+            let was_empty = entries.is_empty();
+            let (added, removed) = f(&mut entries);
+            change = Change {
+                added,
+                removed,
+                became_nonempty: was_empty && !entries.is_empty(),
+                became_empty: !was_empty && entries.is_empty(),
+            };
+            Some(Arc::new(Routes {
+                prefix,
+                entries: entries.into_boxed_slice(),
+            }))
+        });
+        if change.became_empty || change.became_nonempty {
+            self.send_fib(FibEvent::Check(prefix, id));
+        }
+        change
+    }
+
+    /// Add or replace `peer`'s route `(prefix, path_id)`.
+    pub fn announce(
+        &self,
+        peer: &PeerInfo,
+        prefix: AnyPrefix,
+        path_id: u32,
+        attrs: &Arc<AttrSet>,
+    ) -> Result<(), RibError> {
+        // A peer that went down takes no more routes (its session starts a
+        // new peer at its next Peer Up). Contract: a peer's writes and its
+        // Peer Down come from one thread, so none can slip in after the
+        // sweeper passed.
+        if !self.inner.peers.is_live(peer.id) {
+            self.inner
+                .counters
+                .dropped_dead
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let id = self.prefix_id(prefix)?;
+        // Unchanged re-announcement (common in pre-policy feeds): no copy.
+        if let Some(slot) = self.inner.slot(id) {
+            let cur = slot.load();
+            if let Some(r) = cur.as_ref() {
+                if r.entries.iter().any(|e| {
+                    e.peer == peer.id && e.path_id == path_id && Arc::ptr_eq(&e.attrs, attrs)
+                }) {
+                    self.inner
+                        .counters
+                        .announcements
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
+        }
+        let inner = &self.inner;
+        let new = Entry {
+            peer: peer.id,
+            path_id,
+            attrs: Arc::clone(attrs),
+        };
+        let change = self.edit(prefix, id, |entries| {
+            let old = entries
+                .iter()
+                .position(|e| e.peer == new.peer && e.path_id == new.path_id);
+            if let Some(i) = old {
+                entries.remove(i);
+            }
+            let at = entries.partition_point(|e| inner.prefer(e, &new).is_lt());
+            entries.insert(at, new.clone());
+            (old.is_none(), false)
+        });
+        if change.added {
+            peer.routes.fetch_add(1, Ordering::Relaxed);
+        }
+        inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Remove `peer`'s route `(prefix, path_id)`; whether it existed.
+    pub fn withdraw(&self, peer: &PeerInfo, prefix: AnyPrefix, path_id: u32) -> bool {
+        self.inner
+            .counters
+            .withdrawals
+            .fetch_add(1, Ordering::Relaxed);
+        let Some(&id) = self.inner.ids.pin().get(&prefix) else {
+            self.inner
+                .counters
+                .withdrawals_unknown
+                .fetch_add(1, Ordering::Relaxed);
+            return false;
+        };
+        let has = self.inner.slot(id).is_some_and(|s| {
+            s.load().as_ref().is_some_and(|r| {
+                r.entries
+                    .iter()
+                    .any(|e| e.peer == peer.id && e.path_id == path_id)
+            })
+        });
+        if !has {
+            self.inner
+                .counters
+                .withdrawals_unknown
+                .fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let change = self.edit(prefix, id, |entries| {
+            let before = entries.len();
+            entries.retain(|e| !(e.peer == peer.id && e.path_id == path_id));
+            (false, entries.len() != before)
+        });
+        if change.removed {
+            peer.routes.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            self.inner
+                .counters
+                .withdrawals_unknown
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        change.removed
+    }
+
+    /// Peer Down (or its session's grace period ended): its routes vanish
+    /// from lookups at once (one store); the sweeper frees them later.
+    /// Idempotent; whether the peer was up.
+    pub fn peer_down(&self, peer: u32) -> bool {
+        let was_up = self.inner.peers.mark_down(peer);
+        if was_up {
+            if let Some(tx) = self
+                .sweep_tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
+                let _ = tx.send(());
+            }
+        }
+        was_up
+    }
+
+    /// Wait until every prefix change made before this call is visible to
+    /// longest-prefix lookups (tests, `--mrt` bootstrap).
+    pub fn sync(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.send_fib(FibEvent::Sync(tx));
+        let _ = rx.recv_timeout(Duration::from_secs(60));
+    }
+
+    /// Remove the entries of every peer that is down and not yet swept;
+    /// (peers swept, routes removed). The sweeper thread calls this after
+    /// each Peer Down; it is public for tests and benchmarks.
+    pub fn sweep(&self) -> (usize, u64) {
+        sweep(&self.inner, &|ev| self.send_fib(ev))
+    }
+
+    /// The longest-prefix match for `addr` among the routes `q` allows,
+    /// passed to `f` (no allocation, no reference counting).
+    #[inline]
+    pub fn lookup_with<R>(
+        &self,
+        addr: AnyAddr,
+        q: &Query,
+        f: impl FnOnce(&AnyPrefix, &Entry) -> R,
+    ) -> Option<R> {
+        let snap = self.fib.snapshot();
+        let id = *snap.lookup(addr)?;
+        self.resolve(addr, id, q, f)
+    }
+
+    /// As [`Rib::lookup_with`], returning an owned [`Route`].
+    pub fn lookup(&self, addr: AnyAddr, q: &Query) -> Option<Route> {
+        self.lookup_with(addr, q, |p, e| (*p, e.clone()))
+            .and_then(|(prefix, e)| self.route_of(prefix, e))
+    }
+
+    fn route_of(&self, prefix: AnyPrefix, e: Entry) -> Option<Route> {
+        Some(Route {
+            prefix,
+            peer: Arc::clone(self.inner.peers.get(e.peer)?),
+            path_id: e.path_id,
+            attrs: e.attrs,
+        })
+    }
+
+    /// From the FIB's answer (prefix id) to the chosen route, stepping to
+    /// covering prefixes when nothing there fits the query.
+    #[inline]
+    fn resolve<R>(
+        &self,
+        addr: AnyAddr,
+        id: u32,
+        q: &Query,
+        f: impl FnOnce(&AnyPrefix, &Entry) -> R,
+    ) -> Option<R> {
+        let inner = &self.inner;
+        let slot = inner.slot(id)?;
+        let guard = slot.load();
+        let routes = guard.as_ref()?;
+        if let Some(e) = inner.choose(routes, q) {
+            return Some(f(&routes.prefix, e));
+        }
+        let start = routes.prefix.len();
+        drop(guard);
+        self.fallback(addr, start, q, f)
+    }
+
+    #[cold]
+    fn fallback<R>(
+        &self,
+        addr: AnyAddr,
+        below: u8,
+        q: &Query,
+        f: impl FnOnce(&AnyPrefix, &Entry) -> R,
+    ) -> Option<R> {
+        let inner = &self.inner;
+        let v6 = matches!(addr, AnyAddr::V6(_));
+        let ids = inner.ids.pin();
+        for len in (0..below).rev() {
+            if !inner.has_len(v6, len) {
+                continue;
+            }
+            let p = prefix_of(addr, len);
+            let Some(&id) = ids.get(&p) else { continue };
+            let Some(slot) = inner.slot(id) else { continue };
+            let guard = slot.load();
+            if let Some(routes) = guard.as_ref() {
+                if let Some(e) = inner.choose(routes, q) {
+                    return Some(f(&routes.prefix, e));
+                }
+            }
+        }
+        None
+    }
+
+    /// Batch lookups of IPv4 addresses (flow enrichment): one FIB
+    /// snapshot per call, the engines' batch path.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    pub fn lookup_batch_v4(&self, addrs: &[u32], q: &Query, out: &mut [Option<Hit>]) {
+        assert!(out.len() >= addrs.len(), "out is shorter than addrs");
+        let snap = self.fib.snapshot();
+        let mut idx = [0u32; 32];
+        for (a, o) in addrs.chunks(32).zip(out.chunks_mut(32)) {
+            snap.lookup_batch_v4(a, &mut idx[..a.len()]);
+            for ((&addr, &ix), slot) in a.iter().zip(&idx).zip(o.iter_mut()) {
+                *slot = snap
+                    .value_v4(ix)
+                    .and_then(|&id| self.resolve(AnyAddr::V4(addr), id, q, hit));
+            }
+        }
+    }
+
+    /// As [`Rib::lookup_batch_v4`], for IPv6.
+    pub fn lookup_batch_v6(&self, addrs: &[u128], q: &Query, out: &mut [Option<Hit>]) {
+        assert!(out.len() >= addrs.len(), "out is shorter than addrs");
+        let snap = self.fib.snapshot();
+        let mut idx = [0u32; 32];
+        for (a, o) in addrs.chunks(32).zip(out.chunks_mut(32)) {
+            snap.lookup_batch_v6(a, &mut idx[..a.len()]);
+            for ((&addr, &ix), slot) in a.iter().zip(&idx).zip(o.iter_mut()) {
+                *slot = snap
+                    .value_v6(ix)
+                    .and_then(|&id| self.resolve(AnyAddr::V6(addr), id, q, hit));
+            }
+        }
+    }
+
+    /// Every live route of exactly `prefix`, in preference order.
+    pub fn routes(&self, prefix: &AnyPrefix) -> Vec<Route> {
+        let Some(&id) = self.inner.ids.pin().get(prefix) else {
+            return Vec::new();
+        };
+        self.live_routes(id)
+    }
+
+    fn live_routes(&self, id: u32) -> Vec<Route> {
+        let Some(slot) = self.inner.slot(id) else {
+            return Vec::new();
+        };
+        let guard = slot.load();
+        let Some(r) = guard.as_ref() else {
+            return Vec::new();
+        };
+        r.entries
+            .iter()
+            .filter(|e| self.inner.peers.is_live(e.peer))
+            .filter_map(|e| self.route_of(r.prefix, e.clone()))
+            .collect()
+    }
+
+    /// Routes of `prefix` and, per `m`, of its more or less specific
+    /// prefixes (ordered by prefix), at most `limit` routes. `Longer`
+    /// scans every prefix of the RIB (tens of ms at a full table): for
+    /// looking-glass queries, not for the flow path.
+    pub fn routes_matching(&self, prefix: &AnyPrefix, m: Match, limit: usize) -> Vec<Route> {
+        let mut prefixes: Vec<(AnyPrefix, u32)> = match m {
+            Match::Exact => self
+                .inner
+                .ids
+                .pin()
+                .get(prefix)
+                .map(|&id| vec![(*prefix, id)])
+                .unwrap_or_default(),
+            Match::Shorter => {
+                let ids = self.inner.ids.pin();
+                let v6 = prefix.family() == 6;
+                let addr = match prefix {
+                    AnyPrefix::V4(p) => AnyAddr::V4(p.addr()),
+                    AnyPrefix::V6(p) => AnyAddr::V6(p.addr()),
+                };
+                (0..=prefix.len())
+                    .filter(|&l| self.inner.has_len(v6, l))
+                    .filter_map(|l| {
+                        let p = prefix_of(addr, l);
+                        ids.get(&p).map(|&id| (p, id))
+                    })
+                    .collect()
+            }
+            Match::Longer => self
+                .inner
+                .ids
+                .pin()
+                .iter()
+                .filter(|(p, _)| covers(prefix, p))
+                .map(|(p, &id)| (*p, id))
+                .collect(),
+        };
+        prefixes.sort();
+        let mut out = Vec::new();
+        for (_, id) in prefixes {
+            for r in self.live_routes(id) {
+                if out.len() >= limit {
+                    return out;
+                }
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// Prefixes known (with or without live routes).
+    pub fn prefix_count(&self) -> usize {
+        self.inner.ids.len()
+    }
+
+    /// Live routes over every live peer.
+    pub fn route_count(&self) -> u64 {
+        self.inner
+            .peers
+            .all()
+            .filter(|p| p.is_up())
+            .map(|p| p.routes.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Visit every prefix with its entries (live or not), in no order.
+    pub fn for_each_prefix(&self, mut f: impl FnMut(&Routes)) {
+        let n = self.inner.next_id.load(Ordering::Acquire);
+        for id in 0..n {
+            if let Some(slot) = self.inner.slot(id) {
+                if let Some(r) = slot.load().as_ref() {
+                    f(r);
+                }
+            }
+        }
+    }
+}
+
+impl Default for Rib {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Rib {
+    fn drop(&mut self) {
+        // Closing the channels ends the threads: the sweeper first, since
+        // it holds a sender of the FIB thread's channel.
+        self.sweep_tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.fib_tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn hit(p: &AnyPrefix, e: &Entry) -> Hit {
+    Hit {
+        prefix_len: p.len(),
+        origin_asn: e.attrs.as_path.origin_asn(),
+        peer: e.peer,
+        next_hop: e.attrs.next_hop,
+    }
+}
+
+/// The FIB thread: applies prefix-set changes, publishes at most every
+/// `max_delay`, answers `Sync`.
+fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
+    let mut waiting: Vec<Sender<()>> = Vec::new();
+    loop {
+        let timeout = fib.due_in().unwrap_or(Duration::from_secs(3600));
+        let first = match rx.recv_timeout(timeout) {
+            Ok(ev) => Some(ev),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut batch = Vec::new();
+        for ev in first.into_iter().chain(rx.try_iter()) {
+            match ev {
+                FibEvent::Check(p, id) => batch.push((p, id)),
+                FibEvent::Sync(tx) => waiting.push(tx),
+            }
+        }
+        for (p, id) in batch {
+            let present = inner
+                .slot(id)
+                .is_some_and(|s| s.load().as_ref().is_some_and(|r| !r.entries.is_empty()));
+            // Errors (a failed publication) leave changes pending; the
+            // next publication retries them.
+            let _ = if present {
+                fib.insert(p, id).map(|_| ())
+            } else {
+                fib.remove(&p).map(|_| ())
+            };
+        }
+        if !waiting.is_empty() {
+            if fib.flush().is_ok() {
+                for tx in waiting.drain(..) {
+                    let _ = tx.send(());
+                }
+            }
+        } else {
+            let _ = fib.publish_if_due();
+        }
+        inner
+            .counters
+            .fib_publications
+            .store(fib.stats().publications, Ordering::Relaxed);
+    }
+}
+
+/// The sweeper: after each Peer Down, drops the dead peers' entries (one
+/// walk of the prefixes for every peer that went down since the last walk)
+/// and tells the FIB thread about prefixes it left empty.
+fn sweeper_thread(inner: Arc<Inner>, rx: Receiver<()>, fib_tx: Sender<FibEvent>) {
+    while rx.recv().is_ok() {
+        while rx.try_recv().is_ok() {}
+        sweep(&inner, &|ev| {
+            let _ = fib_tx.send(ev);
+        });
+    }
+}
+
+fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
+    let dead: Vec<u32> = inner
+        .peers
+        .all()
+        .filter(|p| !p.is_up() && !p.swept.load(Ordering::Acquire))
+        .map(|p| p.id)
+        .collect();
+    if dead.is_empty() {
+        return (0, 0);
+    }
+    let is_target = |peer: u32| dead.binary_search(&peer).is_ok();
+    let mut removed = 0u64;
+    let n = inner.next_id.load(Ordering::Acquire);
+    for id in 0..n {
+        let Some(slot) = inner.slot(id) else { continue };
+        let needs = slot
+            .load()
+            .as_ref()
+            .is_some_and(|r| r.entries.iter().any(|e| is_target(e.peer)));
+        if !needs {
+            continue;
+        }
+        let mut gone = 0u64;
+        let mut emptied = None;
+        slot.rcu(|cur| {
+            let r = cur.as_ref()?;
+            let entries: Vec<Entry> = r
+                .entries
+                .iter()
+                .filter(|e| !is_target(e.peer))
+                .cloned()
+                .collect();
+            gone = (r.entries.len() - entries.len()) as u64;
+            emptied = (entries.is_empty() && !r.entries.is_empty()).then_some(r.prefix);
+            Some(Arc::new(Routes {
+                prefix: r.prefix,
+                entries: entries.into_boxed_slice(),
+            }))
+        });
+        removed += gone;
+        if let Some(p) = emptied {
+            send(FibEvent::Check(p, id));
+        }
+    }
+    for &id in &dead {
+        if let Some(p) = inner.peers.get(id) {
+            p.routes.store(0, Ordering::Relaxed);
+            p.swept.store(true, Ordering::Release);
+        }
+    }
+    inner.attrs.purge();
+    inner.counters.sweeps.fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .swept_routes
+        .fetch_add(removed, Ordering::Relaxed);
+    (dead.len(), removed)
+}

@@ -1,0 +1,346 @@
+//! The RIB against a deliberately simple model: random sequences of
+//! announce / withdraw / peer down / sweep over a small prefix universe
+//! rich in nesting, then every lookup (all routes, per peer, by next hop)
+//! and every exact query compared with a brute-force answer.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ipfib::prefix::{AnyAddr, AnyPrefix};
+use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
+use ipfib_rib::{PeerFilter, PeerKey, Query, Rib, RibKind};
+use proptest::prelude::*;
+
+const PREFIXES: [&str; 10] = [
+    "0.0.0.0/0",
+    "10.0.0.0/8",
+    "10.1.0.0/16",
+    "10.1.2.0/24",
+    "10.1.2.128/25",
+    "10.1.2.255/32",
+    "192.0.2.0/24",
+    "::/0",
+    "2001:db8::/32",
+    "2001:db8:1::/48",
+];
+const ADDRS: [&str; 9] = [
+    "10.1.2.255",
+    "10.1.2.1",
+    "10.1.3.1",
+    "10.2.0.0",
+    "11.0.0.0",
+    "192.0.2.7",
+    "2001:db8:1::1",
+    "2001:db8:2::1",
+    "2002::1",
+];
+const PEERS: usize = 4;
+
+/// A lookup query and which model routes it allows.
+type Fits = Box<dyn Fn(&(usize, usize, u32), &M) -> bool>;
+const KINDS: [RibKind; 4] = [
+    RibKind::PrePolicy,
+    RibKind::PostPolicy,
+    RibKind::LocRib,
+    RibKind::PrePolicy,
+];
+
+#[derive(Clone, Debug)]
+enum Op {
+    Announce {
+        peer: usize,
+        prefix: usize,
+        path_id: u32,
+        lp: u8,
+        path_len: u8,
+        nh: u8,
+    },
+    Withdraw {
+        peer: usize,
+        prefix: usize,
+        path_id: u32,
+    },
+    Down {
+        peer: usize,
+    },
+    Up {
+        peer: usize,
+    },
+    Sweep,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..PEERS, 0..PREFIXES.len(), 0..2u32, 0..3u8, 1..4u8, 0..3u8).prop_map(
+            |(peer, prefix, path_id, lp, path_len, nh)| Op::Announce { peer, prefix, path_id, lp, path_len, nh }
+        ),
+        3 => (0..PEERS, 0..PREFIXES.len(), 0..2u32).prop_map(|(peer, prefix, path_id)| Op::Withdraw { peer, prefix, path_id }),
+        1 => (0..PEERS).prop_map(|peer| Op::Down { peer }),
+        1 => (0..PEERS).prop_map(|peer| Op::Up { peer }),
+        1 => Just(Op::Sweep),
+    ]
+}
+
+/// A route in the model: (kind rank, local pref, path len, peer id, path id, next hop).
+#[derive(Clone, Debug, PartialEq)]
+struct M {
+    rank: u8,
+    lp: u32,
+    path_len: u32,
+    peer: u32,
+    path_id: u32,
+    nh: IpAddr,
+}
+
+fn nh(i: u8, v6: bool) -> IpAddr {
+    if v6 {
+        format!("2001:db8::{}", i + 1).parse().unwrap()
+    } else {
+        format!("192.0.2.{}", i + 1).parse().unwrap()
+    }
+}
+
+/// The documented preference, written independently of the RIB's code.
+fn best<'a>(cands: impl Iterator<Item = &'a M>) -> Option<&'a M> {
+    cands.min_by(|a, b| {
+        a.rank
+            .cmp(&b.rank)
+            .then(b.lp.cmp(&a.lp))
+            .then(a.path_len.cmp(&b.path_len))
+            .then(a.peer.cmp(&b.peer))
+            .then(a.path_id.cmp(&b.path_id))
+    })
+}
+
+fn run(ops: Vec<Op>) {
+    let rib = Rib::new();
+    let mut peer_ids: Vec<u32> = Vec::new();
+    let mut peers = Vec::new();
+    for (i, &kind) in KINDS.iter().enumerate() {
+        let p = rib
+            .add_peer(
+                1,
+                PeerKey {
+                    peer_type: 0,
+                    distinguisher: 0,
+                    address: format!("127.0.0.{}", i + 1).parse().unwrap(),
+                    asn: 65000,
+                    bgp_id: i as u32,
+                    rib: kind,
+                },
+            )
+            .unwrap();
+        peer_ids.push(p.id);
+        peers.push(p);
+    }
+    // (peer slot, prefix, path id) -> route, only live peers' routes.
+    let mut model: BTreeMap<(usize, usize, u32), M> = BTreeMap::new();
+    let prefixes: Vec<AnyPrefix> = PREFIXES.iter().map(|p| p.parse().unwrap()).collect();
+    for op in ops {
+        match op {
+            Op::Announce {
+                peer,
+                prefix,
+                path_id,
+                lp,
+                path_len,
+                nh: n,
+            } => {
+                let p = prefixes[prefix];
+                let path: Vec<u32> = (0..path_len as u32).map(|i| 64500 + i).collect();
+                let words = AsPath::encode([(AS_SEQUENCE, &path[..])]);
+                let hop = nh(n, p.family() == 6);
+                let attrs = rib.intern(&AttrsRef {
+                    as_path: &words,
+                    next_hop: Some(hop),
+                    local_pref: Some(100 + lp as u32),
+                    ..Default::default()
+                });
+                rib.announce(&peers[peer], p, path_id, &attrs).unwrap();
+                if peers[peer].is_up() {
+                    model.insert(
+                        (peer, prefix, path_id),
+                        M {
+                            rank: KINDS[peer].rank(),
+                            lp: 100 + lp as u32,
+                            path_len: path_len as u32,
+                            peer: peer_ids[peer],
+                            path_id,
+                            nh: hop,
+                        },
+                    );
+                }
+            }
+            Op::Withdraw {
+                peer,
+                prefix,
+                path_id,
+            } => {
+                rib.withdraw(&peers[peer], prefixes[prefix], path_id);
+                model.remove(&(peer, prefix, path_id));
+            }
+            Op::Down { peer } => {
+                rib.peer_down(peer_ids[peer]);
+                model.retain(|k, _| k.0 != peer);
+            }
+            Op::Up { peer } => {
+                // A new Peer Up: a new peer id for the same neighbour.
+                if !peers[peer].is_up() {
+                    let key = peers[peer].key.clone();
+                    let p = rib.add_peer(1, key).unwrap();
+                    peer_ids[peer] = p.id;
+                    peers[peer] = p;
+                }
+            }
+            Op::Sweep => {
+                rib.sweep();
+            }
+        }
+    }
+    rib.sync();
+    let cover = |pi: usize, a: AnyAddr| {
+        let p = prefixes[pi];
+        match (p, a) {
+            (AnyPrefix::V4(p), AnyAddr::V4(a)) => p.contains(a),
+            (AnyPrefix::V6(p), AnyAddr::V6(a)) => p.contains(a),
+            _ => false,
+        }
+    };
+    for a in ADDRS {
+        let addr = AnyAddr::unmapped(a.parse().unwrap());
+        let v6 = matches!(addr, AnyAddr::V6(_));
+        let mut queries: Vec<(Query, Fits)> = vec![(Query::default(), Box::new(|_, _| true))];
+        for &id in &peer_ids {
+            queries.push((
+                Query {
+                    peer: Some(PeerFilter::Id(id)),
+                    next_hop: None,
+                },
+                Box::new(move |_, m| m.peer == id),
+            ));
+        }
+        for n in 0..3u8 {
+            queries.push((
+                Query {
+                    peer: None,
+                    next_hop: Some(nh(n, v6)),
+                },
+                Box::new(|_, _| true),
+            ));
+        }
+        for (q, fits) in &queries {
+            // Longest covering prefix with a fitting route; among its
+            // routes, the next hop first, then the preference.
+            let mut want = None;
+            let mut best_len = -1i32;
+            for (pi, p) in prefixes.iter().enumerate() {
+                if !cover(pi, addr) || (p.len() as i32) <= best_len {
+                    continue;
+                }
+                let rs: Vec<&M> = model
+                    .iter()
+                    .filter(|(k, m)| k.1 == pi && fits(k, m))
+                    .map(|(_, m)| m)
+                    .collect();
+                if rs.is_empty() {
+                    continue;
+                }
+                let by_nh = q
+                    .next_hop
+                    .and_then(|h| best(rs.iter().copied().filter(|m| m.nh == h)));
+                want = Some((
+                    *p,
+                    by_nh.or_else(|| best(rs.iter().copied())).unwrap().clone(),
+                ));
+                best_len = p.len() as i32;
+            }
+            let got = rib
+                .lookup(addr, q)
+                .map(|r| (r.prefix, r.peer.id, r.path_id, r.attrs.next_hop));
+            let want = want.map(|(p, m)| (p, m.peer, m.path_id, Some(m.nh)));
+            assert_eq!(got, want, "lookup {a} {q:?}");
+        }
+    }
+    for (pi, p) in prefixes.iter().enumerate() {
+        let mut got: Vec<(u32, u32)> = rib
+            .routes(p)
+            .iter()
+            .map(|r| (r.peer.id, r.path_id))
+            .collect();
+        let mut want: Vec<(u32, u32)> = model
+            .iter()
+            .filter(|(k, _)| k.1 == pi)
+            .map(|(_, m)| (m.peer, m.path_id))
+            .collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "routes {p}");
+    }
+    let live: u64 = model.len() as u64;
+    assert_eq!(rib.route_count(), live, "route count");
+    // After a sweep, no dead peer's entry is left anywhere.
+    rib.sweep();
+    let mut left = 0;
+    rib.for_each_prefix(|r| {
+        left += r
+            .entries
+            .iter()
+            .filter(|e| !rib.peers().is_live(e.peer))
+            .count()
+    });
+    assert_eq!(left, 0);
+    let _ = Arc::strong_count(&peers[0]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #[test]
+    fn rib_matches_model(ops in prop::collection::vec(op(), 0..120)) {
+        run(ops);
+    }
+}
+
+#[test]
+fn peer_down_hides_routes_at_once_and_sweep_frees_them() {
+    let rib = Rib::new();
+    let key = |i: u8| PeerKey {
+        peer_type: 0,
+        distinguisher: 0,
+        address: IpAddr::from([127, 0, 0, i]),
+        asn: 65000,
+        bgp_id: i as u32,
+        rib: RibKind::PrePolicy,
+    };
+    let a = rib.add_peer(1, key(1)).unwrap();
+    let b = rib.add_peer(2, key(2)).unwrap();
+    let words = AsPath::encode([(AS_SEQUENCE, &[64500u32, 13335][..])]);
+    let attrs = rib.intern(&AttrsRef {
+        as_path: &words,
+        ..Default::default()
+    });
+    for i in 0..1000u32 {
+        let p: AnyPrefix = format!("10.{}.{}.0/24", i / 256, i % 256).parse().unwrap();
+        rib.announce(&a, p, 0, &attrs).unwrap();
+        if i % 2 == 0 {
+            rib.announce(&b, p, 0, &attrs).unwrap();
+        }
+    }
+    rib.sync();
+    let addr = AnyAddr::V4(u32::from_be_bytes([10, 0, 1, 1]));
+    assert_eq!(rib.lookup(addr, &Query::default()).unwrap().peer.id, a.id);
+    assert!(rib.peer_down(a.id));
+    assert!(!rib.peer_down(a.id), "idempotent");
+    // Invisible at once, before any sweep: odd prefixes had only `a`.
+    assert!(rib.lookup(addr, &Query::default()).is_none());
+    let even = AnyAddr::V4(u32::from_be_bytes([10, 0, 0, 1]));
+    assert_eq!(rib.lookup(even, &Query::default()).unwrap().peer.id, b.id);
+    assert_eq!(rib.route_count(), 500);
+    // The sweeper thread or this call removes them; either way they go.
+    rib.sweep();
+    rib.sync();
+    let mut entries = 0;
+    rib.for_each_prefix(|r| entries += r.entries.len());
+    assert_eq!(entries, 500);
+    assert_eq!(rib.attrs().counts().0, 1);
+}
