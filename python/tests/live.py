@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import bz2
 import ipaddress
+import json
 import os
 import shlex
 import shutil
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 import pytest
 
@@ -500,6 +501,13 @@ class _Routers:
             args += ["--nexthop", nexthop]
         self._cli(self.source_api, *args, str(cut), timeout=timeout)
         return kept
+
+    def source_rib(self, family: str = "ipv4") -> dict[str, list[dict[str, Any]]]:
+        """The route source B's own RIB (`gobgp global rib -a FAMILY -j`):
+        what was put in, as {prefix: [path, ...]} in GoBGP's JSON."""
+        out = self._cli(self.source_api, "global", "rib", "-a", family, "-j")
+        rib: dict[str, list[dict[str, Any]]] = json.loads(out) if out.strip() else {}
+        return rib
 
     def stop_source(self, timeout: float = 5.0) -> None:
         """Stop B (SIGTERM by its PID): A loses the peer and sends Peer Down."""

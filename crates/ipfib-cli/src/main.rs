@@ -4,6 +4,8 @@
 //! were bad (the rest was processed), 2 the command could not run.
 
 mod bench;
+mod bmp_replay;
+mod collect;
 mod engines;
 mod info;
 mod load;
@@ -37,6 +39,8 @@ enum Command {
     /// while reader threads look up: update cost, publication latency,
     /// readers' rate during the replay vs without updates.
     Replay(replay::Args),
+    Collect(collect::Args),
+    BmpReplay(bmp_replay::Args),
 }
 
 /// How a command ended.
@@ -64,6 +68,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(a),
         Command::Info(a) => info::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Collect(a) => collect::run(a),
+        Command::BmpReplay(a) => bmp_replay::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -1,0 +1,216 @@
+//! The collector's counters, exported as Prometheus text at `/metrics`.
+//! Lock-free: session tasks and HTTP handlers bump atomics.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ipfib_rib::bmp::TYPE_NAMES;
+use ipfib_rib::Rib;
+
+/// Upper bounds (seconds) of the lookup latency histogram's buckets.
+const BUCKETS: [f64; 12] = [
+    1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 1e-1,
+];
+
+/// Why sessions ended.
+pub const END_REASONS: [&str; 6] = [
+    "closed",
+    "decode_error",
+    "idle_timeout",
+    "slow_sender",
+    "io_error",
+    "shutdown",
+];
+
+#[derive(Default)]
+pub struct Metrics {
+    pub sessions_accepted: AtomicU64,
+    pub sessions_refused: AtomicU64,
+    pub sessions_open: AtomicU64,
+    pub session_ends: [AtomicU64; END_REASONS.len()],
+    pub messages: [AtomicU64; 7],
+    pub bytes: AtomicU64,
+    pub lookups: [AtomicU64; BUCKETS.len() + 1],
+    pub lookup_nanos: AtomicU64,
+    pub http_requests: AtomicU64,
+}
+
+impl Metrics {
+    pub fn end(&self, reason: &str) {
+        if let Some(i) = END_REASONS.iter().position(|r| *r == reason) {
+            self.session_ends[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn observe_lookup(&self, d: Duration) {
+        let s = d.as_secs_f64();
+        let i = BUCKETS
+            .iter()
+            .position(|&b| s <= b)
+            .unwrap_or(BUCKETS.len());
+        self.lookups[i].fetch_add(1, Ordering::Relaxed);
+        self.lookup_nanos
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self, rib: &Rib) -> String {
+        let mut o = String::new();
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let counter = |o: &mut String, name: &str, help: &str, kind: &str| {
+            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        };
+        counter(
+            &mut o,
+            "ipfib_bmp_sessions",
+            "BMP sessions open now.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_bmp_sessions {}", get(&self.sessions_open));
+        counter(
+            &mut o,
+            "ipfib_bmp_sessions_accepted_total",
+            "BMP connections accepted.",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_sessions_accepted_total {}",
+            get(&self.sessions_accepted)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_sessions_refused_total",
+            "BMP connections refused (session limit).",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_sessions_refused_total {}",
+            get(&self.sessions_refused)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_session_ends_total",
+            "BMP sessions ended, by reason.",
+            "counter",
+        );
+        for (i, r) in END_REASONS.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "ipfib_bmp_session_ends_total{{reason=\"{r}\"}} {}",
+                get(&self.session_ends[i])
+            );
+        }
+        counter(
+            &mut o,
+            "ipfib_bmp_messages_total",
+            "BMP messages received, by type.",
+            "counter",
+        );
+        for (i, t) in TYPE_NAMES.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "ipfib_bmp_messages_total{{type=\"{t}\"}} {}",
+                get(&self.messages[i])
+            );
+        }
+        counter(
+            &mut o,
+            "ipfib_bmp_received_bytes_total",
+            "BMP bytes received.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_bmp_received_bytes_total {}", get(&self.bytes));
+        let c = rib.counters();
+        counter(
+            &mut o,
+            "ipfib_rib_announcements_total",
+            "Routes announced (ingest rate: rate() of this).",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_rib_announcements_total {}", get(&c.announcements));
+        counter(
+            &mut o,
+            "ipfib_rib_withdrawals_total",
+            "Routes withdrawn.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_rib_withdrawals_total {}", get(&c.withdrawals));
+        counter(
+            &mut o,
+            "ipfib_rib_swept_routes_total",
+            "Routes of downed peers removed by the sweeper.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_rib_swept_routes_total {}", get(&c.swept_routes));
+        let (mut up, mut down) = (0u64, 0u64);
+        for p in rib.peers().all() {
+            if p.is_up() {
+                up += 1
+            } else {
+                down += 1
+            }
+        }
+        counter(&mut o, "ipfib_rib_peers", "RIB peers by state.", "gauge");
+        let _ = writeln!(
+            o,
+            "ipfib_rib_peers{{state=\"up\"}} {up}\nipfib_rib_peers{{state=\"down\"}} {down}"
+        );
+        counter(
+            &mut o,
+            "ipfib_rib_routes",
+            "Live routes over all peers.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_rib_routes {}", rib.route_count());
+        counter(
+            &mut o,
+            "ipfib_rib_prefixes",
+            "Distinct prefixes known.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_rib_prefixes {}", rib.prefix_count());
+        counter(
+            &mut o,
+            "ipfib_rib_attribute_sets",
+            "Distinct interned attribute sets.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_rib_attribute_sets {}", rib.attrs().counts().0);
+        counter(
+            &mut o,
+            "ipfib_http_requests_total",
+            "HTTP API requests.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_http_requests_total {}", get(&self.http_requests));
+        counter(
+            &mut o,
+            "ipfib_lookup_duration_seconds",
+            "RIB lookup latency of /api/v1/lookup (the lookup itself, not HTTP).",
+            "histogram",
+        );
+        let mut cum = 0;
+        for (i, b) in BUCKETS.iter().enumerate() {
+            cum += get(&self.lookups[i]);
+            let _ = writeln!(
+                o,
+                "ipfib_lookup_duration_seconds_bucket{{le=\"{b:e}\"}} {cum}"
+            );
+        }
+        cum += get(&self.lookups[BUCKETS.len()]);
+        let _ = writeln!(
+            o,
+            "ipfib_lookup_duration_seconds_bucket{{le=\"+Inf\"}} {cum}"
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_lookup_duration_seconds_sum {}",
+            get(&self.lookup_nanos) as f64 / 1e9
+        );
+        let _ = writeln!(o, "ipfib_lookup_duration_seconds_count {cum}");
+        o
+    }
+}
