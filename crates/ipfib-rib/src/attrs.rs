@@ -149,6 +149,9 @@ pub struct AttrSet {
     pub origin: Origin,
     pub med: Option<u32>,
     pub local_pref: Option<u32>,
+    /// `as_path.origin_asn()`, kept beside the other scalars so a lookup
+    /// that wants the origin does not follow the path's pointer.
+    pub origin_asn: Option<u32>,
 }
 
 /// Shards of an interner: writers of different sessions rarely meet on one.
@@ -157,19 +160,24 @@ const SHARDS: usize = 64;
 /// A concurrent set of shared values: equal values share one `Arc`.
 /// Only writers (route ingest) use it; readers never touch it.
 pub struct Interner<T: ?Sized> {
-    shards: Box<[Mutex<HashSet<Arc<T>>>]>,
-    hasher: std::collections::hash_map::RandomState,
+    shards: Box<[Shard<T>]>,
+    hasher: Hasher,
 }
+
+type Hasher = foldhash::fast::RandomState;
+type Shard<T> = Mutex<HashSet<Arc<T>, Hasher>>;
 
 impl<T: ?Sized + Hash + Eq> Interner<T> {
     pub fn new() -> Self {
         Interner {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashSet::new())).collect(),
-            hasher: Default::default(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashSet::with_hasher(Hasher::default())))
+                .collect(),
+            hasher: Hasher::default(),
         }
     }
 
-    fn shard<Q: ?Sized + Hash>(&self, q: &Q) -> &Mutex<HashSet<Arc<T>>> {
+    fn shard<Q: ?Sized + Hash>(&self, q: &Q) -> &Shard<T> {
         let h = self.hasher.hash_one(q) as usize;
         &self.shards[h % SHARDS]
     }
@@ -222,13 +230,92 @@ impl<T: ?Sized + Hash + Eq> Default for Interner<T> {
     }
 }
 
+/// An attribute set's identity: its interned parts by address (equal
+/// parts share one allocation, so equal addresses mean equal contents; the
+/// set keeps its parts alive, so an address is never reused while the set
+/// is in the table) and its scalars. Hashing it costs a few words, not the
+/// AS path and communities again.
+#[derive(PartialEq, Eq, Hash)]
+struct SetKey {
+    parts: (usize, usize, usize),
+    next_hop: Option<IpAddr>,
+    origin: Origin,
+    med: Option<u32>,
+    local_pref: Option<u32>,
+}
+
+impl SetKey {
+    fn of(s: &AttrSet) -> SetKey {
+        SetKey {
+            parts: (
+                Arc::as_ptr(&s.as_path.0) as *const u32 as usize,
+                Arc::as_ptr(&s.communities) as *const u32 as usize,
+                Arc::as_ptr(&s.large_communities) as *const [u32; 3] as usize,
+            ),
+            next_hop: s.next_hop,
+            origin: s.origin,
+            med: s.med,
+            local_pref: s.local_pref,
+        }
+    }
+}
+
+/// Interned attribute sets: bare `Arc`s (8 bytes a set), found by
+/// [`SetKey`].
+struct Sets {
+    shards: Box<[Mutex<hashbrown::HashTable<Arc<AttrSet>>>]>,
+    hasher: Hasher,
+}
+
+impl Default for Sets {
+    fn default() -> Self {
+        Sets {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(hashbrown::HashTable::new()))
+                .collect(),
+            hasher: Hasher::default(),
+        }
+    }
+}
+
+impl Sets {
+    fn intern(&self, set: AttrSet) -> Arc<AttrSet> {
+        let key = SetKey::of(&set);
+        let hash = |s: &Arc<AttrSet>| self.hasher.hash_one(SetKey::of(s));
+        let h = self.hasher.hash_one(&key);
+        let mut t = self.shards[(h as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = t.entry(h, |s| SetKey::of(s) == key, hash);
+        Arc::clone(entry.or_insert_with(|| Arc::new(set)).get())
+    }
+
+    fn purge(&self) -> usize {
+        let mut gone = 0;
+        for shard in self.shards.iter() {
+            let mut t = shard.lock().unwrap_or_else(|e| e.into_inner());
+            let before = t.len();
+            t.retain(|v| Arc::strong_count(v) > 1);
+            gone += before - t.len();
+        }
+        gone
+    }
+
+    fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
+    }
+}
+
 /// Every interner of a RIB, and the one way attributes enter it.
 #[derive(Default)]
 pub struct Attrs {
     paths: Interner<[u32]>,
     communities: Interner<[u32]>,
     large: Interner<[[u32; 3]]>,
-    sets: Interner<AttrSet>,
+    sets: Sets,
 }
 
 /// Attributes as decoded, borrowed from the message (nothing allocated
@@ -245,11 +332,27 @@ pub struct AttrsRef<'a> {
     pub local_pref: Option<u32>,
 }
 
+impl AttrsRef<'_> {
+    /// Whether `set` holds exactly these attributes (a session's cheap
+    /// check that the next UPDATE repeats the previous one's attributes).
+    pub fn matches(&self, set: &AttrSet) -> bool {
+        self.next_hop == set.next_hop
+            && self.origin == set.origin
+            && self.med == set.med
+            && self.local_pref == set.local_pref
+            && *self.as_path == *set.as_path.0
+            && *self.communities == *set.communities
+            && *self.large_communities == *set.large_communities
+    }
+}
+
 impl Attrs {
     /// The interned attribute set equal to `a`.
     pub fn intern(&self, a: &AttrsRef<'_>) -> Arc<AttrSet> {
+        let as_path = AsPath(self.paths.intern(a.as_path, |p| Arc::from(p)));
         let set = AttrSet {
-            as_path: AsPath(self.paths.intern(a.as_path, |p| Arc::from(p))),
+            origin_asn: as_path.origin_asn(),
+            as_path,
             communities: self.communities.intern(a.communities, |c| Arc::from(c)),
             large_communities: self.large.intern(a.large_communities, |l| Arc::from(l)),
             next_hop: a.next_hop,
@@ -257,7 +360,7 @@ impl Attrs {
             med: a.med,
             local_pref: a.local_pref,
         };
-        self.sets.intern(&set, |s| Arc::new(s.clone()))
+        self.sets.intern(set)
     }
 
     /// Drop attribute sets (then paths and lists) that no route holds.

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
+use crate::attrs::AttrSet;
 use crate::peers::{PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
 use crate::wire::{self, Cur, OpenCaps, Update, WireConfig, WireError};
@@ -202,8 +203,12 @@ pub struct SessionInfo {
 pub struct Session {
     pub id: u64,
     rib: Arc<Rib>,
-    neighbours: HashMap<NeighbourKey, Neighbour>,
+    neighbours: HashMap<NeighbourKey, Neighbour, foldhash::fast::RandomState>,
     update: Update,
+    /// The attributes of the last UPDATE: consecutive UPDATEs often
+    /// repeat them (one prefix per message from FRR), and a comparison is
+    /// cheaper than interning.
+    last_attrs: Option<Arc<AttrSet>>,
     pub stats: SessionStats,
     pub info: SessionInfo,
 }
@@ -217,8 +222,9 @@ impl Session {
         Session {
             id,
             rib,
-            neighbours: HashMap::new(),
+            neighbours: HashMap::default(),
             update: Update::default(),
+            last_attrs: None,
             stats: SessionStats::default(),
             info: SessionInfo::default(),
         }
@@ -430,7 +436,15 @@ impl Session {
         }
         self.stats.withdrawn += u.withdrawn.len() as u64;
         if !u.announced.is_empty() {
-            let attrs = self.rib.intern(&u.attrs());
+            let wanted = u.attrs();
+            let attrs = match &self.last_attrs {
+                Some(a) if wanted.matches(a) => Arc::clone(a),
+                _ => {
+                    let a = self.rib.intern(&wanted);
+                    self.last_attrs = Some(Arc::clone(&a));
+                    a
+                }
+            };
             for &(prefix, path_id) in &u.announced {
                 self.rib.announce(&peer, prefix, path_id, &attrs)?;
             }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
-use ipfib_rib::{PeerFilter, PeerKey, Query, Rib, RibKind};
+use ipfib_rib::{Hit, PeerFilter, PeerKey, Query, Rib, RibKind};
 use proptest::prelude::*;
 
 const PREFIXES: [&str; 10] = [
@@ -255,9 +255,24 @@ fn run(ops: Vec<Op>) {
                 ));
                 best_len = p.len() as i32;
             }
-            let got = rib
-                .lookup(addr, q)
+            let route = rib.lookup(addr, q);
+            let got = route
+                .as_ref()
                 .map(|r| (r.prefix, r.peer.id, r.path_id, r.attrs.next_hop));
+            // The batch path (prefetching, groups of 8) answers the same,
+            // here with the address repeated across several groups.
+            let hit = route.as_ref().map(|r| Hit {
+                prefix_len: r.prefix.len(),
+                origin_asn: r.attrs.as_path.origin_asn(),
+                peer: r.peer.id,
+                next_hop: r.attrs.next_hop,
+            });
+            let mut out = vec![None; 19];
+            match addr {
+                AnyAddr::V4(x) => rib.lookup_batch_v4(&[x; 19], q, &mut out),
+                AnyAddr::V6(x) => rib.lookup_batch_v6(&[x; 19], q, &mut out),
+            }
+            assert_eq!(out, vec![hit; 19], "batch {a} {q:?}");
             let want = want.map(|(p, m)| (p, m.peer, m.path_id, Some(m.nh)));
             assert_eq!(got, want, "lookup {a} {q:?}");
         }

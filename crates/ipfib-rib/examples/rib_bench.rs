@@ -1,0 +1,471 @@
+//! The RIB's figures (BENCHMARKS.md, "Multi-peer RIB"): ingest from
+//! recorded BMP per core, memory per route at 5 peers x the full 2026
+//! tables, lookup latency with and without a writer, batch lookups, and
+//! what removing one of 5 peers costs readers and the other writers.
+//!
+//! `cargo run --release -p ipfib-rib --example rib_bench [-- --peers 5 --passes 3]`
+//! Reader pinned to CPU 0, writer to CPU 1. Latency: single lookups timed
+//! in groups of 16 (a clock read costs ~20 ns), each group's mean is one
+//! sample; p50/p99 over the samples.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ipfib::prefix::{AnyAddr, AnyPrefix};
+use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
+use ipfib_rib::bmp::{frame, Session};
+use ipfib_rib::{PeerKey, Query, Rib, RibKind};
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+// SAFETY: forwards to the system allocator unchanged; only counts bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        // SAFETY: `p` came from `alloc` with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
+
+fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET and sched_setaffinity
+    // only read/write that local set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the current thread's CPU clock into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn median(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[0], v[v.len() / 2], v[v.len() - 1])
+}
+
+fn read_all(path: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    ipfib_io::open_maybe_compressed(std::path::Path::new(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .read_to_end(&mut b)
+        .unwrap();
+    b
+}
+
+/// Ingest from recorded BMP: one session, one thread; route operations
+/// (announced + withdrawn NLRI) per second of that thread's CPU time.
+fn ingest(passes: usize) {
+    println!("## Ingest from recorded BMP (one session, one core)");
+    for name in [
+        "gobgp-4.8.0-rv2026-v4-full",
+        "frr-8.4.4-rv2026-v4-full",
+        "gobgp-4.8.0-rv2026-v6",
+    ] {
+        let buf = read_all(&format!("{DATA}/bmp/{name}.bmp.zst"));
+        let mut cpu_rates = Vec::new();
+        let mut wall_rates = Vec::new();
+        let mut ops = 0;
+        for _ in 0..passes {
+            let rib = Arc::new(Rib::new());
+            let mut s = Session::new(1, Arc::clone(&rib));
+            let (c0, t0) = (thread_cpu(), Instant::now());
+            let mut at = 0;
+            while let Some(n) = frame(&buf[at..], 1 << 20).unwrap() {
+                s.handle(&buf[at..at + n]).unwrap();
+                at += n;
+            }
+            let (cpu, wall) = (
+                (thread_cpu() - c0).as_secs_f64(),
+                t0.elapsed().as_secs_f64(),
+            );
+            ops = s.stats.announced + s.stats.withdrawn;
+            cpu_rates.push(ops as f64 / cpu / 1e6);
+            wall_rates.push(ops as f64 / wall / 1e6);
+        }
+        let (lo, med, hi) = median(&mut cpu_rates);
+        let (wlo, wmed, whi) = median(&mut wall_rates);
+        println!(
+            "{name}: {ops} route ops; {med:.2} M routes/s per core (CPU time) [{lo:.2}-{hi:.2}]; wall {wmed:.2} [{wlo:.2}-{whi:.2}]"
+        );
+    }
+}
+
+fn origin_of(v: &str) -> u32 {
+    v.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
+}
+
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^ (x >> 33)
+}
+
+/// 5 peers x the full tables, AS paths made up but shared as in real
+/// tables: per peer and origin, one path (peer AS, 0-2 transit ASes from a
+/// pool of 60, origin); MED one of 3 by prefix; next hop per peer.
+struct Scale {
+    rib: Arc<Rib>,
+    peers: Vec<Arc<ipfib_rib::PeerInfo>>,
+    routes: Vec<(AnyPrefix, u32)>,
+}
+
+fn path_for(peer: usize, origin: u32) -> Vec<u32> {
+    let h = mix(origin as u64 * 31 + peer as u64);
+    let mut p = vec![64500 + peer as u32];
+    for i in 0..(h % 3) {
+        p.push(1000 + (mix(h + i) % 60) as u32);
+    }
+    p.push(origin);
+    AsPath::encode([(AS_SEQUENCE, &p[..])])
+}
+
+fn announce_all(s: &Scale, peer: usize, med_salt: u64) -> usize {
+    let p = &s.peers[peer];
+    let mut n = 0;
+    for &(prefix, origin) in &s.routes {
+        let words = path_for(peer, origin);
+        let v6 = prefix.family() == 6;
+        let nh = if v6 {
+            std::net::IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, peer as u16 + 1])
+        } else {
+            std::net::IpAddr::from([192, 0, 2, peer as u8 + 1])
+        };
+        let comms = [(65000u32 << 16) | (origin % 1000)];
+        let attrs = s.rib.intern(&AttrsRef {
+            as_path: &words,
+            communities: &comms,
+            next_hop: Some(nh),
+            med: Some((mix(n as u64 ^ med_salt) % 3) as u32),
+            ..Default::default()
+        });
+        s.rib.announce(p, prefix, 0, &attrs).unwrap();
+        n += 1;
+    }
+    n
+}
+
+fn scale(npeers: usize) -> Scale {
+    println!("## Scale: {npeers} peers x the 2026 tables (1.1M IPv4 + 259K IPv6)");
+    let mut routes = Vec::new();
+    for f in [
+        "routeviews-rv2-20260730-1400.pfx2as.txt.gz",
+        "routeviews-rv6-20260730-1400.pfx2as.txt.gz",
+    ] {
+        let l = ipfib_io::read_routes(
+            std::path::Path::new(&format!("{DATA}/{f}")),
+            &Default::default(),
+        )
+        .unwrap();
+        routes.extend(l.routes.iter().map(|r| (r.prefix, origin_of(&r.value))));
+    }
+    let rib = Arc::new(Rib::new());
+    let peers: Vec<_> = (0..npeers)
+        .map(|i| {
+            rib.add_peer(
+                1 + i as u64,
+                PeerKey {
+                    peer_type: 0,
+                    distinguisher: 0,
+                    address: std::net::IpAddr::from([127, 0, 0, i as u8 + 2]),
+                    asn: 64500 + i as u32,
+                    bgp_id: i as u32,
+                    rib: RibKind::PrePolicy,
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    let s = Scale { rib, peers, routes };
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut rates = Vec::new();
+    let mut total = 0;
+    for peer in 0..npeers {
+        let (c0, t0) = (thread_cpu(), Instant::now());
+        let n = announce_all(&s, peer, 0);
+        let cpu = (thread_cpu() - c0).as_secs_f64();
+        rates.push(n as f64 / cpu / 1e6);
+        total += n;
+        println!(
+            "  peer {peer}: {n} routes in {:.2} s wall, {:.2} M routes/s per core (CPU)",
+            t0.elapsed().as_secs_f64(),
+            n as f64 / cpu / 1e6
+        );
+    }
+    s.rib.sync();
+    let bytes = LIVE.load(Ordering::Relaxed) - before;
+    let (sets, paths, comms, _) = s.rib.attrs().counts();
+    println!(
+        "routes {total}, prefixes {}, attribute sets {sets}, AS paths {paths}, community lists {comms}",
+        s.rib.prefix_count()
+    );
+    println!(
+        "memory: {bytes} bytes live = {:.1} bytes per route (allocator count, FIB included)",
+        bytes as f64 / total as f64
+    );
+    let (lo, med, hi) = median(&mut rates);
+    println!("RIB API ingest: {med:.2} M routes/s per core [{lo:.2}-{hi:.2}] (intern + announce per route)");
+    s
+}
+
+/// Matched addresses: the first address of random prefixes.
+fn addrs(s: &Scale, n: usize, v6: bool) -> Vec<AnyAddr> {
+    let cands: Vec<AnyPrefix> = s
+        .routes
+        .iter()
+        .map(|r| r.0)
+        .filter(|p| (p.family() == 6) == v6)
+        .collect();
+    (0..n)
+        .map(
+            |i| match cands[(mix(i as u64) % cands.len() as u64) as usize] {
+                AnyPrefix::V4(p) => AnyAddr::V4(
+                    p.addr()
+                        | (mix(i as u64 + 7) as u32
+                            & !(u32::MAX.checked_shl(32 - p.len() as u32).unwrap_or(0))),
+                ),
+                AnyPrefix::V6(p) => AnyAddr::V6(p.addr()),
+            },
+        )
+        .collect()
+}
+
+/// Group means of single lookups (ns), for `dur`.
+fn lookup_samples(rib: &Rib, a: &[AnyAddr], dur: Duration) -> (Vec<f64>, u64) {
+    let q = Query::default();
+    let mut samples = Vec::new();
+    let mut found = 0u64;
+    let t0 = Instant::now();
+    let mut i = 0;
+    while t0.elapsed() < dur {
+        let t = Instant::now();
+        for _ in 0..16 {
+            found += rib
+                .lookup_with(a[i % a.len()], &q, |p, e| {
+                    p.len() as u64 + e.attrs.origin_asn.unwrap_or(0) as u64
+                })
+                .unwrap_or(0);
+            i += 1;
+        }
+        samples.push(t.elapsed().as_nanos() as f64 / 16.0);
+    }
+    (samples, found)
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p) as usize]
+}
+
+fn lookups(s: &Scale) {
+    println!("## Lookups (reader on CPU 0)");
+    pin(0);
+    for v6 in [false, true] {
+        let a = addrs(s, 1 << 20, v6);
+        let _ = lookup_samples(&s.rib, &a, Duration::from_millis(300));
+        let mut p50 = Vec::new();
+        let mut p99 = Vec::new();
+        for _ in 0..3 {
+            let (mut x, _) = lookup_samples(&s.rib, &a, Duration::from_secs(1));
+            p50.push(pct(&mut x, 0.5));
+            p99.push(pct(&mut x, 0.99));
+        }
+        let (a50, m50, b50) = median(&mut p50);
+        let (a99, m99, b99) = median(&mut p99);
+        println!("IPv{} single, no writer: p50 {m50:.0} ns [{a50:.0}-{b50:.0}], p99 {m99:.0} ns [{a99:.0}-{b99:.0}]", if v6 { 6 } else { 4 });
+    }
+    // Batch lookups (IPv4, flow enrichment path).
+    let a4: Vec<u32> = addrs(s, 1 << 20, false)
+        .iter()
+        .map(|a| if let AnyAddr::V4(x) = a { *x } else { 0 })
+        .collect();
+    let mut out = vec![None; a4.len()];
+    let q = Query::default();
+    s.rib.lookup_batch_v4(&a4, &q, &mut out);
+    let mut rates = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        s.rib.lookup_batch_v4(&a4, &q, &mut out);
+        rates.push(a4.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+    }
+    let (lo, med, hi) = median(&mut rates);
+    let hits = out.iter().filter(|h| h.is_some()).count();
+    println!("IPv4 batch (lookup_batch_v4, 1M matched): {med:.1} M lookups/s [{lo:.1}-{hi:.1}], {hits} hits");
+}
+
+/// Reader latency while a writer on CPU 1 streams updates (re-announces
+/// with a new MED, so every write copies a prefix's routes and swaps).
+fn with_writer(s: &Scale) {
+    println!("## Lookups while one writer streams updates (writer on CPU 1)");
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let w = {
+        let (rib, peer, stop, written) = (
+            Arc::clone(&s.rib),
+            Arc::clone(&s.peers[1]),
+            Arc::clone(&stop),
+            Arc::clone(&written),
+        );
+        let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
+        std::thread::spawn(move || {
+            pin(1);
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
+                let words = path_for(1, origin);
+                let attrs = rib.intern(&AttrsRef {
+                    as_path: &words,
+                    med: Some((i % 7) as u32),
+                    ..Default::default()
+                });
+                rib.announce(&peer, prefix, 0, &attrs).unwrap();
+                i += 1;
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    pin(0);
+    for v6 in [false, true] {
+        let a = addrs(s, 1 << 20, v6);
+        let mut p50 = Vec::new();
+        let mut p99 = Vec::new();
+        let w0 = written.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            let (mut x, _) = lookup_samples(&s.rib, &a, Duration::from_secs(1));
+            p50.push(pct(&mut x, 0.5));
+            p99.push(pct(&mut x, 0.99));
+        }
+        let wrate =
+            (written.load(Ordering::Relaxed) - w0) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        let (a50, m50, b50) = median(&mut p50);
+        let (a99, m99, b99) = median(&mut p99);
+        println!(
+            "IPv{} single, 1 writer ({wrate:.2} M updates/s): p50 {m50:.0} ns [{a50:.0}-{b50:.0}], p99 {m99:.0} ns [{a99:.0}-{b99:.0}]",
+            if v6 { 6 } else { 4 }
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+}
+
+/// Remove peer 0 (1.36M routes) while a reader measures latency and a
+/// writer for peer 2 streams updates.
+fn removal(s: &Scale) {
+    println!("## Removing one of the peers while a reader and another peer's writer run");
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let w = {
+        let (rib, peer, stop, written) = (
+            Arc::clone(&s.rib),
+            Arc::clone(&s.peers[2]),
+            Arc::clone(&stop),
+            Arc::clone(&written),
+        );
+        let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
+        std::thread::spawn(move || {
+            pin(1);
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
+                let words = path_for(2, origin);
+                let attrs = rib.intern(&AttrsRef {
+                    as_path: &words,
+                    med: Some((i % 7) as u32),
+                    ..Default::default()
+                });
+                rib.announce(&peer, prefix, 0, &attrs).unwrap();
+                i += 1;
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    pin(0);
+    let a = addrs(s, 1 << 20, false);
+    let window = |d| {
+        let w0 = written.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        let (mut x, _) = lookup_samples(&s.rib, &a, d);
+        let rate = (written.load(Ordering::Relaxed) - w0) as f64 / t0.elapsed().as_secs_f64() / 1e6;
+        (pct(&mut x, 0.5), pct(&mut x, 0.99), rate)
+    };
+    let (b50, b99, brate) = window(Duration::from_secs(1));
+    println!("before: reader p50 {b50:.0} ns, p99 {b99:.0} ns; other peer's writer {brate:.2} M updates/s");
+    let mem0 = LIVE.load(Ordering::Relaxed);
+    let routes0 = s.peers[0].routes.load(Ordering::Relaxed);
+    let t0 = Instant::now();
+    s.rib.peer_down(s.peers[0].id);
+    let hidden = t0.elapsed();
+    let mut worst99: f64 = 0.0;
+    let mut rates = Vec::new();
+    while !s.peers[0].swept.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(60) {
+        let (_, p99, rate) = window(Duration::from_millis(50));
+        worst99 = worst99.max(p99);
+        rates.push(rate);
+    }
+    let swept = t0.elapsed();
+    s.rib.sync();
+    let freed = mem0 as f64 - LIVE.load(Ordering::Relaxed) as f64;
+    let (a50, a99, arate) = window(Duration::from_secs(1));
+    let (rlo, rmed, _) = if rates.is_empty() {
+        (0.0, 0.0, 0.0)
+    } else {
+        median(&mut rates)
+    };
+    println!(
+        "peer_down of {routes0} routes: invisible after {hidden:?}; sweeper done after {swept:?}; {:.1} MB freed ({:.0} bytes per removed route)",
+        freed / 1e6,
+        freed / routes0 as f64
+    );
+    println!("during the sweep: reader p99 worst 50-ms window {worst99:.0} ns (before {b99:.0}); writer {rmed:.2} M updates/s median, {rlo:.2} worst window (before {brate:.2})");
+    println!("after: reader p50 {a50:.0} ns, p99 {a99:.0} ns; writer {arate:.2} M updates/s");
+    stop.store(true, Ordering::Relaxed);
+    w.join().unwrap();
+}
+
+fn main() {
+    let mut npeers = 5;
+    let mut passes = 3;
+    let args: Vec<String> = std::env::args().collect();
+    for (i, a) in args.iter().enumerate() {
+        match a.as_str() {
+            "--peers" => npeers = args[i + 1].parse().unwrap(),
+            "--passes" => passes = args[i + 1].parse().unwrap(),
+            _ => {}
+        }
+    }
+    if !std::path::Path::new(DATA).is_dir() {
+        println!("SKIPPED: {DATA} not found");
+        return;
+    }
+    ingest(passes);
+    let s = scale(npeers);
+    lookups(&s);
+    with_writer(&s);
+    removal(&s);
+}
