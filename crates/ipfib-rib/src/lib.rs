@@ -19,6 +19,7 @@
 
 pub mod attrs;
 pub mod bmp;
+pub mod mrt;
 pub mod peers;
 pub mod rib;
 pub mod seg;

@@ -1,0 +1,1467 @@
+//! MRT RIB dumps in and out: [`load`] reads a dump into a [`Rib`], [`dump`]
+//! writes a RIB's live routes as one.
+//!
+//! ```text
+//!  load:  file ─ open_maybe_compressed ─► Framer (RFC 6396 §2: header, bound, offset)
+//!           PEER_INDEX_TABLE (bgpkit-parser) ──► one RIB peer per entry (RibKind::Mrt)
+//!           RIB_IPV4/IPV6_UNICAST[_ADDPATH], RIB_GENERIC unicast
+//!             entries framed here (RFC 6396 §4.3.2-4, RFC 8050 §4)
+//!             attributes: raw bytes seen before? ─ no ─► bgpkit-parser ─► rib.intern
+//!             ─► rib.announce(peer, prefix, path id, attributes)
+//!           TABLE_DUMP (bgpkit-parser) ──► peers by (address, AS), one route each
+//!  dump:  PEER_INDEX_TABLE of the live peers, then per prefix one RIB record
+//!         of plain routes and one of routes with path ids (RFC 8050),
+//!         attributes by our own encoder (RFC 4271 §4.3, RFC 6396 §4.3.4)
+//! ```
+//!
+//! Why the RIB entries are framed here rather than by bgpkit-parser's
+//! record parser: its loop over a record's entries stops at the first
+//! entry whose attributes do not parse and drops the rest of the record
+//! with only a log line; framing the four fixed fields ourselves lets a bad
+//! entry be skipped and reported with its record and byte offset. It also
+//! lets attribute bytes seen before (every prefix a peer learnt over one
+//! path shares them) go to the interned set without being decoded again.
+//! bgpkit-parser decodes every attribute set once, and the peer tables and
+//! legacy TABLE_DUMP records.
+//!
+//! Damage: the shared dumps are the first N MiB of real files, cut inside
+//! a record. Framing stops at the first incomplete or unframeable record
+//! ([`LoadReport::damage`], with its byte offset in the decompressed
+//! stream); every complete record before it is loaded. A record whose body
+//! does not hold together is skipped whole, an entry whose attributes do
+//! not decode is skipped alone; both are counted and their first errors
+//! kept ([`LoadReport::errors`]). Only failures to open or read the file and
+//! a full RIB end the load with an error.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::net::{IpAddr, Ipv4Addr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bgpkit_parser::models::{
+    Afi, AsPath as BgpAsPath, AsPathSegment, AsnLength, AttributeValue, Attributes, Community,
+    MrtMessage, Origin as BgpOrigin, Safi, TableDumpMessage, TableDumpV2Message,
+};
+use bgpkit_parser::parser::bgp::attributes::parse_attributes;
+use bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body;
+use bytes::Bytes;
+use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
+use ipfib_io::{Damage, DamageKind, ReadError, MAX_BODY};
+
+use crate::attrs::{AsPath, AttrSet, AttrsRef, Origin, AS_CONFED_SEQUENCE, AS_SEQUENCE, AS_SET};
+use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
+use crate::rib::{Rib, RibError};
+
+/// MRT types and subtypes (RFC 6396 §4, RFC 8050 §3).
+const TABLE_DUMP: u16 = 12;
+const TABLE_DUMP_V2: u16 = 13;
+const PEER_INDEX_TABLE: u16 = 1;
+const RIB_IPV4_UNICAST: u16 = 2;
+const RIB_IPV6_UNICAST: u16 = 4;
+const RIB_GENERIC: u16 = 6;
+const RIB_IPV4_UNICAST_ADDPATH: u16 = 8;
+const RIB_IPV6_UNICAST_ADDPATH: u16 = 10;
+const RIB_GENERIC_ADDPATH: u16 = 12;
+
+/// Path attribute type codes the RIB keeps (RFC 4271 §5, 4760, 6793,
+/// 1997, 8092).
+const ORIGIN: u8 = 1;
+const AS_PATH: u8 = 2;
+const NEXT_HOP: u8 = 3;
+const MED: u8 = 4;
+const LOCAL_PREF: u8 = 5;
+const COMMUNITIES: u8 = 8;
+const MP_REACH_NLRI: u8 = 14;
+const AS4_PATH: u8 = 17;
+const LARGE_COMMUNITY: u8 = 32;
+const KEPT: [u8; 9] = [
+    ORIGIN,
+    AS_PATH,
+    NEXT_HOP,
+    MED,
+    LOCAL_PREF,
+    COMMUNITIES,
+    MP_REACH_NLRI,
+    AS4_PATH,
+    LARGE_COMMUNITY,
+];
+
+/// Errors kept in a [`LoadReport`]; later ones are only counted.
+pub const KEPT_ERRORS: usize = 16;
+
+/// Distinct raw attribute sets remembered during a load (about 150 bytes
+/// each); past it the memory starts afresh.
+const ATTR_CACHE: usize = 1 << 16;
+
+/// Why a load failed, or what it skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum MrtError {
+    /// The file could not be opened (the message names it).
+    #[error(transparent)]
+    Open(#[from] ReadError),
+    /// A record's body does not hold together; it was skipped whole.
+    #[error(
+        "{}: MRT record {record} at byte {offset} (type {entry_type}, subtype {subtype}): {reason}",
+        .path.display()
+    )]
+    Record {
+        path: PathBuf,
+        /// 1-based count of complete records.
+        record: u64,
+        /// Offset of the record's header in the decompressed stream.
+        offset: u64,
+        entry_type: u16,
+        subtype: u16,
+        reason: String,
+    },
+    /// One RIB entry of a record could not be taken; the others were.
+    #[error(
+        "{}: MRT record {record}, RIB entry {entry} at byte {offset} (peer index {peer_index}): {reason}",
+        .path.display()
+    )]
+    Entry {
+        path: PathBuf,
+        record: u64,
+        /// 0-based position of the entry in its record.
+        entry: u16,
+        /// Offset of the entry in the decompressed stream.
+        offset: u64,
+        peer_index: u16,
+        reason: String,
+    },
+    /// The RIB refused a peer or a prefix (it is full).
+    #[error("{}: MRT record {record} at byte {offset}: {source}", .path.display())]
+    Rib {
+        path: PathBuf,
+        record: u64,
+        offset: u64,
+        source: RibError,
+    },
+}
+
+/// What [`load`] did.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Complete records read (every type).
+    pub records: u64,
+    /// RIB peers added (one per PEER_INDEX_TABLE entry, or per distinct
+    /// (address, AS) of TABLE_DUMP records).
+    pub peers: usize,
+    /// Routes announced (RIB entries taken).
+    pub routes: u64,
+    /// Peers of an earlier dump of the same view in the file (same
+    /// collector BGP ID and view name), marked down when the later dump's
+    /// PEER_INDEX_TABLE came: their routes left lookups then.
+    pub superseded_peers: usize,
+    /// Distinct prefixes with at least one route taken.
+    pub prefixes_v4: u64,
+    pub prefixes_v6: u64,
+    /// Where the readable part of the file ends, when it ends early.
+    pub damage: Option<Damage>,
+    /// Decompressed bytes framed.
+    pub bytes: u64,
+    /// Records of types that hold no unicast RIB (BGP4MP updates,
+    /// multicast, non-unicast RIB_GENERIC, GEO_PEER_TABLE), by (type,
+    /// subtype).
+    pub unsupported: Vec<((u16, u16), u64)>,
+    /// Records skipped whole, and single entries skipped.
+    pub bad_records: u64,
+    pub bad_entries: u64,
+    /// The first [`KEPT_ERRORS`] of them.
+    pub errors: Vec<MrtError>,
+    /// Attribute sets decoded by bgpkit-parser; the other routes reused
+    /// the set of identical attribute bytes seen before.
+    pub attr_decodes: u64,
+    pub elapsed: Duration,
+}
+
+impl LoadReport {
+    /// The byte offset (decompressed) where the file stopped being readable.
+    pub fn damaged_at(&self) -> Option<u64> {
+        self.damage.as_ref().map(|d| d.offset)
+    }
+
+    fn unsupported(&mut self, key: (u16, u16)) {
+        match self.unsupported.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.unsupported.push((key, 1)),
+        }
+    }
+
+    fn skip(&mut self, e: MrtError) {
+        match e {
+            MrtError::Entry { .. } => self.bad_entries += 1,
+            _ => self.bad_records += 1,
+        }
+        if self.errors.len() < KEPT_ERRORS {
+            self.errors.push(e);
+        }
+    }
+}
+
+impl fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} records, {} peers, {} routes, {} IPv4 + {} IPv6 prefixes in {:.3} s",
+            self.records,
+            self.peers,
+            self.routes,
+            self.prefixes_v4,
+            self.prefixes_v6,
+            self.elapsed.as_secs_f64()
+        )?;
+        if self.superseded_peers > 0 {
+            write!(
+                f,
+                "; {} peers of earlier dumps of the same view went down",
+                self.superseded_peers
+            )?;
+        }
+        if let Some(d) = &self.damage {
+            write!(f, "; {d}")?;
+        }
+        if self.bad_records + self.bad_entries > 0 {
+            write!(
+                f,
+                "; skipped {} records and {} entries",
+                self.bad_records, self.bad_entries
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Load the MRT RIB dump at `path` (plain, gzip, bzip2 or zstd) into `rib`.
+///
+/// - Each peer of a PEER_INDEX_TABLE becomes a new RIB peer of kind
+///   [`RibKind::Mrt`], session 0 (loading a file twice gives two sets of
+///   peers). A later PEER_INDEX_TABLE of the same view (collector BGP ID
+///   and view name) starts a newer dump of it: the earlier table's peers
+///   go down ([`LoadReport::superseded_peers`]).
+/// - Each RIB entry becomes `rib.announce(peer, prefix, path id,
+///   attributes)`, path id 0 for the subtypes without ADD-PATH; a
+///   record's entries are announced once the whole record was read.
+/// - Attributes kept: ORIGIN (missing: IGP, as the BGP decoder does);
+///   AS_PATH, merged with an AS4_PATH when one is present (RFC 6793
+///   §4.2.3: TABLE_DUMP's AS_PATH has 2-byte ASNs, and TABLE_DUMP_V2's,
+///   4-byte by RFC 6396 §4.3.4, still holds AS_TRANS where a collector
+///   stored what a 2-byte peer sent; bgpkit-parser's and mrtparse's views
+///   merge too); the next hop (MP_REACH_NLRI's global address when
+///   present, else NEXT_HOP); MED; LOCAL_PREF; communities; large
+///   communities. The rest is dropped.
+///
+/// Runs on the calling thread; lookups on `rib` from other threads see
+/// the routes as they arrive. Memory besides the RIB's: one record, the
+/// distinct prefixes read (for the report) and up to 64K remembered
+/// attribute byte strings, all freed on return.
+///
+/// Returns an error only when the file cannot be opened or the RIB is
+/// full; damage and skipped records are in the report.
+pub fn load(path: impl AsRef<Path>, rib: &Rib) -> Result<LoadReport, MrtError> {
+    let path = path.as_ref();
+    let started = Instant::now();
+    let reader = ipfib_io::open_maybe_compressed(path)?;
+    let mut loader = Loader::new(path, rib);
+    loader.run(reader)?;
+    let mut report = loader.report;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+// ---------------------------------------------------------------------
+// Framing (RFC 6396 §2)
+// ---------------------------------------------------------------------
+
+/// One record's header; its body is in [`Framer::body`].
+#[derive(Clone, Copy, Debug)]
+struct Header {
+    offset: u64,
+    entry_type: u16,
+    subtype: u16,
+    /// Where the body starts in the decompressed stream.
+    body_at: u64,
+}
+
+/// MRT types that real files can hold (RFC 6396 §4 and the IANA
+/// registry); anything else means the framing is lost.
+fn known_type(t: u16) -> bool {
+    matches!(t, 5..=13 | 16 | 17 | 32 | 33 | 48 | 49)
+}
+
+/// Extended-timestamp types: 4 more header bytes, counted in the length.
+fn is_extended_timestamp(t: u16) -> bool {
+    matches!(t, 17 | 33 | 49)
+}
+
+struct Framer<R> {
+    reader: R,
+    offset: u64,
+    records: u64,
+    body: Vec<u8>,
+}
+
+impl<R: BufRead> Framer<R> {
+    fn new(reader: R) -> Self {
+        Framer {
+            reader,
+            offset: 0,
+            records: 0,
+            body: Vec::new(),
+        }
+    }
+
+    fn damage(&self, kind: DamageKind, err: Option<io::Error>) -> Damage {
+        Damage {
+            offset: self.offset,
+            records_before: self.records,
+            kind,
+            stream_error: err.map(|e| e.to_string()),
+        }
+    }
+
+    /// The next record's header (body in `self.body`), `None` at a clean
+    /// end, or the damage where reading stops.
+    fn next(&mut self) -> Option<Result<Header, Damage>> {
+        let mut h = [0u8; 16];
+        let (have, err) = read_full(&mut self.reader, &mut h[..12]);
+        if have == 0 && err.is_none() {
+            return None;
+        }
+        if have < 12 {
+            let kind = DamageKind::TruncatedHeader { have, need: 12 };
+            return Some(Err(self.damage(kind, err)));
+        }
+        let entry_type = u16::from_be_bytes([h[4], h[5]]);
+        let subtype = u16::from_be_bytes([h[6], h[7]]);
+        let mut length = u64::from(u32::from_be_bytes([h[8], h[9], h[10], h[11]]));
+        if !known_type(entry_type) {
+            let kind = DamageKind::UnknownType {
+                entry_type,
+                subtype,
+            };
+            return Some(Err(self.damage(kind, None)));
+        }
+        if length > MAX_BODY {
+            return Some(Err(self.damage(DamageKind::Oversized { length }, None)));
+        }
+        let mut header_len = 12;
+        if is_extended_timestamp(entry_type) {
+            if length < 4 {
+                let kind = DamageKind::EtLengthTooShort { length };
+                return Some(Err(self.damage(kind, None)));
+            }
+            let (have, err) = read_full(&mut self.reader, &mut h[12..]);
+            if have < 4 {
+                let kind = DamageKind::TruncatedHeader {
+                    have: 12 + have,
+                    need: 16,
+                };
+                return Some(Err(self.damage(kind, err)));
+            }
+            length -= 4;
+            header_len = 16;
+        }
+        self.body.clear();
+        // `length` <= MAX_BODY (16 MiB): the buffer grows only as bytes
+        // arrive, so a lying length costs no more than the file holds.
+        let got = (&mut self.reader).take(length).read_to_end(&mut self.body);
+        let have = self.body.len() as u64;
+        if have < length || got.is_err() {
+            let kind = DamageKind::TruncatedBody { have, need: length };
+            return Some(Err(self.damage(kind, got.err())));
+        }
+        let header = Header {
+            offset: self.offset,
+            entry_type,
+            subtype,
+            body_at: self.offset + header_len,
+        };
+        self.offset += header_len + length;
+        self.records += 1;
+        Some(Ok(header))
+    }
+}
+
+/// Fill `buf` as far as the input goes: the count read, and the error
+/// that stopped it early (`None` at a clean end).
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> (u64, Option<io::Error>) {
+    let mut have = 0usize;
+    while let Some(rest) = buf.get_mut(have..).filter(|r| !r.is_empty()) {
+        match reader.read(rest) {
+            Ok(0) => break,
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (have as u64, Some(e)),
+        }
+    }
+    (have as u64, None)
+}
+
+// ---------------------------------------------------------------------
+// Reading bodies
+// ---------------------------------------------------------------------
+
+/// A bounds-checked reader over a record body that knows its offset.
+struct Cur<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        let Some(b) = self.buf.get(self.at..self.at + n) else {
+            return Err(format!(
+                "{what} needs {n} bytes at body byte {}, {} left",
+                self.at,
+                self.buf.len().saturating_sub(self.at)
+            ));
+        };
+        self.at += n;
+        Ok(b)
+    }
+    fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, String> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn rest(&self) -> usize {
+        self.buf.len().saturating_sub(self.at)
+    }
+}
+
+/// A prefix in NLRI encoding (length, then the bytes that hold it); host
+/// bits past the length are cleared, as RFC 4271 §4.3 makes them
+/// irrelevant.
+fn nlri_prefix(c: &mut Cur<'_>, v6: bool) -> Result<AnyPrefix, String> {
+    let len = c.u8("prefix length")?;
+    let max = if v6 { 128 } else { 32 };
+    if len > max {
+        return Err(format!("prefix length {len} > {max}"));
+    }
+    let bytes = c.take(usize::from(len).div_ceil(8), "prefix")?;
+    let prefix = if v6 {
+        let mut a = [0u8; 16];
+        a[..bytes.len()].copy_from_slice(bytes);
+        Prefix::new_masked(u128::from_be_bytes(a), len).map(AnyPrefix::V6)
+    } else {
+        let mut a = [0u8; 4];
+        a[..bytes.len()].copy_from_slice(bytes);
+        Prefix::new_masked(u32::from_be_bytes(a), len).map(AnyPrefix::V4)
+    };
+    prefix.map_err(|e| e.to_string())
+}
+
+/// One RIB entry as framed (RFC 6396 §4.3.4, RFC 8050 §4).
+struct RawEntry {
+    peer_index: u16,
+    path_id: u32,
+    /// Where its attributes are in the body.
+    attrs: (usize, usize),
+    /// Offset of the entry within the body.
+    at: usize,
+}
+
+/// A unicast RIB record (RFC 6396 §4.3.2; RIB_GENERIC §4.3.3 with AFI 1
+/// or 2 and SAFI 1): its prefix and entries, or `None` for a RIB_GENERIC
+/// of another family.
+fn rib_record(
+    subtype: u16,
+    body: &[u8],
+    entries: &mut Vec<RawEntry>,
+) -> Result<Option<(AnyPrefix, bool)>, String> {
+    let mut c = Cur { buf: body, at: 0 };
+    c.u32("sequence number")?;
+    let (v6, addpath) = match subtype {
+        RIB_IPV4_UNICAST => (false, false),
+        RIB_IPV6_UNICAST => (true, false),
+        RIB_IPV4_UNICAST_ADDPATH => (false, true),
+        RIB_IPV6_UNICAST_ADDPATH => (true, true),
+        RIB_GENERIC | RIB_GENERIC_ADDPATH => {
+            let afi = c.u16("AFI")?;
+            let safi = c.u8("SAFI")?;
+            let v6 = match (afi, safi) {
+                (1, 1) => false,
+                (2, 1) => true,
+                _ => return Ok(None),
+            };
+            (v6, subtype == RIB_GENERIC_ADDPATH)
+        }
+        _ => return Ok(None),
+    };
+    let prefix = nlri_prefix(&mut c, v6)?;
+    let count = c.u16("entry count")?;
+    entries.clear();
+    for i in 0..count {
+        let at = c.at;
+        let mut entry = || -> Result<RawEntry, String> {
+            let peer_index = c.u16("peer index")?;
+            c.u32("originated time")?;
+            let path_id = if addpath {
+                c.u32("path identifier")?
+            } else {
+                0
+            };
+            let len = usize::from(c.u16("attribute length")?);
+            let start = c.at;
+            c.take(len, "attributes")?;
+            Ok(RawEntry {
+                peer_index,
+                path_id,
+                attrs: (start, start + len),
+                at,
+            })
+        };
+        entries.push(entry().map_err(|e| format!("entry {i}: {e}"))?);
+    }
+    if c.rest() != 0 {
+        return Err(format!(
+            "{} bytes after the {count} entries the record declares",
+            c.rest()
+        ));
+    }
+    Ok(Some((prefix, addpath)))
+}
+
+/// Run `f` (a call into bgpkit-parser and the reading of its result) with
+/// a panic turned into an error: third-party code on arbitrary bytes must
+/// not unwind through our API. Sound to resume after: `f` only writes to
+/// scratch buffers that every use clears first.
+fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(match payload.downcast_ref::<&str>() {
+            Some(s) => format!("the MRT parser panicked: {s}"),
+            None => match payload.downcast_ref::<String>() {
+                Some(s) => format!("the MRT parser panicked: {s}"),
+                None => "the MRT parser panicked".to_string(),
+            },
+        }),
+    }
+}
+
+/// Decoded attributes in buffers reused from route to route.
+#[derive(Default)]
+struct Decoded {
+    as_path: Vec<u32>,
+    communities: Vec<u32>,
+    large: Vec<[u32; 3]>,
+    next_hop: Option<IpAddr>,
+    next_hop_mp: Option<IpAddr>,
+    origin: Option<Origin>,
+    med: Option<u32>,
+    local_pref: Option<u32>,
+}
+
+impl Decoded {
+    fn clear(&mut self) {
+        self.as_path.clear();
+        self.communities.clear();
+        self.large.clear();
+        self.next_hop = None;
+        self.next_hop_mp = None;
+        self.origin = None;
+        self.med = None;
+        self.local_pref = None;
+    }
+
+    /// Take what the RIB keeps from bgpkit-parser's attributes. The first
+    /// of a repeated attribute counts (RFC 7606 §3(g)); one of ours that
+    /// bgpkit-parser could not decode (it keeps such an attribute raw)
+    /// fails the route rather than dropping the attribute silently.
+    fn take(&mut self, attrs: &Attributes) -> Result<(), String> {
+        self.clear();
+        let mut seen = [false; 256];
+        for a in attrs.iter() {
+            let code = a.attr_code();
+            if std::mem::replace(&mut seen[usize::from(code)], true) {
+                continue;
+            }
+            match a {
+                AttributeValue::Origin(o) => {
+                    self.origin = Some(match o {
+                        BgpOrigin::IGP => Origin::Igp,
+                        BgpOrigin::EGP => Origin::Egp,
+                        BgpOrigin::INCOMPLETE => Origin::Incomplete,
+                    })
+                }
+                AttributeValue::AsPath(p) => encode_path(p, &mut self.as_path),
+                AttributeValue::NextHop(ip) => self.next_hop = Some(*ip),
+                AttributeValue::MultiExitDiscriminator(v) => self.med = Some(*v),
+                AttributeValue::LocalPreference(v) => self.local_pref = Some(*v),
+                AttributeValue::Communities(v) => {
+                    self.communities.extend(v.iter().map(|c| match c {
+                        Community::NoExport => 0xFFFF_FF01,
+                        Community::NoAdvertise => 0xFFFF_FF02,
+                        Community::NoExportSubConfed => 0xFFFF_FF03,
+                        Community::Custom(asn, value) => (asn.to_u32() << 16) | u32::from(*value),
+                    }))
+                }
+                AttributeValue::LargeCommunities(v) => self.large.extend(
+                    v.iter()
+                        .map(|l| [l.global_admin, l.local_data[0], l.local_data[1]]),
+                ),
+                AttributeValue::MpReachNlri(n) => {
+                    self.next_hop_mp = n.next_hop.as_ref().map(|h| h.global_addr())
+                }
+                AttributeValue::Raw(r) if KEPT.contains(&r.code) => {
+                    let why = attrs
+                        .validation_warnings()
+                        .iter()
+                        .map(|w| format!("{w:?}"))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Err(format!("attribute {} does not decode: {why}", r.code));
+                }
+                _ => {}
+            }
+        }
+        if seen[usize::from(AS4_PATH)] {
+            if let (Some(p), Some(p4)) = (attrs.as_path(), attrs.as4_path()) {
+                self.as_path.clear();
+                encode_path(&BgpAsPath::merge_aspath_as4path(p, p4), &mut self.as_path);
+            }
+        }
+        Ok(())
+    }
+
+    fn as_ref(&self) -> AttrsRef<'_> {
+        AttrsRef {
+            as_path: &self.as_path,
+            communities: &self.communities,
+            large_communities: &self.large,
+            // The next hop of the address family the record is for: RFC
+            // 4760's when the route came in MP_REACH_NLRI.
+            next_hop: self.next_hop_mp.or(self.next_hop),
+            origin: self.origin.unwrap_or_default(),
+            med: self.med,
+            local_pref: self.local_pref,
+        }
+    }
+}
+
+/// bgpkit-parser's path as [`AsPath`]'s words, sets kept as sets.
+fn encode_path(p: &BgpAsPath, out: &mut Vec<u32>) {
+    out.clear();
+    for s in p.iter_segments() {
+        let (kind, asns) = match s {
+            AsPathSegment::AsSequence(v) => (AS_SEQUENCE, v),
+            AsPathSegment::AsSet(v) => (AS_SET, v),
+            AsPathSegment::ConfedSequence(v) => (AS_CONFED_SEQUENCE, v),
+            AsPathSegment::ConfedSet(v) => (crate::attrs::AS_CONFED_SET, v),
+        };
+        out.push((u32::from(kind) << 16) | (asns.len() as u32 & 0xffff));
+        out.extend(asns.iter().map(|a| a.to_u32()));
+    }
+}
+
+/// Check that `raw` is a whole sequence of path attributes (flags, type,
+/// length, value): bgpkit-parser stops quietly at an attribute whose
+/// length runs past the end.
+fn check_attr_framing(raw: &[u8]) -> Result<(), String> {
+    let mut c = Cur { buf: raw, at: 0 };
+    while c.rest() > 0 {
+        let at = c.at;
+        let flags = c.u8("attribute flags")?;
+        let code = c.u8("attribute type")?;
+        let len = if flags & 0x10 != 0 {
+            usize::from(c.u16("attribute length")?)
+        } else {
+            usize::from(c.u8("attribute length")?)
+        };
+        if len > c.rest() {
+            return Err(format!(
+                "attribute {code} at attribute byte {at}: length {len}, {} bytes left",
+                c.rest()
+            ));
+        }
+        c.at += len;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------
+
+struct Loader<'r> {
+    path: PathBuf,
+    rib: &'r Rib,
+    report: LoadReport,
+    /// The current PEER_INDEX_TABLE: index -> RIB peer.
+    table: Vec<Option<Arc<PeerInfo>>>,
+    /// The peers of each view (collector BGP ID, view name) read so far.
+    views: HashMap<(Ipv4Addr, String), Vec<Arc<PeerInfo>>>,
+    /// TABLE_DUMP peers by (address, AS).
+    legacy_peers: HashMap<(IpAddr, u32), Arc<PeerInfo>>,
+    /// Raw attribute bytes (after one byte of context: family) -> set.
+    attr_cache: HashMap<Box<[u8]>, Arc<AttrSet>>,
+    key: Vec<u8>,
+    decoded: Decoded,
+    prefixes: HashSet<AnyPrefix>,
+    /// One record's routes, announced once the whole record was read.
+    pending: Vec<(Arc<PeerInfo>, u32, Arc<AttrSet>)>,
+}
+
+impl<'r> Loader<'r> {
+    fn new(path: &Path, rib: &'r Rib) -> Self {
+        Loader {
+            path: path.to_path_buf(),
+            rib,
+            report: LoadReport::default(),
+            table: Vec::new(),
+            views: HashMap::new(),
+            legacy_peers: HashMap::new(),
+            attr_cache: HashMap::new(),
+            key: Vec::new(),
+            decoded: Decoded::default(),
+            prefixes: HashSet::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    fn run(&mut self, reader: Box<dyn BufRead + Send>) -> Result<(), MrtError> {
+        let mut framer = Framer::new(reader);
+        let mut entries = Vec::new();
+        loop {
+            let h = match framer.next() {
+                None => break,
+                Some(Ok(h)) => h,
+                Some(Err(d)) => {
+                    self.report.damage = Some(d);
+                    break;
+                }
+            };
+            self.report.records += 1;
+            let body = &framer.body;
+            let result = match (h.entry_type, h.subtype) {
+                (TABLE_DUMP_V2, PEER_INDEX_TABLE) => self.peer_table(&h, body),
+                (TABLE_DUMP_V2, s) => match rib_record(s, body, &mut entries) {
+                    Ok(Some((prefix, addpath))) => {
+                        self.rib_entries(&h, body, prefix, addpath, &entries)
+                    }
+                    Ok(None) => {
+                        self.report.unsupported((h.entry_type, h.subtype));
+                        Ok(())
+                    }
+                    Err(reason) => Err(self.bad_record(&h, reason)),
+                },
+                (TABLE_DUMP, 1 | 2) => self.table_dump(&h, body),
+                key => {
+                    self.report.unsupported(key);
+                    Ok(())
+                }
+            };
+            match result {
+                Ok(()) => {}
+                Err(e @ MrtError::Rib { .. }) => return Err(e),
+                Err(e) => self.report.skip(e),
+            }
+        }
+        self.report.bytes = framer.offset;
+        self.report.prefixes_v4 = self.prefixes.iter().filter(|p| p.family() == 4).count() as u64;
+        self.report.prefixes_v6 = self.prefixes.len() as u64 - self.report.prefixes_v4;
+        Ok(())
+    }
+
+    fn bad_record(&self, h: &Header, reason: String) -> MrtError {
+        MrtError::Record {
+            path: self.path.clone(),
+            record: self.report.records,
+            offset: h.offset,
+            entry_type: h.entry_type,
+            subtype: h.subtype,
+            reason,
+        }
+    }
+
+    fn rib_error(&self, h: &Header, source: RibError) -> MrtError {
+        MrtError::Rib {
+            path: self.path.clone(),
+            record: self.report.records,
+            offset: h.offset,
+            source,
+        }
+    }
+
+    fn add_peer(&mut self, h: &Header, key: PeerKey) -> Result<Arc<PeerInfo>, MrtError> {
+        let peer = self
+            .rib
+            .add_peer(0, key)
+            .map_err(|e| self.rib_error(h, e))?;
+        self.report.peers += 1;
+        Ok(peer)
+    }
+
+    /// RFC 6396 §4.3.1: a new table replaces the one before.
+    fn peer_table(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
+        let parsed = guarded(|| {
+            match parse_mrt_body(
+                TABLE_DUMP_V2,
+                PEER_INDEX_TABLE,
+                Bytes::copy_from_slice(body),
+            ) {
+                Ok(MrtMessage::TableDumpV2Message(TableDumpV2Message::PeerIndexTable(t))) => {
+                    let mut peers: Vec<_> = t
+                        .id_peer_map
+                        .iter()
+                        .map(|(&i, p)| (i, p.peer_ip, p.peer_asn.to_u32(), p.peer_bgp_id))
+                        .collect();
+                    peers.sort_unstable_by_key(|p| p.0);
+                    Ok(((t.collector_bgp_id, t.view_name), peers))
+                }
+                Ok(_) => Err("not a PEER_INDEX_TABLE".to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        let (view, peers) = parsed.map_err(|reason| self.bad_record(h, reason))?;
+        // A later dump of the same view (BIRD appends its periodic dumps
+        // to one file) supersedes the one before: its peers go down, so
+        // the RIB holds the last dump's routes. Dumps of other views (a
+        // file of several collectors' dumps) stay side by side.
+        if let Some(before) = self.views.remove(&view) {
+            for p in before {
+                if self.rib.peer_down(p.id) {
+                    self.report.superseded_peers += 1;
+                }
+            }
+        }
+        let len = peers.last().map_or(0, |p| usize::from(p.0) + 1);
+        let mut table = vec![None; len];
+        for (i, address, asn, bgp_id) in peers {
+            let key = PeerKey {
+                peer_type: 0,
+                distinguisher: 0,
+                address,
+                asn,
+                bgp_id: u32::from(bgp_id),
+                rib: RibKind::Mrt,
+            };
+            let peer = self.add_peer(h, key)?;
+            if let Some(slot) = table.get_mut(usize::from(i)) {
+                *slot = Some(peer);
+            }
+        }
+        self.views
+            .insert(view, table.iter().flatten().cloned().collect());
+        self.table = table;
+        Ok(())
+    }
+
+    /// The interned set for `raw` attribute bytes of a route of family
+    /// `v6`: from the cache, else decoded by bgpkit-parser and interned.
+    fn attrs(&mut self, raw: &[u8], v6: bool, addpath: bool) -> Result<Arc<AttrSet>, String> {
+        self.key.clear();
+        self.key.push(u8::from(v6) | (u8::from(addpath) << 1));
+        self.key.extend_from_slice(raw);
+        if let Some(a) = self.attr_cache.get(self.key.as_slice()) {
+            return Ok(Arc::clone(a));
+        }
+        check_attr_framing(raw)?;
+        let afi = if v6 { Afi::Ipv6 } else { Afi::Ipv4 };
+        let decoded = &mut self.decoded;
+        guarded(|| {
+            // No NLRI to attach: the abbreviated MP_REACH_NLRI of RFC 6396
+            // §4.3.4 holds only the next hop.
+            let attrs = parse_attributes(
+                Bytes::copy_from_slice(raw),
+                &AsnLength::Bits32,
+                addpath,
+                Some(afi),
+                Some(Safi::Unicast),
+                Some(&[]),
+            )
+            .map_err(|e| e.to_string())?;
+            decoded.take(&attrs)
+        })?;
+        self.report.attr_decodes += 1;
+        let set = self.rib.intern(&self.decoded.as_ref());
+        if self.attr_cache.len() >= ATTR_CACHE {
+            self.attr_cache.clear();
+        }
+        self.attr_cache
+            .insert(self.key.as_slice().into(), Arc::clone(&set));
+        Ok(set)
+    }
+
+    fn rib_entries(
+        &mut self,
+        h: &Header,
+        body: &[u8],
+        prefix: AnyPrefix,
+        addpath: bool,
+        entries: &[RawEntry],
+    ) -> Result<(), MrtError> {
+        let v6 = prefix.family() == 6;
+        self.pending.clear();
+        for (i, e) in entries.iter().enumerate() {
+            let peer = self
+                .table
+                .get(usize::from(e.peer_index))
+                .and_then(|p| p.clone());
+            let taken = match peer {
+                None if self.table.is_empty() => {
+                    Err("no PEER_INDEX_TABLE before this record".to_string())
+                }
+                None => Err(format!(
+                    "peer index {} is not in the PEER_INDEX_TABLE",
+                    e.peer_index
+                )),
+                Some(peer) => {
+                    let raw = body.get(e.attrs.0..e.attrs.1).unwrap_or_default();
+                    self.attrs(raw, v6, addpath).map(|a| (peer, a))
+                }
+            };
+            match taken {
+                Ok((peer, attrs)) => self.pending.push((peer, e.path_id, attrs)),
+                Err(reason) => {
+                    let err = MrtError::Entry {
+                        path: self.path.clone(),
+                        record: self.report.records,
+                        entry: i as u16,
+                        offset: h.body_at + e.at as u64,
+                        peer_index: e.peer_index,
+                        reason,
+                    };
+                    self.report.skip(err);
+                }
+            }
+        }
+        self.announce_pending(h, prefix)
+    }
+
+    fn announce_pending(&mut self, h: &Header, prefix: AnyPrefix) -> Result<(), MrtError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        for (peer, path_id, attrs) in self.pending.drain(..) {
+            if let Err(e) = self.rib.announce(&peer, prefix, path_id, &attrs) {
+                return Err(MrtError::Rib {
+                    path: self.path.clone(),
+                    record: self.report.records,
+                    offset: h.offset,
+                    source: e,
+                });
+            }
+            self.report.routes += 1;
+        }
+        self.prefixes.insert(prefix);
+        Ok(())
+    }
+
+    /// RFC 6396 §4.2 (deprecated TABLE_DUMP): one route per record, the
+    /// peer named in it, 2-byte AS numbers.
+    fn table_dump(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
+        let decoded = &mut self.decoded;
+        let parsed = guarded(|| {
+            let m: TableDumpMessage =
+                match parse_mrt_body(TABLE_DUMP, h.subtype, Bytes::copy_from_slice(body)) {
+                    Ok(MrtMessage::TableDumpMessage(m)) => m,
+                    Ok(_) => return Err("not a TABLE_DUMP record".to_string()),
+                    Err(e) => return Err(e.to_string()),
+                };
+            decoded.take(&m.attributes)?;
+            let net = m.prefix.prefix;
+            let prefix = AnyPrefix::from_ip(net.addr(), net.prefix_len(), HostBits::Mask)
+                .map_err(|e| e.to_string())?;
+            Ok((prefix, m.peer_ip, m.peer_asn.to_u32()))
+        });
+        let (prefix, address, asn) = parsed.map_err(|reason| self.bad_record(h, reason))?;
+        let peer = match self.legacy_peers.get(&(address, asn)) {
+            Some(p) => Arc::clone(p),
+            None => {
+                let key = PeerKey {
+                    peer_type: 0,
+                    distinguisher: 0,
+                    address,
+                    asn,
+                    bgp_id: 0,
+                    rib: RibKind::Mrt,
+                };
+                let p = self.add_peer(h, key)?;
+                self.legacy_peers.insert((address, asn), Arc::clone(&p));
+                p
+            }
+        };
+        let attrs = self.rib.intern(&self.decoded.as_ref());
+        self.pending.clear();
+        self.pending.push((peer, 0, attrs));
+        self.announce_pending(h, prefix)
+    }
+}
+
+// ---------------------------------------------------------------------
+// Dumping
+// ---------------------------------------------------------------------
+
+/// How [`dump_with`] names the dump.
+#[derive(Clone, Debug)]
+pub struct DumpOptions {
+    /// PEER_INDEX_TABLE collector BGP ID.
+    pub collector_bgp_id: Ipv4Addr,
+    /// PEER_INDEX_TABLE view name.
+    pub view_name: String,
+    /// MRT header timestamp of every record (Unix seconds); `None`: now.
+    pub timestamp: Option<u32>,
+}
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            collector_bgp_id: Ipv4Addr::UNSPECIFIED,
+            view_name: "ipfib".to_string(),
+            timestamp: None,
+        }
+    }
+}
+
+/// What [`dump`] wrote.
+#[derive(Debug, Default, Clone)]
+pub struct DumpReport {
+    /// MRT records: the peer table and the RIB records.
+    pub records: u64,
+    pub peers: usize,
+    pub routes: u64,
+    pub prefixes_v4: u64,
+    pub prefixes_v6: u64,
+    pub bytes: u64,
+    /// Routes of peers that came up after the peer table was written
+    /// (writers run during a dump), left out.
+    pub routes_of_new_peers: u64,
+    /// Routes whose attributes MRT cannot carry (an AS_SET of more than
+    /// 255 ASNs, attributes over 64 KiB), left out; the first reason.
+    pub unencodable: u64,
+    pub first_unencodable: Option<String>,
+    pub elapsed: Duration,
+}
+
+/// Write `rib`'s live routes to `out` as an MRT TABLE_DUMP_V2 dump with
+/// [`DumpOptions::default`].
+pub fn dump(rib: &Rib, out: impl Write) -> Result<DumpReport, io::Error> {
+    dump_with(rib, out, &DumpOptions::default())
+}
+
+/// Write `rib`'s live routes to `out` as an MRT TABLE_DUMP_V2 dump (RFC
+/// 6396 §4.3):
+/// - one PEER_INDEX_TABLE with every live peer, in peer id order;
+/// - per prefix (IPv4 then IPv6, each in address order), a
+///   RIB_IPV4/IPV6_UNICAST record of its routes without path id and a
+///   RIB_IPV4/IPV6_UNICAST_ADDPATH record (RFC 8050) of those with one,
+///   entries in the RIB's preference order, originated time = the peer's
+///   up time; a prefix with more than 65,535 routes of one kind takes
+///   several records; sequence numbers count RIB records from 0;
+/// - attributes ORIGIN, AS_PATH (4-byte), NEXT_HOP (IPv4 next hop of an
+///   IPv4 route) or the abbreviated MP_REACH_NLRI of §4.3.4 (any other
+///   next hop), MED, LOCAL_PREF, COMMUNITIES, LARGE_COMMUNITY, in type
+///   order.
+///
+/// A path id of 0 is written as a route without path id. Each prefix is
+/// a consistent snapshot; writers may change the RIB meanwhile. `out` is
+/// buffered here.
+pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpReport, io::Error> {
+    let started = Instant::now();
+    let mut w = Writer {
+        out: BufWriter::with_capacity(1 << 16, out),
+        timestamp: opts.timestamp.unwrap_or_else(|| clamp_u32(unix_now())),
+        body: Vec::with_capacity(1 << 12),
+        report: DumpReport::default(),
+    };
+
+    // The peer table: live peers, and peer id -> index.
+    let peers: Vec<Arc<PeerInfo>> = rib.peers().all().filter(|p| p.is_up()).cloned().collect();
+    let mut index: Vec<Option<u16>> = vec![None; rib.peers().count() as usize];
+    for (i, p) in peers.iter().enumerate() {
+        if let Some(slot) = index.get_mut(p.id as usize) {
+            *slot = Some(i as u16);
+        }
+    }
+    peer_index_table(&mut w.body, opts, &peers)?;
+    w.record(PEER_INDEX_TABLE)?;
+    w.report.peers = peers.len();
+
+    let mut prefixes = Vec::new();
+    rib.for_each_prefix(|r| {
+        if r.entries.iter().any(|e| rib.peers().is_live(e.peer)) {
+            prefixes.push(r.prefix);
+        }
+    });
+    prefixes.sort_unstable();
+
+    let mut seq: u32 = 0;
+    let mut attrs = Vec::with_capacity(256);
+    let mut plain: Vec<(u16, u32, u32, Range)> = Vec::new();
+    let mut with_id: Vec<(u16, u32, u32, Range)> = Vec::new();
+    for prefix in prefixes {
+        let routes = rib.routes(&prefix);
+        attrs.clear();
+        plain.clear();
+        with_id.clear();
+        for r in &routes {
+            let Some(i) = index.get(r.peer.id as usize).copied().flatten() else {
+                w.report.routes_of_new_peers += 1;
+                continue;
+            };
+            let start = attrs.len();
+            if let Err(why) = encode_attrs(&mut attrs, &prefix, &r.attrs) {
+                attrs.truncate(start);
+                w.report.unencodable += 1;
+                if w.report.first_unencodable.is_none() {
+                    w.report.first_unencodable = Some(format!(
+                        "{prefix} from {} (AS{}): {why}",
+                        r.peer.key.address, r.peer.key.asn
+                    ));
+                }
+                continue;
+            }
+            let entry = (
+                i,
+                clamp_u32(r.peer.up_since),
+                r.path_id,
+                (start, attrs.len()),
+            );
+            if r.path_id == 0 {
+                plain.push(entry);
+            } else {
+                with_id.push(entry);
+            }
+        }
+        let v6 = prefix.family() == 6;
+        let kinds = [
+            (
+                &plain,
+                false,
+                if v6 {
+                    RIB_IPV6_UNICAST
+                } else {
+                    RIB_IPV4_UNICAST
+                },
+            ),
+            (
+                &with_id,
+                true,
+                if v6 {
+                    RIB_IPV6_UNICAST_ADDPATH
+                } else {
+                    RIB_IPV4_UNICAST_ADDPATH
+                },
+            ),
+        ];
+        let mut any = false;
+        for (entries, addpath, subtype) in kinds {
+            for chunk in entries.chunks(usize::from(u16::MAX)) {
+                rib_record_body(&mut w.body, seq, &prefix, addpath, chunk, &attrs);
+                seq = seq.wrapping_add(1);
+                w.record(subtype)?;
+                w.report.routes += chunk.len() as u64;
+                any = true;
+            }
+        }
+        if any {
+            if v6 {
+                w.report.prefixes_v6 += 1;
+            } else {
+                w.report.prefixes_v4 += 1;
+            }
+        }
+    }
+    w.out.flush()?;
+    let mut report = w.report;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// A byte range in the attribute buffer of one prefix's routes.
+type Range = (usize, usize);
+
+fn clamp_u32(t: i64) -> u32 {
+    u32::try_from(t.max(0)).unwrap_or(u32::MAX)
+}
+
+struct Writer<W: Write> {
+    out: BufWriter<W>,
+    timestamp: u32,
+    /// The body of the record being written.
+    body: Vec<u8>,
+    report: DumpReport,
+}
+
+impl<W: Write> Writer<W> {
+    /// Write a TABLE_DUMP_V2 record of `subtype` around `self.body`.
+    fn record(&mut self, subtype: u16) -> io::Result<()> {
+        let len = u32::try_from(self.body.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "an MRT record over 4 GiB"))?;
+        let mut h = [0u8; 12];
+        h[..4].copy_from_slice(&self.timestamp.to_be_bytes());
+        h[4..6].copy_from_slice(&TABLE_DUMP_V2.to_be_bytes());
+        h[6..8].copy_from_slice(&subtype.to_be_bytes());
+        h[8..].copy_from_slice(&len.to_be_bytes());
+        self.out.write_all(&h)?;
+        self.out.write_all(&self.body)?;
+        self.report.records += 1;
+        self.report.bytes += 12 + u64::from(len);
+        Ok(())
+    }
+}
+
+/// RFC 6396 §4.3.1: collector BGP ID, view name, peer count, then per
+/// peer its type (bit 0x01: IPv6 address, 0x02: 4-byte AS), BGP ID,
+/// address and AS.
+fn peer_index_table(
+    body: &mut Vec<u8>,
+    opts: &DumpOptions,
+    peers: &[Arc<PeerInfo>],
+) -> io::Result<()> {
+    body.clear();
+    body.extend_from_slice(&opts.collector_bgp_id.octets());
+    let name = opts.view_name.as_bytes();
+    let name_len = u16::try_from(name.len()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an MRT view name holds at most 65,535 bytes",
+        )
+    })?;
+    body.extend_from_slice(&name_len.to_be_bytes());
+    body.extend_from_slice(name);
+    let count = u16::try_from(peers.len()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} live peers: an MRT peer table holds at most 65,535",
+                peers.len()
+            ),
+        )
+    })?;
+    body.extend_from_slice(&count.to_be_bytes());
+    for p in peers {
+        let k = &p.key;
+        let as4 = k.asn > u32::from(u16::MAX);
+        let v6 = k.address.is_ipv6();
+        body.push(u8::from(v6) | (u8::from(as4) << 1));
+        body.extend_from_slice(&k.bgp_id.to_be_bytes());
+        match k.address {
+            IpAddr::V4(a) => body.extend_from_slice(&a.octets()),
+            IpAddr::V6(a) => body.extend_from_slice(&a.octets()),
+        }
+        if as4 {
+            body.extend_from_slice(&k.asn.to_be_bytes());
+        } else {
+            body.extend_from_slice(&(k.asn as u16).to_be_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// RFC 6396 §4.3.2 (and RFC 8050 §4 for `addpath`): sequence number,
+/// prefix, entry count, entries (peer index, originated time, path id,
+/// attribute length, attributes).
+fn rib_record_body(
+    body: &mut Vec<u8>,
+    seq: u32,
+    prefix: &AnyPrefix,
+    addpath: bool,
+    entries: &[(u16, u32, u32, Range)],
+    attrs: &[u8],
+) {
+    body.clear();
+    body.extend_from_slice(&seq.to_be_bytes());
+    put_prefix(body, prefix);
+    // Callers pass at most 65,535 entries.
+    body.extend_from_slice(&(entries.len() as u16).to_be_bytes());
+    for &(index, time, path_id, (start, end)) in entries {
+        body.extend_from_slice(&index.to_be_bytes());
+        body.extend_from_slice(&time.to_be_bytes());
+        if addpath {
+            body.extend_from_slice(&path_id.to_be_bytes());
+        }
+        let a = attrs.get(start..end).unwrap_or_default();
+        // encode_attrs keeps a route's attributes under 64 KiB.
+        body.extend_from_slice(&(a.len() as u16).to_be_bytes());
+        body.extend_from_slice(a);
+    }
+}
+
+/// NLRI encoding: the length, then the bytes that hold it.
+fn put_prefix(out: &mut Vec<u8>, prefix: &AnyPrefix) {
+    let len = prefix.len();
+    out.push(len);
+    let n = usize::from(len).div_ceil(8);
+    match prefix {
+        AnyPrefix::V4(p) => out.extend_from_slice(&p.addr().to_be_bytes()[..n]),
+        AnyPrefix::V6(p) => out.extend_from_slice(&p.addr().to_be_bytes()[..n]),
+    }
+}
+
+/// Append one path attribute (RFC 4271 §4.3): the extended-length flag
+/// when the value is over 255 bytes.
+fn put_attr(out: &mut Vec<u8>, flags: u8, code: u8, value: &[u8]) -> Result<(), String> {
+    match u8::try_from(value.len()) {
+        Ok(len) => out.extend_from_slice(&[flags, code, len]),
+        Err(_) => {
+            let len = u16::try_from(value.len())
+                .map_err(|_| format!("attribute {code} is {} bytes long", value.len()))?;
+            out.extend_from_slice(&[flags | 0x10, code]);
+            out.extend_from_slice(&len.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(value);
+    Ok(())
+}
+
+/// Attribute flags (RFC 4271 §4.3): well-known, optional transitive,
+/// optional non-transitive.
+const WELL_KNOWN: u8 = 0x40;
+const OPTIONAL_TRANSITIVE: u8 = 0xc0;
+const OPTIONAL: u8 = 0x80;
+
+/// Append a route's attributes in type order (RFC 4271 §5: SHOULD); on
+/// error `out` may hold part of them (the caller truncates).
+fn encode_attrs(out: &mut Vec<u8>, prefix: &AnyPrefix, a: &AttrSet) -> Result<(), String> {
+    let start = out.len();
+    let mut v = Vec::with_capacity(64);
+    // NEXT_HOP only for an IPv4 next hop of an IPv4 route; any other next
+    // hop (IPv6 routes, RFC 8950 IPv4 routes over IPv6) in MP_REACH_NLRI,
+    // which RFC 6396 §4.3.4 cuts to the next hop length and address (AFI,
+    // SAFI and NLRI are the record's).
+    let (classic, mp): (Option<[u8; 4]>, Option<&[u8]>) = match (prefix, &a.next_hop) {
+        (AnyPrefix::V4(_), Some(IpAddr::V4(nh))) => (Some(nh.octets()), None),
+        (_, Some(IpAddr::V4(nh))) => {
+            v.push(4);
+            v.extend_from_slice(&nh.octets());
+            (None, Some(&v[..]))
+        }
+        (_, Some(IpAddr::V6(nh))) => {
+            v.push(16);
+            v.extend_from_slice(&nh.octets());
+            (None, Some(&v[..]))
+        }
+        (_, None) => (None, None),
+    };
+    let mut w = Vec::with_capacity(64);
+    put_attr(out, WELL_KNOWN, ORIGIN, &[a.origin as u8])?;
+    encode_as_path(&a.as_path, &mut w)?;
+    put_attr(out, WELL_KNOWN, AS_PATH, &w)?;
+    if let Some(nh) = classic {
+        put_attr(out, WELL_KNOWN, NEXT_HOP, &nh)?;
+    }
+    if let Some(med) = a.med {
+        put_attr(out, OPTIONAL, MED, &med.to_be_bytes())?;
+    }
+    if let Some(lp) = a.local_pref {
+        put_attr(out, WELL_KNOWN, LOCAL_PREF, &lp.to_be_bytes())?;
+    }
+    if !a.communities.is_empty() {
+        w.clear();
+        for c in a.communities.iter() {
+            w.extend_from_slice(&c.to_be_bytes());
+        }
+        put_attr(out, OPTIONAL_TRANSITIVE, COMMUNITIES, &w)?;
+    }
+    if let Some(mp) = mp {
+        put_attr(out, OPTIONAL, MP_REACH_NLRI, mp)?;
+    }
+    if !a.large_communities.is_empty() {
+        w.clear();
+        for l in a.large_communities.iter() {
+            for x in l {
+                w.extend_from_slice(&x.to_be_bytes());
+            }
+        }
+        put_attr(out, OPTIONAL_TRANSITIVE, LARGE_COMMUNITY, &w)?;
+    }
+    if out.len() - start > usize::from(u16::MAX) {
+        return Err(format!(
+            "attributes take {} bytes, a RIB entry holds 65,535",
+            out.len() - start
+        ));
+    }
+    Ok(())
+}
+
+/// AS_PATH with 4-byte ASNs (RFC 6396 §4.3.4, RFC 6793): a segment holds
+/// at most 255 ASNs, so a longer sequence becomes consecutive sequences
+/// (the same path); a longer set cannot be split without changing the
+/// path and is refused.
+fn encode_as_path(p: &AsPath, out: &mut Vec<u8>) -> Result<(), String> {
+    out.clear();
+    for s in p.segments() {
+        if s.asns.len() > 255 && matches!(s.kind, AS_SET | crate::attrs::AS_CONFED_SET) {
+            return Err(format!("an AS set of {} ASNs", s.asns.len()));
+        }
+        if s.asns.is_empty() {
+            out.extend_from_slice(&[s.kind, 0]);
+        }
+        for chunk in s.asns.chunks(255) {
+            out.extend_from_slice(&[s.kind, chunk.len() as u8]);
+            for asn in chunk {
+                out.extend_from_slice(&asn.to_be_bytes());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(segments: &[(u8, &[u32])]) -> AsPath {
+        AsPath(Arc::from(AsPath::encode(segments.iter().copied())))
+    }
+
+    #[test]
+    fn as_path_sequences_split_at_255_and_big_sets_are_refused() {
+        let long: Vec<u32> = (0..300).collect();
+        let mut out = Vec::new();
+        encode_as_path(&path(&[(AS_SEQUENCE, &long)]), &mut out).unwrap();
+        assert_eq!(out.len(), 2 + 255 * 4 + 2 + 45 * 4);
+        assert_eq!(&out[..2], &[AS_SEQUENCE, 255]);
+        assert_eq!(&out[2 + 255 * 4..2 + 255 * 4 + 2], &[AS_SEQUENCE, 45]);
+        let err = encode_as_path(&path(&[(AS_SET, &long)]), &mut out).unwrap_err();
+        assert!(err.contains("set of 300"), "{err}");
+    }
+
+    #[test]
+    fn long_attributes_take_the_extended_length_flag() {
+        let mut out = Vec::new();
+        put_attr(&mut out, OPTIONAL_TRANSITIVE, COMMUNITIES, &[7; 256]).unwrap();
+        assert_eq!(&out[..4], &[0xd0, COMMUNITIES, 1, 0]);
+        assert_eq!(out.len(), 4 + 256);
+        out.clear();
+        put_attr(&mut out, OPTIONAL_TRANSITIVE, COMMUNITIES, &[7; 255]).unwrap();
+        assert_eq!(&out[..3], &[0xc0, COMMUNITIES, 255]);
+        assert!(put_attr(&mut out, 0xc0, 8, &vec![0; 70_000]).is_err());
+    }
+
+    #[test]
+    fn framing_check_finds_an_attribute_that_runs_past_the_end() {
+        assert!(check_attr_framing(&[0x40, 1, 1, 0]).is_ok());
+        let e = check_attr_framing(&[0x40, 1, 1, 0, 0x40, 2, 9, 1]).unwrap_err();
+        assert!(e.contains("attribute 2 at attribute byte 4"), "{e}");
+        assert!(check_attr_framing(&[0x50, 2, 1]).is_err());
+    }
+
+    #[test]
+    fn rib_record_framing_errors_name_the_field() {
+        let mut entries = Vec::new();
+        // Sequence, /24 prefix, one entry whose attributes are cut.
+        let body = [0, 0, 0, 1, 24, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 1];
+        let e = rib_record(RIB_IPV4_UNICAST, &body, &mut entries)
+            .err()
+            .unwrap();
+        assert!(e.contains("entry 0: attributes needs 9 bytes"), "{e}");
+        let e = rib_record(RIB_IPV4_UNICAST, &[0, 0, 0, 1, 33, 0], &mut entries)
+            .err()
+            .unwrap();
+        assert!(e.contains("prefix length 33"), "{e}");
+    }
+}
