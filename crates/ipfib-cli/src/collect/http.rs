@@ -26,6 +26,7 @@ pub fn router(ctx: Arc<Ctx>) -> Router {
         .route("/api/v1/routes", get(routes))
         .route("/api/v1/peers", get(peers))
         .route("/metrics", get(metrics))
+        .route("/api/v1/dump.mrt", get(dump_mrt))
         .with_state(ctx)
 }
 
@@ -185,4 +186,39 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
         ctx.metrics.render(&ctx.rib),
     )
         .into_response()
+}
+
+/// The RIB's live routes as MRT TABLE_DUMP_V2 (RFC 6396), built off the
+/// async workers.
+async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
+    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    let rib = Arc::clone(&ctx.rib);
+    let out = tokio::task::spawn_blocking(move || {
+        let mut buf = Vec::new();
+        ipfib_rib::mrt::dump(&rib, &mut buf).map(|_| buf)
+    })
+    .await;
+    match out {
+        Ok(Ok(buf)) => (
+            [
+                (header::CONTENT_TYPE, "application/octet-stream"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"rib.mrt\"",
+                ),
+            ],
+            buf,
+        )
+            .into_response(),
+        Ok(Err(e)) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({ "error": "dump task failed" })),
+        )
+            .into_response(),
+    }
 }
