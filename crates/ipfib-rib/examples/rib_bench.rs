@@ -332,22 +332,25 @@ fn with_writer(s: &Scale) {
             Arc::clone(&written),
         );
         let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
-        std::thread::spawn(move || {
-            pin(1);
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
-                let words = path_for(1, origin);
-                let attrs = rib.intern(&AttrsRef {
-                    as_path: &words,
-                    med: Some((i % 7) as u32),
-                    ..Default::default()
-                });
-                rib.announce(&peer, prefix, 0, &attrs).unwrap();
-                i += 1;
-                written.fetch_add(1, Ordering::Relaxed);
-            }
-        })
+        std::thread::Builder::new()
+            .name("writer".into())
+            .spawn(move || {
+                pin(1);
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
+                    let words = path_for(1, origin);
+                    let attrs = rib.intern(&AttrsRef {
+                        as_path: &words,
+                        med: Some((i % 7) as u32),
+                        ..Default::default()
+                    });
+                    rib.announce(&peer, prefix, 0, &attrs).unwrap();
+                    i += 1;
+                    written.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap()
     };
     pin(0);
     for v6 in [false, true] {
@@ -388,22 +391,25 @@ fn removal(s: &Scale) {
             Arc::clone(&written),
         );
         let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
-        std::thread::spawn(move || {
-            pin(1);
-            let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
-                let words = path_for(2, origin);
-                let attrs = rib.intern(&AttrsRef {
-                    as_path: &words,
-                    med: Some((i % 7) as u32),
-                    ..Default::default()
-                });
-                rib.announce(&peer, prefix, 0, &attrs).unwrap();
-                i += 1;
-                written.fetch_add(1, Ordering::Relaxed);
-            }
-        })
+        std::thread::Builder::new()
+            .name("writer".into())
+            .spawn(move || {
+                pin(1);
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
+                    let words = path_for(2, origin);
+                    let attrs = rib.intern(&AttrsRef {
+                        as_path: &words,
+                        med: Some((i % 7) as u32),
+                        ..Default::default()
+                    });
+                    rib.announce(&peer, prefix, 0, &attrs).unwrap();
+                    i += 1;
+                    written.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap()
     };
     pin(0);
     let a = addrs(s, 1 << 20, false);
