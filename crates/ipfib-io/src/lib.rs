@@ -98,7 +98,9 @@ pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
 pub use input::{open_maybe_compressed, Compression, MAX_LINE_BYTES};
 pub use ipfib::prefix::{AnyPrefix, HostBits};
-pub use mrt::{MrtStats, PeerInfo, ReduceStats, MAX_BODY};
+/// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
+/// readers of MRT records other than ours (the RIB's `mrt::load`).
+pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
 pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,

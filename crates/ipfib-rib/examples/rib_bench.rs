@@ -299,6 +299,20 @@ fn lookups(s: &Scale) {
         let (a99, m99, b99) = median(&mut p99);
         println!("IPv{} single, no writer: p50 {m50:.0} ns [{a50:.0}-{b50:.0}], p99 {m99:.0} ns [{a99:.0}-{b99:.0}]", if v6 { 6 } else { 4 });
     }
+    // A hot set: 4,096 addresses, cache-resident after the first pass (a
+    // burst of flows from a few thousand hosts; what a micro-benchmark
+    // that loops over a small address list measures).
+    for v6 in [false, true] {
+        let a = addrs(s, 4096, v6);
+        let _ = lookup_samples(&s.rib, &a, Duration::from_millis(300));
+        let mut p50 = Vec::new();
+        for _ in 0..3 {
+            let (mut x, _) = lookup_samples(&s.rib, &a, Duration::from_secs(1));
+            p50.push(pct(&mut x, 0.5));
+        }
+        let (a50, m50, b50) = median(&mut p50);
+        println!("IPv{} single, hot set of 4,096 addresses, no writer: p50 {m50:.0} ns [{a50:.0}-{b50:.0}]", if v6 { 6 } else { 4 });
+    }
     // Batch lookups (IPv4, flow enrichment path).
     let a4: Vec<u32> = addrs(s, 1 << 20, false)
         .iter()
@@ -318,40 +332,48 @@ fn lookups(s: &Scale) {
     println!("IPv4 batch (lookup_batch_v4, 1M matched): {med:.1} M lookups/s [{lo:.1}-{hi:.1}], {hits} hits");
 }
 
+/// A writer on CPU 1 re-announcing random routes of `peer` with a new MED
+/// (every write copies a prefix's routes and swaps them) until stopped.
+fn spawn_writer(
+    s: &Scale,
+    peer: usize,
+) -> (Arc<AtomicBool>, Arc<AtomicU64>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let (rib, p, stop2, written2) = (
+        Arc::clone(&s.rib),
+        Arc::clone(&s.peers[peer]),
+        Arc::clone(&stop),
+        Arc::clone(&written),
+    );
+    let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
+    let w = std::thread::Builder::new()
+        .name("writer".into())
+        .spawn(move || {
+            pin(1);
+            let mut i = 0u64;
+            while !stop2.load(Ordering::Relaxed) {
+                let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
+                let words = path_for(peer, origin);
+                let attrs = rib.intern(&AttrsRef {
+                    as_path: &words,
+                    med: Some((i % 7) as u32),
+                    ..Default::default()
+                });
+                rib.announce(&p, prefix, 0, &attrs).unwrap();
+                i += 1;
+                written2.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .unwrap();
+    (stop, written, w)
+}
+
 /// Reader latency while a writer on CPU 1 streams updates (re-announces
 /// with a new MED, so every write copies a prefix's routes and swaps).
 fn with_writer(s: &Scale) {
     println!("## Lookups while one writer streams updates (writer on CPU 1)");
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let w = {
-        let (rib, peer, stop, written) = (
-            Arc::clone(&s.rib),
-            Arc::clone(&s.peers[1]),
-            Arc::clone(&stop),
-            Arc::clone(&written),
-        );
-        let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
-        std::thread::Builder::new()
-            .name("writer".into())
-            .spawn(move || {
-                pin(1);
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
-                    let words = path_for(1, origin);
-                    let attrs = rib.intern(&AttrsRef {
-                        as_path: &words,
-                        med: Some((i % 7) as u32),
-                        ..Default::default()
-                    });
-                    rib.announce(&peer, prefix, 0, &attrs).unwrap();
-                    i += 1;
-                    written.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-            .unwrap()
-    };
+    let (stop, written, w) = spawn_writer(s, 1);
     pin(0);
     for v6 in [false, true] {
         let a = addrs(s, 1 << 20, v6);
@@ -381,36 +403,7 @@ fn with_writer(s: &Scale) {
 /// writer for peer 2 streams updates.
 fn removal(s: &Scale) {
     println!("## Removing one of the peers while a reader and another peer's writer run");
-    let stop = Arc::new(AtomicBool::new(false));
-    let written = Arc::new(AtomicU64::new(0));
-    let w = {
-        let (rib, peer, stop, written) = (
-            Arc::clone(&s.rib),
-            Arc::clone(&s.peers[2]),
-            Arc::clone(&stop),
-            Arc::clone(&written),
-        );
-        let routes: Vec<(AnyPrefix, u32)> = s.routes.clone();
-        std::thread::Builder::new()
-            .name("writer".into())
-            .spawn(move || {
-                pin(1);
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
-                    let words = path_for(2, origin);
-                    let attrs = rib.intern(&AttrsRef {
-                        as_path: &words,
-                        med: Some((i % 7) as u32),
-                        ..Default::default()
-                    });
-                    rib.announce(&peer, prefix, 0, &attrs).unwrap();
-                    i += 1;
-                    written.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-            .unwrap()
-    };
+    let (stop, written, w) = spawn_writer(s, 2);
     pin(0);
     let a = addrs(s, 1 << 20, false);
     let window = |d| {

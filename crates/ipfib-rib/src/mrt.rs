@@ -35,7 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ use bgpkit_parser::parser::bgp::attributes::parse_attributes;
 use bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body;
 use bytes::Bytes;
 use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
-use ipfib_io::{Damage, DamageKind, ReadError, MAX_BODY};
+use ipfib_io::{Damage, Frame, Framer, ReadError};
 
 use crate::attrs::{AsPath, AttrSet, AttrsRef, Origin, AS_CONFED_SEQUENCE, AS_SEQUENCE, AS_SET};
 use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
@@ -277,7 +277,7 @@ pub fn load(path: impl AsRef<Path>, rib: &Rib) -> Result<LoadReport, MrtError> {
 // Framing (RFC 6396 §2)
 // ---------------------------------------------------------------------
 
-/// One record's header; its body is in [`Framer::body`].
+/// One record's header, as the loader reports it.
 #[derive(Clone, Copy, Debug)]
 struct Header {
     offset: u64,
@@ -287,119 +287,16 @@ struct Header {
     body_at: u64,
 }
 
-/// MRT types that real files can hold (RFC 6396 §4 and the IANA
-/// registry); anything else means the framing is lost.
-fn known_type(t: u16) -> bool {
-    matches!(t, 5..=13 | 16 | 17 | 32 | 33 | 48 | 49)
-}
-
-/// Extended-timestamp types: 4 more header bytes, counted in the length.
-fn is_extended_timestamp(t: u16) -> bool {
-    matches!(t, 17 | 33 | 49)
-}
-
-struct Framer<R> {
-    reader: R,
-    offset: u64,
-    records: u64,
-    body: Vec<u8>,
-}
-
-impl<R: BufRead> Framer<R> {
-    fn new(reader: R) -> Self {
-        Framer {
-            reader,
-            offset: 0,
-            records: 0,
-            body: Vec::new(),
+impl Header {
+    fn of(f: &Frame) -> Header {
+        let header_len = if f.microseconds.is_some() { 16 } else { 12 };
+        Header {
+            offset: f.offset,
+            entry_type: f.entry_type,
+            subtype: f.subtype,
+            body_at: f.offset + header_len,
         }
     }
-
-    fn damage(&self, kind: DamageKind, err: Option<io::Error>) -> Damage {
-        Damage {
-            offset: self.offset,
-            records_before: self.records,
-            kind,
-            stream_error: err.map(|e| e.to_string()),
-        }
-    }
-
-    /// The next record's header (body in `self.body`), `None` at a clean
-    /// end, or the damage where reading stops.
-    fn next(&mut self) -> Option<Result<Header, Damage>> {
-        let mut h = [0u8; 16];
-        let (have, err) = read_full(&mut self.reader, &mut h[..12]);
-        if have == 0 && err.is_none() {
-            return None;
-        }
-        if have < 12 {
-            let kind = DamageKind::TruncatedHeader { have, need: 12 };
-            return Some(Err(self.damage(kind, err)));
-        }
-        let entry_type = u16::from_be_bytes([h[4], h[5]]);
-        let subtype = u16::from_be_bytes([h[6], h[7]]);
-        let mut length = u64::from(u32::from_be_bytes([h[8], h[9], h[10], h[11]]));
-        if !known_type(entry_type) {
-            let kind = DamageKind::UnknownType {
-                entry_type,
-                subtype,
-            };
-            return Some(Err(self.damage(kind, None)));
-        }
-        if length > MAX_BODY {
-            return Some(Err(self.damage(DamageKind::Oversized { length }, None)));
-        }
-        let mut header_len = 12;
-        if is_extended_timestamp(entry_type) {
-            if length < 4 {
-                let kind = DamageKind::EtLengthTooShort { length };
-                return Some(Err(self.damage(kind, None)));
-            }
-            let (have, err) = read_full(&mut self.reader, &mut h[12..]);
-            if have < 4 {
-                let kind = DamageKind::TruncatedHeader {
-                    have: 12 + have,
-                    need: 16,
-                };
-                return Some(Err(self.damage(kind, err)));
-            }
-            length -= 4;
-            header_len = 16;
-        }
-        self.body.clear();
-        // `length` <= MAX_BODY (16 MiB): the buffer grows only as bytes
-        // arrive, so a lying length costs no more than the file holds.
-        let got = (&mut self.reader).take(length).read_to_end(&mut self.body);
-        let have = self.body.len() as u64;
-        if have < length || got.is_err() {
-            let kind = DamageKind::TruncatedBody { have, need: length };
-            return Some(Err(self.damage(kind, got.err())));
-        }
-        let header = Header {
-            offset: self.offset,
-            entry_type,
-            subtype,
-            body_at: self.offset + header_len,
-        };
-        self.offset += header_len + length;
-        self.records += 1;
-        Some(Ok(header))
-    }
-}
-
-/// Fill `buf` as far as the input goes: the count read, and the error
-/// that stopped it early (`None` at a clean end).
-fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> (u64, Option<io::Error>) {
-    let mut have = 0usize;
-    while let Some(rest) = buf.get_mut(have..).filter(|r| !r.is_empty()) {
-        match reader.read(rest) {
-            Ok(0) => break,
-            Ok(n) => have += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (have as u64, Some(e)),
-        }
-    }
-    (have as u64, None)
 }
 
 // ---------------------------------------------------------------------
@@ -734,16 +631,17 @@ impl<'r> Loader<'r> {
         let mut framer = Framer::new(reader);
         let mut entries = Vec::new();
         loop {
-            let h = match framer.next() {
+            let frame = match framer.next_frame() {
                 None => break,
-                Some(Ok(h)) => h,
+                Some(Ok(f)) => f,
                 Some(Err(d)) => {
                     self.report.damage = Some(d);
                     break;
                 }
             };
+            let h = Header::of(&frame);
             self.report.records += 1;
-            let body = &framer.body;
+            let body: &[u8] = &frame.body;
             let result = match (h.entry_type, h.subtype) {
                 (TABLE_DUMP_V2, PEER_INDEX_TABLE) => self.peer_table(&h, body),
                 (TABLE_DUMP_V2, s) => match rib_record(s, body, &mut entries) {
@@ -768,7 +666,7 @@ impl<'r> Loader<'r> {
                 Err(e) => self.report.skip(e),
             }
         }
-        self.report.bytes = framer.offset;
+        self.report.bytes = framer.offset();
         self.report.prefixes_v4 = self.prefixes.iter().filter(|p| p.family() == 4).count() as u64;
         self.report.prefixes_v6 = self.prefixes.len() as u64 - self.report.prefixes_v4;
         Ok(())

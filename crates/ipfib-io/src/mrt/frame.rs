@@ -24,7 +24,7 @@ const INITIAL_RESERVE: u64 = 64 << 10;
 
 /// One whole record.
 #[derive(Debug, Clone)]
-pub(crate) struct Frame {
+pub struct Frame {
     /// Offset of its header in the decompressed stream.
     pub offset: u64,
     pub timestamp: u32,
@@ -50,7 +50,7 @@ pub(crate) fn is_extended_timestamp(t: u16) -> bool {
 }
 
 /// Reads records one by one; after the first damage it yields nothing more.
-pub(crate) struct Framer<R> {
+pub struct Framer<R> {
     reader: R,
     offset: u64,
     records: u64,

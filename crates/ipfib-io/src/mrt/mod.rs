@@ -23,7 +23,7 @@ mod rib;
 mod updates;
 
 pub(crate) use frame::known_type;
-pub use frame::MAX_BODY;
+pub use frame::{Frame, Framer, MAX_BODY};
 pub use rib::{PeerInfo, ReduceStats};
 
 use crate::damage::Report;
@@ -34,7 +34,6 @@ use crate::read::Route;
 use crate::update::{Change, Event, ESTABLISHED};
 use bgpkit_parser::models::{AsPathSegment, Attributes};
 use body::{Body, RecordError};
-use frame::{Frame, Framer};
 use rib::{PeerRoute, RibBuilder};
 use std::io::BufRead;
 use std::net::{IpAddr, Ipv4Addr};
