@@ -220,6 +220,12 @@ fn scale(npeers: usize) -> Scale {
     s.rib.sync();
     let bytes = LIVE.load(Ordering::Relaxed) - before;
     let (sets, paths, comms, _) = s.rib.attrs().counts();
+    let fib = s.rib.counters().fib_bytes.load(Ordering::Relaxed);
+    println!(
+        "of which the prefix-id FIB: {fib} bytes = {:.1} bytes per route, {:.1} per prefix",
+        fib as f64 / total as f64,
+        fib as f64 / s.rib.prefix_count() as f64
+    );
     println!(
         "routes {total}, prefixes {}, attribute sets {sets}, AS paths {paths}, community lists {comms}",
         s.rib.prefix_count()

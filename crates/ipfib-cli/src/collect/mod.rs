@@ -80,41 +80,7 @@ fn secs(name: &str, v: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(v).map_err(|_| format!("--{name} {v}: expected seconds >= 0"))
 }
 
-/// Restart this process once with glibc's malloc using transparent huge
-/// pages (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`): the RIB is hundreds of
-/// MB of small objects reached at random, and with 4 KiB pages most
-/// lookups pay TLB misses on top of cache misses (measured: single lookups
-/// 2.3x faster with huge pages at 5 full-table peers). The tunable is read
-/// only at process start, hence the exec (same PID, same arguments).
-/// `IPFIB_NO_HUGEPAGES=1` opts out; a failed exec is ignored.
-#[cfg(target_os = "linux")]
-fn with_huge_pages() {
-    use std::os::unix::process::CommandExt;
-    if std::env::var_os("IPFIB_NO_HUGEPAGES").is_some() {
-        return;
-    }
-    let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
-    if current.contains("glibc.malloc.hugetlb") {
-        return;
-    }
-    let tunables = if current.is_empty() {
-        "glibc.malloc.hugetlb=1".to_string()
-    } else {
-        format!("{current}:glibc.malloc.hugetlb=1")
-    };
-    let mut args = std::env::args_os();
-    let argv0 = args.next().unwrap_or_default();
-    let err = std::process::Command::new("/proc/self/exe")
-        .arg0(argv0)
-        .args(args)
-        .env("GLIBC_TUNABLES", tunables)
-        .exec();
-    eprintln!("ipfib collect: running without huge pages (re-exec failed: {err})");
-}
-
 pub fn run(args: Args) -> CmdResult {
-    #[cfg(target_os = "linux")]
-    with_huge_pages();
     let level = match args.log_level.as_str() {
         "error" => tracing::Level::ERROR,
         "warn" => tracing::Level::WARN,
