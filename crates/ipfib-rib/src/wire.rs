@@ -432,6 +432,17 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             }
             continue;
         }
+        // RFC 4271 §6.3, RFC 7606 §7.1-7.5: these have one length; any
+        // other is an Attribute Length Error, not a value to read the
+        // front of.
+        let exact = match code {
+            1 => 1,
+            3..=5 => 4,
+            _ => len,
+        };
+        if len != exact {
+            return Err(v.bad(format!("attribute {code} length {len}, expected {exact}")));
+        }
         match code {
             1 => {
                 let o = v.u8("ORIGIN")?;
