@@ -172,6 +172,12 @@ pub fn decode_open(buf: &[u8]) -> Result<OpenCaps, WireError> {
     } else {
         c.sub(short_len, "optional parameters")?
     };
+    // RFC 4271 §4.2: the optional parameters end the OPEN; bytes after
+    // them mean its length lies (in a BMP Peer Up, it would shift the
+    // next OPEN or swallow the TLVs).
+    if c.left() != 0 {
+        return Err(c.bad(format!("{} bytes after the optional parameters", c.left())));
+    }
     while params.left() > 0 {
         let ptype = params.u8("parameter type")?;
         let plen = if extended {
