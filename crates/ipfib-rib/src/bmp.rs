@@ -429,13 +429,20 @@ impl Session {
             self.rib.withdraw(&peer, prefix, path_id);
         }
         self.stats.withdrawn += u.withdrawn.len() as u64;
-        if !u.announced.is_empty() {
-            let attrs = self.rib.intern(&u.attrs());
-            for &(prefix, path_id) in &u.announced {
+        let (mp, conventional) = u.announced.split_at(u.mp_announced);
+        for (nlri, next_hop) in [(mp, u.next_hop_mp), (conventional, u.next_hop_v4)] {
+            if nlri.is_empty() {
+                continue;
+            }
+            let attrs = self.rib.intern(&crate::attrs::AttrsRef {
+                next_hop,
+                ..u.attrs()
+            });
+            for &(prefix, path_id) in nlri {
                 self.rib.announce(&peer, prefix, path_id, &attrs)?;
             }
-            self.stats.announced += u.announced.len() as u64;
         }
+        self.stats.announced += u.announced.len() as u64;
         Ok(())
     }
 }
