@@ -653,10 +653,12 @@ fn frr_small_peer_down_repeats() {
         messages: [1_682, 473, 183, 1, 1, 0, 0],
         // 841 routes post-policy. Pre-policy, this FRR sent only
         // withdrawals (one per route, 75-byte messages with no
-        // attributes): it keeps no Adj-RIB-In copy without
-        // soft-reconfiguration inbound, so it has no pre-policy route to
-        // report. Both decoders read them as withdrawals of routes never
-        // announced.
+        // attributes): FRR 8.4 reads pre-policy routes from its
+        // Adj-RIB-In, which it keeps only with soft-reconfiguration
+        // inbound, and without it encodes each announcement as a
+        // withdrawal (a known FRR bug, fixed upstream in 2026; the full
+        // FRR recording had the option set). Both decoders read them as
+        // withdrawals of routes never announced.
         peaks: &[(RibKind::PostPolicy, 841), (RibKind::PrePolicy, 0)],
         peer_down_unknown: 182,
     });
