@@ -435,8 +435,15 @@ impl Session {
             self.rib.withdraw(&peer, prefix, path_id);
         }
         self.stats.withdrawn += u.withdrawn.len() as u64;
-        if !u.announced.is_empty() {
-            let wanted = u.attrs();
+        let (mp, conventional) = u.announced.split_at(u.mp_announced);
+        for (nlri, next_hop) in [(mp, u.next_hop_mp), (conventional, u.next_hop_v4)] {
+            if nlri.is_empty() {
+                continue;
+            }
+            let wanted = crate::attrs::AttrsRef {
+                next_hop,
+                ..u.attrs()
+            };
             let attrs = match &self.last_attrs {
                 Some(a) if wanted.matches(a) => Arc::clone(a),
                 _ => {
@@ -445,11 +452,11 @@ impl Session {
                     a
                 }
             };
-            for &(prefix, path_id) in &u.announced {
+            for &(prefix, path_id) in nlri {
                 self.rib.announce(&peer, prefix, path_id, &attrs)?;
             }
-            self.stats.announced += u.announced.len() as u64;
         }
+        self.stats.announced += u.announced.len() as u64;
         Ok(())
     }
 }

@@ -172,6 +172,12 @@ pub fn decode_open(buf: &[u8]) -> Result<OpenCaps, WireError> {
     } else {
         c.sub(short_len, "optional parameters")?
     };
+    // RFC 4271 §4.2: the optional parameters end the OPEN; bytes after
+    // them mean its length lies (in a BMP Peer Up, it would shift the
+    // next OPEN or swallow the TLVs).
+    if c.left() != 0 {
+        return Err(c.bad(format!("{} bytes after the optional parameters", c.left())));
+    }
     while params.left() > 0 {
         let ptype = params.u8("parameter type")?;
         let plen = if extended {
@@ -219,6 +225,10 @@ pub fn addpath_negotiated(sender: &OpenCaps, receiver: &OpenCaps, afi: u16) -> b
 pub struct Update {
     /// Announced (prefix, path id).
     pub announced: Vec<(AnyPrefix, u32)>,
+    /// How many of `announced`, the first ones, came from MP_REACH_NLRI
+    /// (they take its next hop; the rest, conventional IPv4 NLRI, take
+    /// NEXT_HOP's: RFC 4760 §3, RFC 4271 §5.1.3).
+    pub mp_announced: usize,
     /// Withdrawn (prefix, path id).
     pub withdrawn: Vec<(AnyPrefix, u32)>,
     /// AS path in [`AsPath`]'s encoding.
@@ -241,6 +251,7 @@ pub struct Update {
 impl Update {
     fn clear(&mut self) {
         self.announced.clear();
+        self.mp_announced = 0;
         self.withdrawn.clear();
         self.as_path.clear();
         self.as4_path.clear();
@@ -256,7 +267,8 @@ impl Update {
     }
 
     /// The attributes as the RIB interns them (the next hop that goes
-    /// with the announced family: MP_REACH's when present).
+    /// with the announced family: MP_REACH's when present; an UPDATE with
+    /// both kinds of NLRI needs both, see `mp_announced`).
     pub fn attrs(&self) -> crate::attrs::AttrsRef<'_> {
         crate::attrs::AttrsRef {
             as_path: &self.as_path,
@@ -432,6 +444,17 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             }
             continue;
         }
+        // RFC 4271 §6.3, RFC 7606 §7.1-7.5: these have one length; any
+        // other is an Attribute Length Error, not a value to read the
+        // front of.
+        let exact = match code {
+            1 => 1,
+            3..=5 => 4,
+            _ => len,
+        };
+        if len != exact {
+            return Err(v.bad(format!("attribute {code} length {len}, expected {exact}")));
+        }
         match code {
             1 => {
                 let o = v.u8("ORIGIN")?;
@@ -467,6 +490,7 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
                     cfg.addpath_v6
                 };
                 nlri(v, afi, addpath, &mut u.announced)?;
+                u.mp_announced = u.announced.len();
             }
             15 => {
                 let afi = v.u16("MP_UNREACH AFI")?;
