@@ -104,6 +104,21 @@ impl Mixed {
         }
     }
 
+    /// The IPv4 addresses and the position each came from.
+    pub fn v4(&self) -> (&[u32], &[u32]) {
+        (&self.v4, &self.pos4)
+    }
+
+    /// The IPv6 addresses and the position each came from.
+    pub fn v6(&self) -> (&[u128], &[u32]) {
+        (&self.v6, &self.pos6)
+    }
+
+    /// The positions that hold no address.
+    pub fn nones(&self) -> &[u32] {
+        &self.none
+    }
+
     /// Look every address up and hand the answers to `sink`.
     pub fn answer<S: FamilySink>(
         &self,
