@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._ipfib import DamagedTableWarning, Table, TableFileError
+from ._ipfib import DamagedTableWarning, Rib, Table, TableFileError
 
-__all__ = ["Table", "TableFileError", "DamagedTableWarning"]
+__all__ = ["Table", "Rib", "TableFileError", "DamagedTableWarning"]
 
 # How many tables this process rebuilt from a pickle (the Dask test checks
 # that a table is shipped once per worker, not once per partition).

@@ -1,4 +1,6 @@
-"""Type stubs and reference documentation of ipfib's native module.
+"""Type stubs and reference documentation of ipfib's native module:
+``Table`` (a longest-prefix-match table: one value per prefix) and ``Rib``
+(every route of every peer of an MRT RIB dump, with whole-route lookups).
 
 Addresses are text (``"10.1.2.3"``, ``"2001:db8::1"``) or ``ipaddress``
 objects; prefixes are ``"ADDR/LEN"`` text or ``ipaddress`` networks.
@@ -13,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -311,3 +313,224 @@ class Table:
 
     @staticmethod
     def _from_state(state: tuple[Any, ...]) -> Table: ...
+
+PeerArg = int | str | ipaddress.IPv4Address | ipaddress.IPv6Address
+
+class RibRoute(TypedDict):
+    """One route, with the keys of the collector's HTTP API JSON."""
+
+    prefix: str
+    origin_asn: int | None
+    """The last ASN of the AS path (or of a one-ASN set ending it); ``None``
+    for an empty path or one ending in a set of several ASNs."""
+    as_path: list[int | list[int]]
+    """Sequences flat, each ``AS_SET`` / ``AS_CONFED_SET`` a nested list."""
+    next_hop: str | None
+    peer: int
+    peer_address: str
+    peer_asn: int
+    peer_bgp_id: str
+    rib: str
+    """``"mrt"`` for peers of a dump (``"loc-rib"``, ``"post-policy"``,
+    ``"pre-policy"`` for BMP peers)."""
+    path_id: int
+    """RFC 7911 path identifier (0 without ADD-PATH)."""
+    communities: list[str]
+    """``"ASN:VALUE"``, as sent."""
+    large_communities: list[str]
+    """``"A:B:C"``, as sent."""
+    origin: str
+    """``"igp"``, ``"egp"`` or ``"incomplete"``."""
+    med: int | None
+    local_pref: int | None
+
+class RibLookup(RibRoute):
+    """``Rib.lookup``'s answer: the route and the address looked up."""
+
+    ip: str
+
+class RibPeer(TypedDict):
+    """One peer, with the keys of the collector's HTTP API JSON."""
+
+    id: int
+    session: int
+    peer_type: int
+    distinguisher: int
+    address: str
+    asn: int
+    bgp_id: str
+    rib: str
+    table_name: str | None
+    state: Literal["up", "down"]
+    up_since: int
+    down_since: int | None
+    routes: int
+
+class RibLookups(TypedDict):
+    """``Rib.lookup_many``'s answer: one array per field, one row per address."""
+
+    found: npt.NDArray[np.bool_]
+    """Whether some route matched."""
+    origin_asn: npt.NDArray[np.uint32]
+    """0 where nothing matched or the route has no origin ASN (0 is
+    reserved, RFC 7607, so it is never a real origin: ``found`` tells the
+    two apart)."""
+    prefix_len: npt.NDArray[np.int16]
+    """-1 where nothing matched."""
+    next_hop: npt.NDArray[np.object_]
+    """``str``, or ``None`` where nothing matched or the route has none."""
+    peer: npt.NDArray[np.int64]
+    """The chosen route's peer id; -1 where nothing matched."""
+
+class RibLoadReport(TypedDict):
+    """What ``Rib.from_mrt`` read."""
+
+    path: str
+    records: int
+    peers: int
+    routes: int
+    prefixes_v4: int
+    prefixes_v6: int
+    superseded_peers: int
+    bytes: int
+    """Decompressed bytes framed."""
+    damaged_at: int | None
+    """Byte offset (decompressed) where the file stopped being readable."""
+    damage: str | None
+    unsupported: dict[tuple[int, int], int]
+    """Records of types that hold no unicast RIB, by (type, subtype)."""
+    bad_records: int
+    bad_entries: int
+    errors: list[str]
+    """The first 16 skipped records or entries, naming file and byte offset."""
+    attr_decodes: int
+    seconds: float
+
+class RibInfo(TypedDict):
+    """The RIB as it is now."""
+
+    peers: int
+    peers_up: int
+    routes: int
+    prefixes: int
+    prefixes_v4: int
+    prefixes_v6: int
+    attr_sets: int
+    as_paths: int
+    community_lists: int
+    large_community_lists: int
+
+class Rib:
+    """Every route of every peer of an MRT RIB dump, and the longest-prefix
+    match over all of them: what flow enrichment and looking glasses need
+    beyond ``Table``'s one value per prefix.
+
+    A lookup finds the longest prefix that has a route the query allows and
+    answers that prefix's preferred route: Loc-RIB, then post-policy, then
+    pre-policy and MRT peers; highest LOCAL_PREF (missing: 100); shortest
+    AS path; lowest ORIGIN; lowest MED (missing: 0); lowest peer id; lowest
+    path id. ``peer=`` restricts it to one peer's routes (the longest match
+    over that peer's prefixes); ``nexthop=`` prefers, at that prefix, the
+    route with this next hop, the usual preference applying when none has it.
+    On a miss, ``lookup`` returns ``None``.
+
+    IPv4-mapped IPv6 addresses (``::ffff:a.b.c.d``) are looked up as IPv4,
+    and are IPv4 next hops in ``nexthop`` / ``nexthops``.
+
+    Thread safety: a ``Rib`` does not change after ``from_mrt``; every method
+    may be called from any thread. ``from_mrt``, ``routes`` and
+    ``lookup_many`` release the GIL while they work.
+
+    >>> rib = Rib.from_mrt("rib.20260730.1400.first2MiB.mrt.bz2")   # doctest: +SKIP
+    >>> rib.lookup("8.8.8.8")["origin_asn"]                          # doctest: +SKIP
+    15169
+    """
+
+    @classmethod
+    def from_mrt(cls, path: str | os.PathLike[str], *, strict: bool = False) -> Rib:
+        """Load an MRT RIB dump (TABLE_DUMP_V2 with or without ADD-PATH, or
+        legacy TABLE_DUMP; plain, gzip, bzip2 or zstd): every peer of its
+        peer table becomes a peer of the RIB (``rib`` ``"mrt"``), every RIB
+        entry a route. Returns once every route is visible to lookups.
+
+        Raises ``FileNotFoundError`` / ``OSError`` for unreadable files and
+        ``TableFileError`` for a file with no complete MRT record, each
+        naming the file. A dump cut inside a record (the shared dumps are
+        the first N MiB of real files), skipped records or entries and
+        records that hold no unicast RIB load what was complete and warn
+        ``DamagedTableWarning`` (``load_report`` has the details);
+        ``strict=True`` raises ``TableFileError`` instead.
+        """
+
+    def lookup(
+        self, addr: Addr, peer: PeerArg | None = None, nexthop: Addr | None = None
+    ) -> RibLookup | None:
+        """The route chosen for ``addr`` (see the class), or ``None``.
+
+        ``peer``: a peer id (``int``) or a peer address (every peer with
+        that address); one the RIB does not have raises ``ValueError``.
+        A bad address raises ``ValueError``, an ``int`` ``TypeError``.
+
+        >>> rib.lookup("8.8.8.8", peer=3)["next_hop"]                  # doctest: +SKIP
+        '45.61.0.85'
+        """
+
+    def routes(
+        self,
+        prefix: PrefixLike | Addr,
+        match: Literal["exact", "longer", "shorter"] = "exact",
+        limit: int | None = None,
+    ) -> list[RibRoute]:
+        """Every route of exactly ``prefix`` (``"exact"``), or of it and its
+        more (``"longer"``) or less (``"shorter"``) specific prefixes:
+        ordered by prefix (address, then length), each prefix's routes in
+        preference order; at most ``limit`` routes (``None``: all).
+        An address alone means its host prefix. ``"longer"`` walks every
+        prefix of the RIB. A bad prefix (or host bits set) raises
+        ``ValueError``.
+
+        >>> [r["peer"] for r in rib.routes("8.8.8.0/24")][:3]          # doctest: +SKIP
+        [1, 2, 3]
+        """
+
+    def peers(self) -> list[RibPeer]:
+        """Every peer, in id order (peers without routes included)."""
+
+    def lookup_many(
+        self,
+        addrs: Any,
+        peer: PeerArg | None = None,
+        nexthops: Any = None,
+        *,
+        errors: Literal["raise", "coerce"] = "raise",
+    ) -> RibLookups:
+        """Vectorised ``lookup`` for flow enrichment: one row per address,
+        each field equal to what ``lookup`` answers for that address.
+
+        ``addrs``: whatever ``Table.lookup_many`` takes (numpy ``uint32``
+        IPv4, ``(N, 16) uint8`` or ``(N, 2) uint64`` IPv6, lists of ``str`` /
+        ``bytes`` / ``ipaddress`` objects, pyarrow arrays, pandas Series);
+        ``None``, NaN and nulls match nothing. ``nexthops``: ``None``, or one
+        next hop per address (the flow's) in any of those forms, ``None``
+        items meaning no preference: each address is looked up with its
+        own next hop as ``lookup``'s ``nexthop``. A bad address raises
+        ``ValueError`` naming it and its index; ``errors="coerce"`` makes it
+        a no-match (a bad next hop: no preference). The lookups run without
+        the GIL through the RIB's batch path.
+
+        ``pandas.DataFrame(rib.lookup_many(addrs))`` makes one column per
+        field.
+
+        >>> r = rib.lookup_many(np.array([0x08080808], np.uint32))      # doctest: +SKIP
+        >>> r["origin_asn"], r["prefix_len"], r["next_hop"]             # doctest: +SKIP
+        (array([15169], dtype=uint32), array([24], dtype=int16), array(['12.0.1.63'], dtype=object))
+        """
+
+    @property
+    def load_report(self) -> RibLoadReport:
+        """What ``from_mrt`` read (a fresh dict each time)."""
+
+    def info(self) -> RibInfo:
+        """The RIB as it is now: peers (and how many are up), live routes,
+        prefixes with a live route, distinct interned attribute sets, AS
+        paths and community lists."""

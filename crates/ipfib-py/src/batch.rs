@@ -104,6 +104,21 @@ impl Mixed {
         }
     }
 
+    /// The IPv4 addresses and the position each came from.
+    pub fn v4(&self) -> (&[u32], &[u32]) {
+        (&self.v4, &self.pos4)
+    }
+
+    /// The IPv6 addresses and the position each came from.
+    pub fn v6(&self) -> (&[u128], &[u32]) {
+        (&self.v6, &self.pos6)
+    }
+
+    /// The positions that hold no address.
+    pub fn nones(&self) -> &[u32] {
+        &self.none
+    }
+
     /// Look every address up and hand the answers to `sink`.
     pub fn answer<S: FamilySink>(
         &self,
@@ -137,20 +152,91 @@ pub fn answer_v4<S: FamilySink>(
     snap.v4.answer(addrs, None, with_len, sink)
 }
 
+/// The addresses of a `lookup_many` input as plain slices (no Python
+/// objects: what the GIL-free part reads).
+pub enum Items<'a> {
+    /// IPv4 as numbers.
+    V4(&'a [u32]),
+    /// IPv6, 16 bytes per row, network order.
+    V6Bytes(&'a [u8]),
+    /// IPv6, two words per row: bits 127..64, bits 63..0.
+    V6Words(&'a [u64]),
+    /// Already split by family (a Python list, parsed with the GIL).
+    Parsed(&'a Mixed),
+    /// Arrow-style variable-length items: `offsets` (n + 1), bytes, nulls.
+    Buffers {
+        packed: bool,
+        offsets: &'a [i64],
+        data: &'a [u8],
+        nulls: Option<&'a [bool]>,
+    },
+}
+
+impl Items<'_> {
+    /// Decode every item, in rounds of [`DECODE_CHUNK`], into a [`Mixed`]
+    /// handed to `f` (an already parsed input: all at once). A bad item
+    /// stops the call or, with `OnError::Coerce`, holds no address.
+    pub fn each_chunk<E, F>(&self, on_error: OnError, f: F) -> Result<(), E>
+    where
+        E: From<BadItem>,
+        F: FnMut(&Mixed) -> Result<(), E>,
+    {
+        match *self {
+            Items::V4(raw) => decode_chunks(raw.len(), on_error, f, |i, m| {
+                m.push(i, AnyAddr::V4(raw[i]));
+                Ok(())
+            }),
+            Items::V6Bytes(raw) => decode_chunks(raw.len() / 16, on_error, f, |i, m| {
+                decode_packed(i, &raw[i * 16..i * 16 + 16], m)
+            }),
+            Items::V6Words(raw) => decode_chunks(raw.len() / 2, on_error, f, |i, m| {
+                m.push_v6(i, (raw[2 * i] as u128) << 64 | raw[2 * i + 1] as u128);
+                Ok(())
+            }),
+            Items::Parsed(mixed) => {
+                let mut f = f;
+                f(mixed)
+            }
+            Items::Buffers {
+                packed,
+                offsets,
+                data,
+                nulls,
+            } => {
+                let n = offsets.len().saturating_sub(1);
+                decode_chunks(n, on_error, f, |i, m| {
+                    if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
+                        m.push_none(i);
+                        return Ok(());
+                    }
+                    let (s, e) = (offsets[i], offsets[i + 1]);
+                    let bytes = usize::try_from(s)
+                        .ok()
+                        .zip(usize::try_from(e).ok())
+                        .and_then(|(s, e)| data.get(s..e))
+                        .ok_or(BadItem {
+                            index: i,
+                            text: format!("offsets {s}..{e} outside the data"),
+                        })?;
+                    if packed {
+                        decode_packed(i, bytes, m)
+                    } else {
+                        decode_text(i, bytes, m)
+                    }
+                })
+            }
+        }
+    }
+}
+
 /// Decode items `0..n` in rounds of [`DECODE_CHUNK`] with `decode(i)`
 /// (which pushes item `i` into the `Mixed`, `push_none` for a null) and
-/// look them up; a bad item stops the call or, with `OnError::Coerce`,
-/// misses.
-pub fn answer_decoded<S, D>(
-    snap: &Snapshot,
-    n: usize,
-    on_error: OnError,
-    with_len: bool,
-    mut decode: D,
-    sink: &mut S,
-) -> Result<(), ManyError>
+/// hand each round to `f`; a bad item stops the call or, with
+/// `OnError::Coerce`, holds no address.
+fn decode_chunks<E, F, D>(n: usize, on_error: OnError, mut f: F, mut decode: D) -> Result<(), E>
 where
-    S: FamilySink,
+    E: From<BadItem>,
+    F: FnMut(&Mixed) -> Result<(), E>,
     D: FnMut(usize, &mut Mixed) -> Result<(), BadItem>,
 {
     let mut mixed = Mixed::default();
@@ -165,7 +251,7 @@ where
                 Err(_) => mixed.push_none(i),
             }
         }
-        mixed.answer(snap, with_len, sink)?;
+        f(&mixed)?;
         start = end;
     }
     Ok(())

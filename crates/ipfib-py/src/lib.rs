@@ -11,6 +11,13 @@
 //!  many.rs + batch.rs: lookup_many — classify the input (numpy, list,
 //!           Arrow buffers), release the GIL, split by family, batch lookups,
 //!           write integers or value slots, then objects / masks / lengths
+//!
+//!  Rib.from_mrt (rib.rs): an ipfib_rib::Rib loaded from an MRT RIB dump
+//!     │  lookup / routes / peers: routes as dicts (the HTTP API's JSON keys)
+//!     ▼
+//!  rib_many.rs: Rib.lookup_many — the same inputs as Table's, the RIB's
+//!           batch lookups without the GIL (grouped by per-address next hop
+//!           when given), one numpy array per field
 //! ```
 //!
 //! Pure-Python parts (input normalisation for pandas and pyarrow, the
@@ -20,6 +27,8 @@ mod batch;
 mod live;
 mod load;
 mod many;
+mod rib;
+mod rib_many;
 mod snapshot;
 mod table;
 mod value;
@@ -29,6 +38,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _ipfib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Table>()?;
+    m.add_class::<rib::Rib>()?;
     m.add("TableFileError", m.py().get_type::<load::TableFileError>())?;
     m.add(
         "DamagedTableWarning",

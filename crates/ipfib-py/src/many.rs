@@ -3,8 +3,8 @@
 //! array, masked, with prefix lengths), and the GIL-free work between.
 
 use crate::batch::{
-    answer_decoded, answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink,
-    ManyError, Mixed, OnError, OutInt, SlotSink,
+    answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink, Items, ManyError,
+    Mixed, OnError, OutInt, SlotSink,
 };
 use crate::snapshot::Snapshot;
 use crate::table::{slot_objects, Table};
@@ -17,8 +17,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyList, PyString, PyTuple};
 
-/// The inputs the GIL-free path reads.
-enum Input<'py> {
+/// The inputs the GIL-free path reads (through [`Input::items`]).
+pub(crate) enum Input<'py> {
     /// IPv4 as numbers.
     V4(numpy::PyReadonlyArray1<'py, u32>),
     /// IPv6, 16 bytes per row, network order.
@@ -37,7 +37,32 @@ enum Input<'py> {
 }
 
 impl Input<'_> {
-    fn len(&self) -> usize {
+    /// The addresses as plain slices, for the GIL-free part.
+    pub(crate) fn items(&self) -> PyResult<Items<'_>> {
+        Ok(match self {
+            Input::V4(a) => Items::V4(a.as_slice().map_err(slice_err)?),
+            Input::V6Bytes(a) => Items::V6Bytes(a.as_slice().map_err(slice_err)?),
+            Input::V6Words(a) => Items::V6Words(a.as_slice().map_err(slice_err)?),
+            Input::Parsed(mixed, _) => Items::Parsed(mixed),
+            Input::Buffers {
+                packed,
+                offsets,
+                data,
+                nulls,
+            } => Items::Buffers {
+                packed: *packed,
+                offsets: offsets.as_slice().map_err(slice_err)?,
+                data: data.as_slice().map_err(slice_err)?,
+                nulls: nulls
+                    .as_ref()
+                    .map(|m| m.as_slice())
+                    .transpose()
+                    .map_err(slice_err)?,
+            },
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
         match self {
             Input::V4(a) => a.len(),
             Input::V6Bytes(a) => a.shape()[0],
@@ -48,7 +73,7 @@ impl Input<'_> {
     }
 }
 
-fn bad_item(e: BadItem) -> PyErr {
+pub(crate) fn bad_item(e: BadItem) -> PyErr {
     PyValueError::new_err(format!(
         "invalid IP address {:?} at index {}",
         e.text, e.index
@@ -118,7 +143,7 @@ fn parse_list(list: &Bound<'_, PyList>, on_error: OnError) -> PyResult<Input<'st
 
 /// Classify `addrs`, asking `ipfib._inputs.canonical` to turn anything
 /// else (other dtypes, pandas, pyarrow, iterables) into one of ours.
-fn classify<'py>(addrs: &Bound<'py, PyAny>, on_error: OnError) -> PyResult<Input<'py>> {
+pub(crate) fn classify<'py>(addrs: &Bound<'py, PyAny>, on_error: OnError) -> PyResult<Input<'py>> {
     if let Some(input) = direct(addrs) {
         return Ok(input);
     }
@@ -174,76 +199,11 @@ fn run<S: FamilySink + Send>(
     with_len: bool,
     sink: &mut S,
 ) -> PyResult<()> {
-    let r: Result<(), ManyError> = match input {
-        Input::V4(a) => {
-            let addrs = a.as_slice().map_err(slice_err)?;
-            py.detach(|| Ok(answer_v4(snap, addrs, with_len, sink)?))
-        }
-        Input::V6Bytes(a) => {
-            let raw = a.as_slice().map_err(slice_err)?;
-            py.detach(|| {
-                let decode =
-                    |i: usize, m: &mut Mixed| decode_packed(i, &raw[i * 16..i * 16 + 16], m);
-                answer_decoded(snap, raw.len() / 16, on_error, with_len, decode, sink)
-            })
-        }
-        Input::V6Words(a) => {
-            let raw = a.as_slice().map_err(slice_err)?;
-            py.detach(|| {
-                let decode = |i: usize, m: &mut Mixed| {
-                    m.push_v6(i, (raw[2 * i] as u128) << 64 | raw[2 * i + 1] as u128);
-                    Ok(())
-                };
-                answer_decoded(snap, raw.len() / 2, on_error, with_len, decode, sink)
-            })
-        }
-        Input::Parsed(mixed, _) => py.detach(|| Ok(mixed.answer(snap, with_len, sink)?)),
-        Input::Buffers {
-            packed,
-            offsets,
-            data,
-            nulls,
-        } => {
-            let offsets = offsets.as_slice().map_err(slice_err)?;
-            let data = data.as_slice().map_err(slice_err)?;
-            let nulls = nulls
-                .as_ref()
-                .map(|m| m.as_slice())
-                .transpose()
-                .map_err(slice_err)?;
-            let packed = *packed;
-            py.detach(|| {
-                let decode = |i: usize, m: &mut Mixed| {
-                    if nulls.is_some_and(|n| n.get(i).copied().unwrap_or(false)) {
-                        m.push_none(i);
-                        return Ok(());
-                    }
-                    let (s, e) = (offsets[i], offsets[i + 1]);
-                    let bytes = usize::try_from(s)
-                        .ok()
-                        .zip(usize::try_from(e).ok())
-                        .and_then(|(s, e)| data.get(s..e))
-                        .ok_or(BadItem {
-                            index: i,
-                            text: format!("offsets {s}..{e} outside the data"),
-                        })?;
-                    if packed {
-                        decode_packed(i, bytes, m)
-                    } else {
-                        decode_text(i, bytes, m)
-                    }
-                };
-                answer_decoded(
-                    snap,
-                    offsets.len().saturating_sub(1),
-                    on_error,
-                    with_len,
-                    decode,
-                    sink,
-                )
-            })
-        }
-    };
+    let items = input.items()?;
+    let r: Result<(), ManyError> = py.detach(|| match &items {
+        Items::V4(addrs) => Ok(answer_v4(snap, addrs, with_len, sink)?),
+        _ => items.each_chunk(on_error, |m: &Mixed| Ok(m.answer(snap, with_len, sink)?)),
+    });
     r.map_err(|e| match e {
         ManyError::Bad(b) => bad_item(b),
         ManyError::Build(m) => {
@@ -252,11 +212,11 @@ fn run<S: FamilySink + Send>(
     })
 }
 
-fn borrow_err(e: numpy::BorrowError) -> PyErr {
+pub(crate) fn borrow_err(e: numpy::BorrowError) -> PyErr {
     PyTypeError::new_err(e.to_string())
 }
 
-fn slice_err(e: numpy::AsSliceError) -> PyErr {
+pub(crate) fn slice_err(e: numpy::AsSliceError) -> PyErr {
     PyTypeError::new_err(e.to_string())
 }
 

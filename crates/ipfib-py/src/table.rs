@@ -26,7 +26,7 @@ pub struct Table {
 
 /// Text of a prefix or address argument: `str`, or anything whose `str()`
 /// is one (`ipaddress` objects).
-fn text_of(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn text_of(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     match obj.cast::<PyString>() {
         Ok(s) => Ok(s.to_cow()?.into_owned()),
         Err(_) if obj.is_instance_of::<pyo3::types::PyInt>() => Err(PyTypeError::new_err(

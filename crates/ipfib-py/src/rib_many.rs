@@ -1,0 +1,385 @@
+//! `Rib.lookup_many`: flow enrichment. The inputs are `Table.lookup_many`'s
+//! (classified by `many.rs`, decoded by `batch.rs`); the lookups go through
+//! the RIB's batch path without the GIL, and each answer is scattered into
+//! per-field numpy arrays.
+//!
+//! With per-address next hops (`nexthops=`), each round of addresses is
+//! grouped by next hop and every group is one batch lookup with that next
+//! hop in its query, so the answers equal `lookup(addr, nexthop=...)`
+//! address by address.
+
+use crate::batch::{BadItem, Items, Mixed, OnError};
+use crate::many::{bad_item, borrow_err, classify, slice_err};
+use crate::rib::{peer_arg, Rib};
+use ipfib_rib::{Hit, Query};
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Addresses per call of the RIB's batch lookup: a batch's answers (tens
+/// of KB) stay in cache until they are scattered.
+const BATCH: usize = 1024;
+
+/// Next hops are numbered from 1 in the order first seen ([`NextHops`]);
+/// 0 is "none", so per-address numbers start as zeroed memory (fresh
+/// pages, no prefill).
+const NO_NEXT_HOP: u32 = 0;
+
+/// Distinct next hops and their numbers (a handful per RIB: one or a few
+/// per peer), so that a result holds one Python string per distinct next
+/// hop rather than one per address.
+#[derive(Default)]
+struct NextHops {
+    numbers: HashMap<IpAddr, u32>,
+    /// Next hop `k` is `distinct[k - 1]`.
+    distinct: Vec<IpAddr>,
+}
+
+impl NextHops {
+    fn number(&mut self, a: IpAddr) -> u32 {
+        let next = self.distinct.len() as u32 + 1;
+        *self.numbers.entry(a).or_insert_with(|| {
+            self.distinct.push(a);
+            next
+        })
+    }
+
+    fn get(&self, number: u32) -> Option<IpAddr> {
+        let i = number.checked_sub(1)?;
+        self.distinct.get(i as usize).copied()
+    }
+}
+
+/// [`NextHops`] for answers: most answers of a peer share its next hop,
+/// which then costs a compare, not a hash.
+#[derive(Default)]
+struct AnswerNextHops {
+    next_hops: NextHops,
+    /// Per peer id, the last next hop seen and its number.
+    last_by_peer: Vec<Option<(IpAddr, u32)>>,
+}
+
+impl AnswerNextHops {
+    #[inline]
+    fn number(&mut self, h: &Hit) -> u32 {
+        let Some(a) = h.next_hop else {
+            return NO_NEXT_HOP;
+        };
+        let p = h.peer as usize;
+        if let Some(Some((last, k))) = self.last_by_peer.get(p) {
+            if *last == a {
+                return *k;
+            }
+        }
+        let k = self.next_hops.number(a);
+        if p >= self.last_by_peer.len() {
+            self.last_by_peer.resize(p + 1, None);
+        }
+        self.last_by_peer[p] = Some((a, k));
+        k
+    }
+}
+
+/// The per-field outputs, written once per position.
+struct Out<'a> {
+    found: &'a mut [bool],
+    origin_asn: &'a mut [u32],
+    prefix_len: &'a mut [i16],
+    peer: &'a mut [i64],
+    /// Next-hop numbers (see [`NO_NEXT_HOP`]).
+    next_hop: &'a mut [u32],
+    next_hops: AnswerNextHops,
+}
+
+/// One answer's fields: found, origin ASN, prefix length, peer, next hop.
+#[inline]
+fn fields(hit: &Option<Hit>, nh: &mut AnswerNextHops) -> (bool, u32, i16, i64, u32) {
+    match hit {
+        Some(h) => (
+            true,
+            h.origin_asn.unwrap_or(0),
+            i16::from(h.prefix_len),
+            i64::from(h.peer),
+            nh.number(h),
+        ),
+        None => (false, 0, -1, -1, NO_NEXT_HOP),
+    }
+}
+
+impl Out<'_> {
+    #[inline]
+    fn put(&mut self, pos: usize, hit: &Option<Hit>) {
+        let (f, o, l, p, n) = fields(hit, &mut self.next_hops);
+        self.found[pos] = f;
+        self.origin_asn[pos] = o;
+        self.prefix_len[pos] = l;
+        self.peer[pos] = p;
+        self.next_hop[pos] = n;
+    }
+
+    /// [`Out::put`] for positions `start..start + hits.len()`: each output
+    /// sliced once, no per-element bounds checks.
+    #[inline]
+    fn put_range(&mut self, start: usize, hits: &[Option<Hit>]) {
+        let end = start + hits.len();
+        let found = &mut self.found[start..end];
+        let origin_asn = &mut self.origin_asn[start..end];
+        let prefix_len = &mut self.prefix_len[start..end];
+        let peer = &mut self.peer[start..end];
+        let next_hop = &mut self.next_hop[start..end];
+        for (j, h) in hits.iter().enumerate() {
+            let (f, o, l, p, n) = fields(h, &mut self.next_hops);
+            found[j] = f;
+            origin_asn[j] = o;
+            prefix_len[j] = l;
+            peer[j] = p;
+            next_hop[j] = n;
+        }
+    }
+}
+
+/// Look `addrs` up with `q` in batches of [`BATCH`]; answer `i` goes to
+/// position `pos(i)` (see [`lookup_all`] for positions `0..n`).
+fn lookup_run<A: Copy>(
+    addrs: &[A],
+    pos: impl Fn(usize) -> usize,
+    q: &Query,
+    batch: &impl Fn(&[A], &Query, &mut [Option<Hit>]),
+    hits: &mut [Option<Hit>],
+    out: &mut Out<'_>,
+) {
+    for (k, chunk) in addrs.chunks(BATCH).enumerate() {
+        let hits = &mut hits[..chunk.len()];
+        batch(chunk, q, hits);
+        for (j, h) in hits.iter().enumerate() {
+            out.put(pos(k * BATCH + j), h);
+        }
+    }
+}
+
+/// [`lookup_run`] with answer `i` at position `i`.
+fn lookup_all<A: Copy>(
+    addrs: &[A],
+    q: &Query,
+    batch: &impl Fn(&[A], &Query, &mut [Option<Hit>]),
+    hits: &mut [Option<Hit>],
+    out: &mut Out<'_>,
+) {
+    for (k, chunk) in addrs.chunks(BATCH).enumerate() {
+        let hits = &mut hits[..chunk.len()];
+        batch(chunk, q, hits);
+        out.put_range(k * BATCH, hits);
+    }
+}
+
+/// The `nexthops=` argument: a next-hop number per position.
+struct FlowNextHops {
+    by_pos: Vec<u32>,
+    next_hops: NextHops,
+}
+
+/// The lookups of one family of one round: grouped by next hop when there
+/// are per-address next hops, else all with `base`.
+#[allow(clippy::too_many_arguments)]
+fn lookup_family<A: Copy>(
+    addrs: &[A],
+    pos: &[u32],
+    base: &Query,
+    nexthops: Option<&FlowNextHops>,
+    batch: &impl Fn(&[A], &Query, &mut [Option<Hit>]),
+    hits: &mut [Option<Hit>],
+    scratch: &mut (Vec<(u32, u32)>, Vec<A>, Vec<u32>),
+    out: &mut Out<'_>,
+) {
+    let Some(nh) = nexthops else {
+        lookup_run(addrs, |i| pos[i] as usize, base, batch, hits, out);
+        return;
+    };
+    let (order, group_addrs, group_pos) = scratch;
+    order.clear();
+    order.extend(
+        pos.iter()
+            .enumerate()
+            .map(|(i, &p)| (nh.by_pos[p as usize], i as u32)),
+    );
+    order.sort_unstable();
+    for run in order.chunk_by(|a, b| a.0 == b.0) {
+        group_addrs.clear();
+        group_pos.clear();
+        for &(_, i) in run {
+            group_addrs.push(addrs[i as usize]);
+            group_pos.push(pos[i as usize]);
+        }
+        let q = Query {
+            peer: base.peer.clone(),
+            next_hop: nh.next_hops.get(run[0].0),
+        };
+        let gp = &*group_pos;
+        lookup_run(group_addrs, |i| gp[i] as usize, &q, batch, hits, out);
+    }
+}
+
+/// Decode `nexthops` (any input `lookup_many` takes; `None` items: no
+/// preference) into per-position numbers.
+fn next_hops(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    n: usize,
+    on_error: OnError,
+) -> PyResult<FlowNextHops> {
+    let named = |e: PyErr| {
+        if e.is_instance_of::<PyValueError>(py) {
+            PyValueError::new_err(format!("nexthops: {}", e.value(py)))
+        } else {
+            e
+        }
+    };
+    let input = classify(obj, on_error).map_err(named)?;
+    if input.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "nexthops holds {} items, addrs {n}: one next hop (or None) per address",
+            input.len()
+        )));
+    }
+    let items = input.items()?;
+    let decoded: Result<FlowNextHops, BadItem> = py.detach(|| {
+        let mut by_pos = vec![NO_NEXT_HOP; n];
+        let mut next_hops = NextHops::default();
+        items.each_chunk(on_error, |m: &Mixed| {
+            let (a4, p4) = m.v4();
+            for (&a, &p) in a4.iter().zip(p4) {
+                by_pos[p as usize] = next_hops.number(IpAddr::V4(Ipv4Addr::from(a)));
+            }
+            let (a6, p6) = m.v6();
+            for (&a, &p) in a6.iter().zip(p6) {
+                by_pos[p as usize] = next_hops.number(IpAddr::V6(Ipv6Addr::from(a)));
+            }
+            Ok::<(), BadItem>(())
+        })?;
+        Ok(FlowNextHops { by_pos, next_hops })
+    });
+    decoded.map_err(|e| named(bad_item(e)))
+}
+
+/// Run every lookup of `items` into `out` (no GIL needed).
+fn run(
+    rib: &ipfib_rib::Rib,
+    items: &Items<'_>,
+    on_error: OnError,
+    base: &Query,
+    nexthops: Option<&FlowNextHops>,
+    out: &mut Out<'_>,
+) -> Result<(), BadItem> {
+    let mut hits = vec![None; BATCH];
+    let v4 = |a: &[u32], q: &Query, o: &mut [Option<Hit>]| rib.lookup_batch_v4(a, q, o);
+    let v6 = |a: &[u128], q: &Query, o: &mut [Option<Hit>]| rib.lookup_batch_v6(a, q, o);
+    if let (Items::V4(addrs), None) = (items, nexthops) {
+        // The common case (IPv4 flows as numbers): no decoding, no split.
+        lookup_all(addrs, base, &v4, &mut hits, out);
+        return Ok(());
+    }
+    let mut scratch4 = Default::default();
+    let mut scratch6 = Default::default();
+    items.each_chunk(on_error, |m: &Mixed| {
+        for &p in m.nones() {
+            out.put(p as usize, &None);
+        }
+        let (a4, p4) = m.v4();
+        let h = &mut hits;
+        lookup_family(a4, p4, base, nexthops, &v4, h, &mut scratch4, out);
+        let (a6, p6) = m.v6();
+        lookup_family(a6, p6, base, nexthops, &v6, h, &mut scratch6, out);
+        Ok(())
+    })
+}
+
+/// Vectorised lookups (see `_ipfib.pyi`).
+pub fn lookup_many<'py>(
+    rib: &Rib,
+    py: Python<'py>,
+    addrs: &Bound<'py, PyAny>,
+    peer: Option<&Bound<'py, PyAny>>,
+    nexthops: Option<&Bound<'py, PyAny>>,
+    errors: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let on_error = match errors {
+        "raise" => OnError::Raise,
+        "coerce" => OnError::Coerce,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "errors must be 'raise' or 'coerce', not {errors:?}"
+            )))
+        }
+    };
+    let base = Query {
+        peer: peer_arg(&rib.rib, peer)?,
+        next_hop: None,
+    };
+    let input = classify(addrs, on_error)?;
+    let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err(
+            "lookup_many: at most 2^32 - 1 addresses per call",
+        ));
+    }
+    let nexthops = nexthops
+        .filter(|o| !o.is_none())
+        .map(|o| next_hops(py, o, n, on_error))
+        .transpose()?;
+    let found = PyArray1::<bool>::zeros(py, n, false);
+    let origin_asn = PyArray1::<u32>::zeros(py, n, false);
+    let prefix_len = PyArray1::<i16>::zeros(py, n, false);
+    let peer_ids = PyArray1::<i64>::zeros(py, n, false);
+    let mut next_hop = vec![NO_NEXT_HOP; n];
+    let distinct = {
+        let mut f = found.try_readwrite().map_err(borrow_err)?;
+        let mut o = origin_asn.try_readwrite().map_err(borrow_err)?;
+        let mut l = prefix_len.try_readwrite().map_err(borrow_err)?;
+        let mut p = peer_ids.try_readwrite().map_err(borrow_err)?;
+        let mut out = Out {
+            found: f.as_slice_mut().map_err(slice_err)?,
+            origin_asn: o.as_slice_mut().map_err(slice_err)?,
+            prefix_len: l.as_slice_mut().map_err(slice_err)?,
+            peer: p.as_slice_mut().map_err(slice_err)?,
+            next_hop: &mut next_hop,
+            next_hops: AnswerNextHops::default(),
+        };
+        let items = input.items()?;
+        let the_rib = &rib.rib;
+        py.detach(|| {
+            run(
+                the_rib,
+                &items,
+                on_error,
+                &base,
+                nexthops.as_ref(),
+                &mut out,
+            )
+        })
+        .map_err(bad_item)?;
+        out.next_hops.next_hops.distinct
+    };
+    // One string per distinct next hop, shared by every row that has it.
+    let names: Vec<Py<PyAny>> = distinct
+        .iter()
+        .map(|a| PyString::new(py, &a.to_string()).into_any().unbind())
+        .collect();
+    let none = py.None();
+    let objects: Vec<Py<PyAny>> = next_hop
+        .iter()
+        .map(|&k| match k.checked_sub(1) {
+            Some(i) => names.get(i as usize).unwrap_or(&none).clone_ref(py),
+            None => none.clone_ref(py),
+        })
+        .collect();
+    let d = PyDict::new(py);
+    d.set_item("found", found)?;
+    d.set_item("origin_asn", origin_asn)?;
+    d.set_item("prefix_len", prefix_len)?;
+    d.set_item("next_hop", PyArray1::from_vec(py, objects))?;
+    d.set_item("peer", peer_ids)?;
+    Ok(d)
+}
