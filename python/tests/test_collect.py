@@ -194,3 +194,33 @@ def test_hostile_session_ends_alone() -> None:
         log = c.log()
         assert "BMP version 7, expected 3" in log and "byte 6 of the stream" in log, log
         assert "outside 6..=1048576" in log, log
+
+
+def test_a_sender_making_progress_is_never_slow() -> None:
+    """Writes that always end inside a message, but complete one message
+    every 20 ms, for 3x --slow-timeout: the session stays; a message that
+    stops half-sent is cut after --slow-timeout."""
+
+    def bmp(kind: int, body: bytes) -> bytes:
+        return struct.pack(">BIB", 3, 6 + len(body), kind) + body
+
+    stats = bmp(1, bytes(2 + 8 + 12) + bytes([192, 0, 2, 9]) + bytes(16) + bytes(4))
+    half = len(stats) // 2
+    for c in running("--slow-timeout", "1", "--grace", "0"):
+        with socket.create_connection(("127.0.0.1", c.bmp_port), timeout=10) as s:
+            s.sendall(bmp(4, struct.pack(">HH", 2, 4) + b"rtr1") + stats[:half])
+            sent = 0
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 3.0:
+                s.sendall(stats[half:] + stats[:half])  # ends mid-message
+                sent += 1
+                time.sleep(0.02)
+            assert c.metric('ipfib_bmp_messages_total{type="statistics"}') >= sent - 5
+            assert c.metric('ipfib_bmp_session_ends_total{reason="slow_sender"}') == 0, c.log()
+            # Now stop half-way through a message: cut within ~1 s.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if c.metric('ipfib_bmp_session_ends_total{reason="slow_sender"}') == 1:
+                    break
+                time.sleep(0.1)
+            assert c.metric('ipfib_bmp_session_ends_total{reason="slow_sender"}') == 1, c.log()

@@ -149,6 +149,16 @@ fn only_removes(m: &[u8]) -> bool {
 }
 
 pub fn run(args: Args) -> CmdResult {
+    if !(args.rate.is_finite() && (args.rate == 0.0 || args.rate >= 0.001)) {
+        return Err(format!(
+            "--rate {}: expected 0 (full speed) or at least 0.001 messages/s",
+            args.rate
+        )
+        .into());
+    }
+    if args.sessions == 0 {
+        return Err("--sessions 0: expected at least 1".into());
+    }
     let mut streams = Vec::new();
     for f in &args.files {
         let mut buf = Vec::new();
@@ -175,7 +185,7 @@ pub fn run(args: Args) -> CmdResult {
     let start = Instant::now();
     let mut handles = Vec::new();
     for (buf, msgs) in &streams {
-        for _ in 0..args.sessions.max(1) {
+        for _ in 0..args.sessions {
             let (buf, msgs) = (Arc::clone(buf), Arc::clone(msgs));
             let (to, rate) = (args.to, args.rate);
             handles.push(std::thread::spawn(move || {
@@ -200,7 +210,7 @@ pub fn run(args: Args) -> CmdResult {
         }
     }
     let wall = start.elapsed().as_secs_f64();
-    let sessions = streams.len() * args.sessions.max(1);
+    let sessions = streams.len() * args.sessions;
     println!(
         "bmp-replay: {sessions} sessions, {messages} messages, {bytes} bytes sent in {slowest:.3} s ({:.0} messages/s); {failed} failed; {wall:.3} s until the collector closed every session",
         messages as f64 / slowest.max(1e-9)

@@ -169,6 +169,9 @@ struct Neighbour {
     addpath_v6: bool,
     table_name: Option<String>,
     ribs: [Option<Arc<PeerInfo>>; 3],
+    /// Made by a Route Monitoring before any Peer Up: the first Peer Up
+    /// completes it (its routes stay) instead of replacing it.
+    provisional: bool,
 }
 
 /// Counters of one session (summed into the service's metrics).
@@ -341,33 +344,51 @@ impl Session {
                 table_name = Some(tlv_string(v));
             }
         }
-        // Adj-RIB-In: what the neighbour sent us. Loc-RIB (RFC 9069 §5.2):
-        // the OPENs are fabricated to describe the encoding, so either
-        // direction's agreement means path ids are present.
+        // Adj-RIB-In: what the neighbour sent us (RFC 7911 §4: it may send,
+        // the router may receive). Loc-RIB (RFC 9069 §5.2): the OPENs are
+        // fabricated, and "the capability intent of advertise, receive or
+        // both can be ignored since the presence of the capability
+        // indicates enough that add-paths will be used".
         let negotiated = |afi| {
-            let rx = wire::addpath_negotiated(&rcvd, &sent, afi);
             if h.peer_type == 3 {
-                rx || wire::addpath_negotiated(&sent, &rcvd, afi)
+                sent.has_addpath(afi) || rcvd.has_addpath(afi)
             } else {
-                rx
+                wire::addpath_negotiated(&rcvd, &sent, afi)
             }
         };
         let key = h.neighbour();
-        // A Peer Up for a neighbour already up: the old one went down
-        // without a Peer Down.
-        if let Some(old) = self.neighbours.remove(&key) {
-            for p in old.ribs.iter().flatten() {
-                self.rib.peer_down(p.id);
+        let (addpath_v4, addpath_v6) = (negotiated(1), negotiated(2));
+        match self.neighbours.get_mut(&key) {
+            // Routes that came before the first Peer Up stay: this Peer Up
+            // describes the session they belong to.
+            Some(n) if n.provisional => {
+                n.provisional = false;
+                n.addpath_v4 = addpath_v4;
+                n.addpath_v6 = addpath_v6;
+                n.header = h;
+                n.table_name = table_name;
+                return Ok(Ok(()));
             }
+            // A Peer Up for a neighbour already up: the old one went down
+            // without a Peer Down.
+            Some(_) => {
+                if let Some(old) = self.neighbours.remove(&key) {
+                    for p in old.ribs.iter().flatten() {
+                        self.rib.peer_down(p.id);
+                    }
+                }
+            }
+            None => {}
         }
         self.neighbours.insert(
             key,
             Neighbour {
-                addpath_v4: negotiated(1),
-                addpath_v6: negotiated(2),
+                addpath_v4,
+                addpath_v6,
                 header: h,
                 table_name,
                 ribs: [None, None, None],
+                provisional: false,
             },
         );
         Ok(Ok(()))
@@ -389,6 +410,7 @@ impl Session {
                     addpath_v6: false,
                     table_name: None,
                     ribs: [None, None, None],
+                    provisional: true,
                 })
             }
         };

@@ -303,7 +303,19 @@ struct Change {
 
 impl Rib {
     /// An empty RIB, with its FIB and sweeper threads running.
+    ///
+    /// # Panics
+    /// If the OS cannot start a thread ([`Rib::try_new`] returns the
+    /// error instead).
     pub fn new() -> Rib {
+        match Rib::try_new() {
+            Ok(r) => r,
+            Err(e) => panic!("cannot start a RIB thread: {e}"),
+        }
+    }
+
+    /// An empty RIB, or the error that kept its threads from starting.
+    pub fn try_new() -> std::io::Result<Rib> {
         let inner = Arc::new(Inner {
             peers: Peers::new(),
             attrs: Attrs::default(),
@@ -340,17 +352,16 @@ impl Rib {
                 .name("rib-sweeper".into())
                 .spawn(move || sweeper_thread(inner, sweep_rx, fib_tx))
         };
-        let threads = [t1, t2]
-            .into_iter()
-            .map(|t| t.unwrap_or_else(|e| panic!("cannot start a RIB thread: {e}")))
-            .collect();
-        Rib {
+        // A thread that did start ends when its channel closes: `t1`'s
+        // when `fib_tx` (and the sweeper's clone) drop with this frame.
+        let threads = vec![t1?, t2?];
+        Ok(Rib {
             inner,
             fib: reader,
             fib_tx: Some(fib_tx),
             sweep_tx: Some(sweep_tx),
             threads,
-        }
+        })
     }
 
     pub fn peers(&self) -> &Peers {
@@ -389,17 +400,18 @@ impl Rib {
         if let Some(&id) = ids.get(&prefix) {
             return Ok(id);
         }
-        let mut fresh = None;
+        // Everything a reader or another writer may reach through the id
+        // exists before the id is in the map: the length bit (fallback
+        // probes) and the slot's chunk (a writer that loses the insert race
+        // uses the winner's id at once).
+        self.inner.note_len(&prefix);
         let id = *ids.get_or_insert_with(prefix, || {
             let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-            fresh = Some(id);
+            let _ = self.inner.slots.get_or_alloc(id);
             id
         });
-        if fresh == Some(id) {
-            if self.inner.slots.get_or_alloc(id).is_none() {
-                return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
-            }
-            self.inner.note_len(&prefix);
+        if self.inner.slots.get_or_alloc(id).is_none() {
+            return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
         }
         Ok(id)
     }
@@ -411,7 +423,9 @@ impl Rib {
         id: u32,
         mut f: impl FnMut(&mut Vec<Entry>) -> (bool, bool),
     ) -> Change {
-        let Some(slot) = self.inner.slot(id) else {
+        // `get_or_alloc`, not `slot`: never skip a write because a chunk is
+        // still being allocated by another thread (it waits for it).
+        let Some(slot) = self.inner.slots.get_or_alloc(id) else {
             return Change::default();
         };
         let mut change = Change::default();

@@ -137,6 +137,14 @@ pub struct OpenCaps {
 }
 
 impl OpenCaps {
+    /// Whether the OPEN carries an ADD-PATH entry for `afi` unicast with
+    /// any valid send/receive value (1-3; RFC 7911 defines no 0).
+    pub fn has_addpath(&self, afi: u16) -> bool {
+        self.addpath
+            .iter()
+            .any(|&(a, s, d)| a == afi && s == 1 && d != 0)
+    }
+
     fn addpath_bits(&self, afi: u16) -> u8 {
         self.addpath
             .iter()

@@ -5,10 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
-use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
+use ipfib_rib::attrs::{AsPath, AttrsRef, Origin, AS_SEQUENCE, AS_SET};
 use ipfib_rib::{Hit, PeerFilter, PeerKey, Query, Rib, RibKind};
 use proptest::prelude::*;
 
@@ -54,6 +53,12 @@ enum Op {
         path_id: u32,
         lp: u8,
         path_len: u8,
+        /// A trailing AS_SET of two ASNs (counts one in the path length;
+        /// no origin ASN).
+        set: bool,
+        origin: u8,
+        /// MED; `None` compares as 0.
+        med: Option<u8>,
         nh: u8,
     },
     Withdraw {
@@ -72,9 +77,21 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        8 => (0..PEERS, 0..PREFIXES.len(), 0..2u32, 0..3u8, 1..4u8, 0..3u8).prop_map(
-            |(peer, prefix, path_id, lp, path_len, nh)| Op::Announce { peer, prefix, path_id, lp, path_len, nh }
-        ),
+        8 => (
+            (0..PEERS, 0..PREFIXES.len(), 0..2u32, 0..3u8),
+            (1..4u8, any::<bool>(), 0..3u8, prop::option::of(0..3u8), 0..3u8),
+        )
+            .prop_map(|((peer, prefix, path_id, lp), (path_len, set, origin, med, nh))| Op::Announce {
+                peer,
+                prefix,
+                path_id,
+                lp,
+                path_len,
+                set,
+                origin,
+                med,
+                nh
+            }),
         3 => (0..PEERS, 0..PREFIXES.len(), 0..2u32).prop_map(|(peer, prefix, path_id)| Op::Withdraw { peer, prefix, path_id }),
         1 => (0..PEERS).prop_map(|peer| Op::Down { peer }),
         1 => (0..PEERS).prop_map(|peer| Op::Up { peer }),
@@ -88,6 +105,8 @@ struct M {
     rank: u8,
     lp: u32,
     path_len: u32,
+    origin: u8,
+    med: u32,
     peer: u32,
     path_id: u32,
     nh: IpAddr,
@@ -108,6 +127,8 @@ fn best<'a>(cands: impl Iterator<Item = &'a M>) -> Option<&'a M> {
             .cmp(&b.rank)
             .then(b.lp.cmp(&a.lp))
             .then(a.path_len.cmp(&b.path_len))
+            .then(a.origin.cmp(&b.origin))
+            .then(a.med.cmp(&b.med))
             .then(a.peer.cmp(&b.peer))
             .then(a.path_id.cmp(&b.path_id))
     })
@@ -145,16 +166,26 @@ fn run(ops: Vec<Op>) {
                 path_id,
                 lp,
                 path_len,
+                set,
+                origin,
+                med,
                 nh: n,
             } => {
                 let p = prefixes[prefix];
                 let path: Vec<u32> = (0..path_len as u32).map(|i| 64500 + i).collect();
-                let words = AsPath::encode([(AS_SEQUENCE, &path[..])]);
+                let tail = [64600u32, 64601];
+                let mut segments = vec![(AS_SEQUENCE, &path[..])];
+                if set {
+                    segments.push((AS_SET, &tail[..]));
+                }
+                let words = AsPath::encode(segments);
                 let hop = nh(n, p.family() == 6);
                 let attrs = rib.intern(&AttrsRef {
                     as_path: &words,
                     next_hop: Some(hop),
                     local_pref: Some(100 + lp as u32),
+                    origin: Origin::from_wire(origin).unwrap(),
+                    med: med.map(u32::from),
                     ..Default::default()
                 });
                 rib.announce(&peers[peer], p, path_id, &attrs).unwrap();
@@ -164,7 +195,9 @@ fn run(ops: Vec<Op>) {
                         M {
                             rank: KINDS[peer].rank(),
                             lp: 100 + lp as u32,
-                            path_len: path_len as u32,
+                            path_len: path_len as u32 + set as u32,
+                            origin,
+                            med: med.unwrap_or(0) as u32,
                             peer: peer_ids[peer],
                             path_id,
                             nh: hop,
@@ -277,6 +310,50 @@ fn run(ops: Vec<Op>) {
             assert_eq!(got, want, "lookup {a} {q:?}");
         }
     }
+    // Batches of distinct addresses (positions across several groups of 8
+    // and chunks of 32) answer position by position as single lookups do.
+    let v4: Vec<u32> = ADDRS
+        .iter()
+        .filter_map(|a| match AnyAddr::unmapped(a.parse().unwrap()) {
+            AnyAddr::V4(x) => Some(x),
+            AnyAddr::V6(_) => None,
+        })
+        .collect();
+    let v6: Vec<u128> = ADDRS
+        .iter()
+        .filter_map(|a| match AnyAddr::unmapped(a.parse().unwrap()) {
+            AnyAddr::V6(x) => Some(x),
+            AnyAddr::V4(_) => None,
+        })
+        .collect();
+    let batch4: Vec<u32> = (0..70).map(|i| v4[(i * 5 + i / 7) % v4.len()]).collect();
+    let batch6: Vec<u128> = (0..70).map(|i| v6[(i * 2 + i / 5) % v6.len()]).collect();
+    let mut queries = vec![Query::default()];
+    queries.extend(peer_ids.iter().map(|&id| Query {
+        peer: Some(PeerFilter::Id(id)),
+        next_hop: None,
+    }));
+    queries.push(Query {
+        peer: None,
+        next_hop: Some(nh(1, false)),
+    });
+    let single = |a: AnyAddr, q: &Query| {
+        rib.lookup(a, q).map(|r| Hit {
+            prefix_len: r.prefix.len(),
+            origin_asn: r.attrs.as_path.origin_asn(),
+            peer: r.peer.id,
+            next_hop: r.attrs.next_hop,
+        })
+    };
+    for q in &queries {
+        let mut out = vec![None; 70];
+        rib.lookup_batch_v4(&batch4, q, &mut out);
+        let want: Vec<_> = batch4.iter().map(|&x| single(AnyAddr::V4(x), q)).collect();
+        assert_eq!(out, want, "IPv4 batch {q:?}");
+        rib.lookup_batch_v6(&batch6, q, &mut out);
+        let want: Vec<_> = batch6.iter().map(|&x| single(AnyAddr::V6(x), q)).collect();
+        assert_eq!(out, want, "IPv6 batch {q:?}");
+    }
     for (pi, p) in prefixes.iter().enumerate() {
         let mut got: Vec<(u32, u32)> = rib
             .routes(p)
@@ -305,7 +382,6 @@ fn run(ops: Vec<Op>) {
             .count()
     });
     assert_eq!(left, 0);
-    let _ = Arc::strong_count(&peers[0]);
 }
 
 proptest! {

@@ -192,6 +192,15 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
 /// async workers.
 async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    // One dump at a time: each is built whole in memory (hundreds of MB
+    // at full tables); a second request waits for the first.
+    let Ok(_one) = ctx.dump_lock.acquire().await else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": "shutting down" })),
+        )
+            .into_response();
+    };
     let rib = Arc::clone(&ctx.rib);
     let out = tokio::task::spawn_blocking(move || {
         let mut buf = Vec::new();

@@ -173,8 +173,12 @@ async fn run_session(
         }
         // A message begun and not finished within the slow-sender
         // timeout ends the session; otherwise wait up to the idle timeout.
+        // The clock runs from the start of the unfinished message: it
+        // restarts whenever a message completed in this round.
         partial_since = if buf.is_empty() {
             None
+        } else if start > 0 {
+            Some(Instant::now())
         } else {
             partial_since.or(Some(Instant::now()))
         };

@@ -71,6 +71,8 @@ pub struct Opts {
 /// What every task shares.
 pub struct Ctx {
     pub rib: Arc<Rib>,
+    /// `/api/v1/dump.mrt` builds one dump at a time.
+    pub dump_lock: tokio::sync::Semaphore,
     pub metrics: metrics::Metrics,
     pub sessions: ingest::Registry,
     pub opts: Opts,
@@ -105,16 +107,6 @@ pub fn run(args: Args) -> CmdResult {
         max_message: args.max_message.max(64),
         max_sessions: args.max_sessions,
     };
-    let rib = Arc::new(Rib::new());
-    for path in &args.mrt {
-        load_mrt(&rib, path)?;
-    }
-    let ctx = Arc::new(Ctx {
-        rib,
-        metrics: metrics::Metrics::default(),
-        sessions: ingest::Registry::default(),
-        opts,
-    });
     // Two runtimes: BMP ingest is CPU work that can keep every worker
     // busy, and HTTP lookups must not queue behind it (measured: with one
     // shared runtime and 32 sessions replaying, lookups waited 75 ms at
@@ -130,7 +122,23 @@ pub fn run(args: Args) -> CmdResult {
         .thread_name("http")
         .enable_all()
         .build()?;
-    let result = rt.block_on(serve(ctx, args.bmp, args.http, http_rt.handle().clone()));
+    let result = rt.block_on(async {
+        // Signals first: a SIGTERM during the MRT load or right after the
+        // "listening" line still ends the process cleanly (exit 0).
+        let signals = Signals::new()?;
+        let rib = Arc::new(Rib::new());
+        for path in &args.mrt {
+            load_mrt(&rib, path)?;
+        }
+        let ctx = Arc::new(Ctx {
+            rib,
+            dump_lock: tokio::sync::Semaphore::new(1),
+            metrics: metrics::Metrics::default(),
+            sessions: ingest::Registry::default(),
+            opts,
+        });
+        serve(ctx, args.bmp, args.http, http_rt.handle().clone(), signals).await
+    });
     // Session tasks that are still winding down do not hold up the exit.
     http_rt.shutdown_timeout(Duration::from_secs(2));
     rt.shutdown_timeout(Duration::from_secs(2));
@@ -168,6 +176,7 @@ async fn serve(
     bmp: SocketAddr,
     http: SocketAddr,
     http_rt: tokio::runtime::Handle,
+    mut signals: Signals,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let bmp_l = tokio::net::TcpListener::bind(bmp)
         .await
@@ -191,7 +200,7 @@ async fn serve(
             })
             .await
     });
-    wait_for_signal().await;
+    signals.wait().await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), ingest).await;
@@ -204,18 +213,28 @@ async fn serve(
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot watch SIGTERM; stopping on SIGINT only");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGTERM and SIGINT, registered when made (signals that arrive before
+/// `wait` is called are not lost).
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let watch =
+            |k: SignalKind, name: &str| signal(k).map_err(|e| format!("cannot watch {name}: {e}"));
+        Ok(Signals {
+            term: watch(SignalKind::terminate(), "SIGTERM")?,
+            int: watch(SignalKind::interrupt(), "SIGINT")?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
     }
 }
