@@ -224,3 +224,20 @@ def test_a_sender_making_progress_is_never_slow() -> None:
                     break
                 time.sleep(0.1)
             assert c.metric('ipfib_bmp_session_ends_total{reason="slow_sender"}') == 1, c.log()
+
+
+def test_idle_sessions_close_and_limits_refuse() -> None:
+    """--idle-timeout closes a silent session; --max-sessions refuses the
+    one past the limit (counted), the others stay."""
+    for c in running("--idle-timeout", "1", "--max-sessions", "1", "--grace", "0"):
+        with socket.create_connection(("127.0.0.1", c.bmp_port), timeout=10) as first:
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", c.bmp_port), timeout=10) as second:
+                second.settimeout(10)
+                assert second.recv(1) == b""  # refused: closed at once
+            first.settimeout(10)
+            t0 = time.monotonic()
+            assert first.recv(1) == b""  # closed for idleness
+            assert time.monotonic() - t0 < 5
+        assert c.metric("ipfib_bmp_sessions_refused_total") == 1
+        assert c.metric('ipfib_bmp_session_ends_total{reason="idle_timeout"}') == 1

@@ -3,7 +3,7 @@
 //! tables, lookup latency with and without a writer, batch lookups, and
 //! what removing one of 5 peers costs readers and the other writers.
 //!
-//! `cargo run --release -p ipfib-rib --example rib_bench [-- --peers 5 --passes 3]`
+//! `cargo run --release -p ipfib-rib --example rib_bench [-- --peers 5 --passes 3 --phases ingest,scale,lookups,writer,removal]`
 //! Reader pinned to CPU 0, writer to CPU 1. Latency: single lookups timed
 //! in groups of 16 (a clock read costs ~20 ns), each group's mean is one
 //! sample; p50/p99 over the samples.
@@ -145,25 +145,45 @@ fn path_for(peer: usize, origin: u32) -> Vec<u32> {
     AsPath::encode([(AS_SEQUENCE, &p[..])])
 }
 
+/// A route's attributes: the peer's next hop, one community per origin,
+/// one of 3 MEDs (by `salt`).
+fn route_attrs<'a>(
+    prefix: AnyPrefix,
+    peer: usize,
+    origin: u32,
+    words: &'a [u32],
+    salt: u64,
+) -> AttrsRef<'a> {
+    let nh = if prefix.family() == 6 {
+        std::net::IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, peer as u16 + 1])
+    } else {
+        std::net::IpAddr::from([192, 0, 2, peer as u8 + 1])
+    };
+    AttrsRef {
+        as_path: words,
+        communities: &COMMS[(origin % 1000) as usize],
+        next_hop: Some(nh),
+        med: Some((mix(salt) % 3) as u32),
+        ..Default::default()
+    }
+}
+
+/// Community lists `[65000:k]` for k < 1000.
+static COMMS: std::sync::LazyLock<Vec<[u32; 1]>> =
+    std::sync::LazyLock::new(|| (0..1000).map(|k| [(65000u32 << 16) | k]).collect());
+
 fn announce_all(s: &Scale, peer: usize, med_salt: u64) -> usize {
     let p = &s.peers[peer];
     let mut n = 0;
     for &(prefix, origin) in &s.routes {
         let words = path_for(peer, origin);
-        let v6 = prefix.family() == 6;
-        let nh = if v6 {
-            std::net::IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, peer as u16 + 1])
-        } else {
-            std::net::IpAddr::from([192, 0, 2, peer as u8 + 1])
-        };
-        let comms = [(65000u32 << 16) | (origin % 1000)];
-        let attrs = s.rib.intern(&AttrsRef {
-            as_path: &words,
-            communities: &comms,
-            next_hop: Some(nh),
-            med: Some((mix(n as u64 ^ med_salt) % 3) as u32),
-            ..Default::default()
-        });
+        let attrs = s.rib.intern(&route_attrs(
+            prefix,
+            peer,
+            origin,
+            &words,
+            n as u64 ^ med_salt,
+        ));
         s.rib.announce(p, prefix, 0, &attrs).unwrap();
         n += 1;
     }
@@ -359,13 +379,12 @@ fn spawn_writer(
             pin(1);
             let mut i = 0u64;
             while !stop2.load(Ordering::Relaxed) {
+                // The attribute forms of the load (one of 3 MEDs): after
+                // the first pass no new attribute set is made, so memory
+                // figures measure the RIB, not a growing interner.
                 let (prefix, origin) = routes[(mix(i) % routes.len() as u64) as usize];
                 let words = path_for(peer, origin);
-                let attrs = rib.intern(&AttrsRef {
-                    as_path: &words,
-                    med: Some((i % 7) as u32),
-                    ..Default::default()
-                });
+                let attrs = rib.intern(&route_attrs(prefix, peer, origin, &words, i));
                 rib.announce(&p, prefix, 0, &attrs).unwrap();
                 i += 1;
                 written2.fetch_add(1, Ordering::Relaxed);
@@ -451,16 +470,37 @@ fn removal(s: &Scale) {
     println!("after: reader p50 {a50:.0} ns, p99 {a99:.0} ns; writer {arate:.2} M updates/s");
     stop.store(true, Ordering::Relaxed);
     w.join().unwrap();
+    // The memory a removal gives back, measured without a writer (whose
+    // new attribute sets would offset it): remove peer 3.
+    s.rib.sync();
+    std::thread::sleep(Duration::from_millis(100));
+    let mem0 = LIVE.load(Ordering::Relaxed);
+    let routes3 = s.peers[3].routes.load(Ordering::Relaxed);
+    let t0 = Instant::now();
+    s.rib.peer_down(s.peers[3].id);
+    while !s.peers[3].swept.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let swept = t0.elapsed();
+    std::thread::sleep(Duration::from_millis(100));
+    let freed = mem0 as f64 - LIVE.load(Ordering::Relaxed) as f64;
+    println!(
+        "peer_down of {routes3} routes, no writer: sweeper done after {swept:?}; {:.1} MB freed ({:.0} bytes per removed route)",
+        freed / 1e6,
+        freed / routes3 as f64
+    );
 }
 
 fn main() {
     let mut npeers = 5;
     let mut passes = 3;
+    let mut phases = "ingest,scale,lookups,writer,removal".to_string();
     let args: Vec<String> = std::env::args().collect();
     for (i, a) in args.iter().enumerate() {
         match a.as_str() {
             "--peers" => npeers = args[i + 1].parse().unwrap(),
             "--passes" => passes = args[i + 1].parse().unwrap(),
+            "--phases" => phases = args[i + 1].clone(),
             _ => {}
         }
     }
@@ -468,9 +508,22 @@ fn main() {
         println!("SKIPPED: {DATA} not found");
         return;
     }
-    ingest(passes);
+    let on = |p: &str| phases.split(',').any(|x| x == p);
+    if on("ingest") {
+        ingest(passes);
+    }
+    // The later phases need the loaded RIB.
+    if !(on("scale") || on("lookups") || on("writer") || on("removal")) {
+        return;
+    }
     let s = scale(npeers);
-    lookups(&s);
-    with_writer(&s);
-    removal(&s);
+    if on("lookups") {
+        lookups(&s);
+    }
+    if on("writer") {
+        with_writer(&s);
+    }
+    if on("removal") {
+        removal(&s);
+    }
 }
