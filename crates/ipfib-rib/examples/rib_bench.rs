@@ -3,7 +3,7 @@
 //! tables, lookup latency with and without a writer, batch lookups, and
 //! what removing one of 5 peers costs readers and the other writers.
 //!
-//! `cargo run --release -p ipfib-rib --example rib_bench [-- --peers 5 --passes 3 --phases ingest,scale,lookups,writer,removal]`
+//! `cargo run --release -p ipfib-rib --example rib_bench [-- --peers 5 --passes 3 --phases ingest,real,scale,lookups,writer,removal]`
 //! Reader pinned to CPU 0, writer to CPU 1. Latency: single lookups timed
 //! in groups of 16 (a clock read costs ~20 ns), each group's mean is one
 //! sample; p50/p99 over the samples.
@@ -491,10 +491,55 @@ fn removal(s: &Scale) {
     );
 }
 
+/// The real multi-peer dump (2026 RouteViews, 20 peers with routes):
+/// lookups of uniformly random IPv4 addresses (every one matches: the dump
+/// has a default route), single and batch.
+fn real_dump() {
+    println!("## The 2026 RouteViews RIB dump (mrt::load), random IPv4 addresses");
+    let rib = Rib::new();
+    let before = LIVE.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let r =
+        ipfib_rib::mrt::load(format!("{DATA}/rib.20260730.1400.first2MiB.mrt.bz2"), &rib).unwrap();
+    rib.sync();
+    let load = t.elapsed();
+    let bytes = LIVE.load(Ordering::Relaxed) - before;
+    println!(
+        "{} routes of {} peers, {} prefixes: loaded in {:.2} s, {:.1} bytes per route",
+        r.routes,
+        r.peers,
+        r.prefixes_v4 + r.prefixes_v6,
+        load.as_secs_f64(),
+        bytes as f64 / r.routes as f64
+    );
+    pin(0);
+    let a4: Vec<u32> = (0..1u64 << 20).map(|i| mix(i ^ 0x5eed) as u32).collect();
+    let a: Vec<AnyAddr> = a4.iter().map(|&x| AnyAddr::V4(x)).collect();
+    let _ = lookup_samples(&rib, &a, Duration::from_millis(300));
+    let mut p50 = Vec::new();
+    for _ in 0..3 {
+        let (mut x, _) = lookup_samples(&rib, &a, Duration::from_secs(1));
+        p50.push(pct(&mut x, 0.5));
+    }
+    let (lo, med, hi) = median(&mut p50);
+    println!("single: p50 {med:.0} ns [{lo:.0}-{hi:.0}]");
+    let q = Query::default();
+    let mut out = vec![None; a4.len()];
+    rib.lookup_batch_v4(&a4, &q, &mut out);
+    let mut rates = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        rib.lookup_batch_v4(&a4, &q, &mut out);
+        rates.push(a4.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+    }
+    let (lo, med, hi) = median(&mut rates);
+    println!("batch (lookup_batch_v4): {med:.1} M lookups/s [{lo:.1}-{hi:.1}]");
+}
+
 fn main() {
     let mut npeers = 5;
     let mut passes = 3;
-    let mut phases = "ingest,scale,lookups,writer,removal".to_string();
+    let mut phases = "ingest,real,scale,lookups,writer,removal".to_string();
     let args: Vec<String> = std::env::args().collect();
     for (i, a) in args.iter().enumerate() {
         match a.as_str() {
@@ -511,6 +556,9 @@ fn main() {
     let on = |p: &str| phases.split(',').any(|x| x == p);
     if on("ingest") {
         ingest(passes);
+    }
+    if on("real") {
+        real_dump();
     }
     // The later phases need the loaded RIB.
     if !(on("scale") || on("lookups") || on("writer") || on("removal")) {
