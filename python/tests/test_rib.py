@@ -498,3 +498,46 @@ def test_errors(rib4: ipfib.Rib, tmp_path: Path) -> None:
         ipfib.Rib.from_mrt(text)
     with pytest.raises(ipfib.TableFileError, match="45827656"):
         ipfib.Rib.from_mrt(data_file(V4_DUMP), strict=True)
+
+
+def _six_pe_dump(path: Path) -> None:
+    """Two peers' routes for 2001:db8::/32, the second with a 6PE-style
+    IPv4-mapped next hop (::ffff:192.0.2.1), as TABLE_DUMP_V2."""
+    import ipaddress as ip
+    import struct
+
+    def mrt(typ: int, sub: int, body: bytes) -> bytes:
+        return struct.pack(">IHHI", 0, typ, sub, len(body)) + body
+
+    peers = [("2001:db8::a", 65001, 1), ("2001:db8::b", 65002, 2)]
+    pit = struct.pack(">IHH", 0x0A000001, 0, len(peers))
+    for addr, asn, bid in peers:
+        pit += struct.pack(">BI", 0x03, bid) + ip.IPv6Address(addr).packed + struct.pack(">I", asn)
+    entries = b""
+    for i, (nh, asn) in enumerate([("2001:db8::1", 65001), ("::ffff:192.0.2.1", 65002)]):
+        seg = bytes([2, 1]) + struct.pack(">I", asn)
+        mp = bytes([16]) + ip.IPv6Address(nh).packed
+        attrs = bytes([0x40, 1, 1, 0, 0x40, 2, len(seg)]) + seg + bytes([0x80, 14, len(mp)]) + mp
+        entries += struct.pack(">HIH", i, 0, len(attrs)) + attrs
+    rib = struct.pack(">IB", 0, 32) + bytes.fromhex("20010db8") + struct.pack(">H", 2) + entries
+    path.write_bytes(mrt(13, 1, pit) + mrt(13, 4, rib))
+
+
+def test_mapped_next_hops_and_numpy_peer_ids(tmp_path: Path) -> None:
+    """A next hop matches in either spelling (::ffff:a.b.c.d or a.b.c.d),
+    in lookup and lookup_many; a numpy integer is a peer id; an
+    IPv4-mapped prefix is the IPv4 prefix."""
+    dump = tmp_path / "6pe.mrt"
+    _six_pe_dump(dump)
+    r = ipfib.Rib.from_mrt(str(dump))
+    routes = r.routes("2001:db8::/32")
+    mapped = next(x for x in routes if x["peer_asn"] == 65002)
+    for nh in (mapped["next_hop"], "192.0.2.1", "::ffff:192.0.2.1"):
+        got = r.lookup("2001:db8::5", nexthop=nh)
+        assert got is not None and got["peer"] == mapped["peer"], (nh, got)
+        many = r.lookup_many(["2001:db8::5"], nexthops=[nh])
+        assert int(many["peer"][0]) == mapped["peer"], (nh, many)
+    many = r.lookup_many(["2001:db8::5"])
+    one = r.lookup("2001:db8::5", peer=many["peer"][0])  # numpy int64
+    assert one is not None and one["peer"] == int(many["peer"][0])
+    assert r.routes("::ffff:8.8.8.0/120") == r.routes("8.8.8.0/24")

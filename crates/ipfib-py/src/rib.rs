@@ -9,7 +9,7 @@ use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
 use ipfib_rib::attrs::{AS_CONFED_SET, AS_SET};
 use ipfib_rib::mrt::{self, LoadReport, MrtError};
 use ipfib_rib::{Match, PeerFilter, PeerInfo, Query, Route};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
@@ -52,6 +52,16 @@ fn prefix_arg(obj: &Bound<'_, PyAny>) -> PyResult<AnyPrefix> {
                 AnyPrefix::from_ip(a, len, HostBits::Reject).map_err(|e| e.to_string())
             })
     };
+    // `::ffff:a.b.c.d/96+n` is the IPv4 prefix `a.b.c.d/n` (the mapped
+    // rule lookups apply to addresses).
+    let parsed = parsed.map(|p| match p {
+        AnyPrefix::V6(p6) if p6.len() >= 96 && (p6.addr() >> 32) == 0xffff => {
+            ipfib::prefix::Prefix::new_masked(p6.addr() as u32, p6.len() - 96)
+                .map(AnyPrefix::V4)
+                .unwrap_or(p)
+        }
+        other => other,
+    });
     parsed.map_err(|e| PyValueError::new_err(format!("invalid prefix {text:?}: {e}")))
 }
 
@@ -71,7 +81,18 @@ pub(crate) fn peer_arg(
             "peer is a peer id (int) or a peer address, not a bool",
         ));
     }
-    if obj.is_instance_of::<PyInt>() {
+    // An int, or anything with `__index__` that is not text (numpy
+    // integers, e.g. a `peer` value from `lookup_many`'s result).
+    let index = if obj.is_instance_of::<PyInt>() {
+        Some(obj.clone())
+    } else if obj.hasattr(intern!(obj.py(), "__index__"))?
+        && !obj.is_instance_of::<pyo3::types::PyString>()
+    {
+        Some(obj.call_method0(intern!(obj.py(), "__index__"))?)
+    } else {
+        None
+    };
+    if let Some(obj) = index.as_ref() {
         let id = obj.extract::<i64>().unwrap_or(-1);
         return match u32::try_from(id).ok().filter(|&id| peers.get(id).is_some()) {
             Some(id) => Ok(Some(PeerFilter::Id(id))),
@@ -82,13 +103,15 @@ pub(crate) fn peer_arg(
             ))),
         };
     }
-    let a = ip_arg(obj, "peer address").map_err(|_| {
-        PyValueError::new_err(format!(
-            "peer {:?} is neither a peer id (int) nor an address",
-            text_of(obj).unwrap_or_default()
-        ))
-    })?;
-    if peers.all().any(|p| p.key.address == a) {
+    let a = ip_arg(obj, "peer address")
+        .map(ipfib_rib::unmap)
+        .map_err(|_| {
+            PyValueError::new_err(format!(
+                "peer {:?} is neither a peer id (int) nor an address",
+                text_of(obj).unwrap_or_default()
+            ))
+        })?;
+    if peers.all().any(|p| ipfib_rib::unmap(p.key.address) == a) {
         Ok(Some(PeerFilter::Address(a)))
     } else {
         Err(PyValueError::new_err(format!(
@@ -235,15 +258,17 @@ impl Rib {
         path: PathBuf,
         strict: bool,
     ) -> PyResult<Self> {
-        let (rib, loaded) = py.detach(|| {
-            let rib = ipfib_rib::Rib::new();
-            let loaded = mrt::load(&path, &rib);
-            // Lookups go through the FIB, which its thread publishes
-            // within about 1 ms of a change: wait for it once here, so
-            // every route loaded is found from the first lookup on.
-            rib.sync();
-            (rib, loaded)
-        });
+        let (rib, loaded) = py
+            .detach(|| {
+                let rib = ipfib_rib::Rib::try_new()?;
+                let loaded = mrt::load(&path, &rib);
+                // Lookups go through the FIB, which its thread publishes
+                // within about 1 ms of a change: wait for it once here, so
+                // every route loaded is found from the first lookup on.
+                rib.sync();
+                Ok::<_, std::io::Error>((rib, loaded))
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the RIB's threads: {e}")))?;
         let report = loaded.map_err(mrt_err)?;
         if report.records == 0 {
             if let Some(d) = &report.damage {

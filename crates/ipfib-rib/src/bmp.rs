@@ -361,10 +361,19 @@ impl Session {
         match self.neighbours.get_mut(&key) {
             // Routes that came before the first Peer Up stay: this Peer Up
             // describes the session they belong to.
-            Some(n) if n.provisional => {
+            // Routes that came before the first Peer Up stay when they were
+            // decoded as this Peer Up says (same ADD-PATH): it completes
+            // that neighbour. Decoded otherwise, they may be wrong: they go
+            // (below), as for a neighbour replaced.
+            Some(n)
+                if n.provisional && (n.addpath_v4, n.addpath_v6) == (addpath_v4, addpath_v6) =>
+            {
                 n.provisional = false;
-                n.addpath_v4 = addpath_v4;
-                n.addpath_v6 = addpath_v6;
+                if let Some(t) = &table_name {
+                    for p in n.ribs.iter().flatten() {
+                        let _ = p.table_name.set(t.clone());
+                    }
+                }
                 n.header = h;
                 n.table_name = table_name;
                 return Ok(Ok(()));

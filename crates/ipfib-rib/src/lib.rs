@@ -27,4 +27,4 @@ pub mod wire;
 
 pub use attrs::{AsPath, AttrSet, Origin};
 pub use peers::{PeerInfo, PeerKey, RibKind};
-pub use rib::{Entry, Hit, Match, PeerFilter, Query, Rib, Route, Routes};
+pub use rib::{unmap, Entry, Hit, Match, PeerFilter, Query, Rib, Route, Routes};

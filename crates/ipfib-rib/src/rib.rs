@@ -195,6 +195,13 @@ pub struct Rib {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// `ip` with the IPv4-mapped rule applied (`::ffff:a.b.c.d` is
+/// `a.b.c.d`): how next hops and peer addresses are compared, so a query
+/// in either spelling matches a stored one in either spelling.
+pub fn unmap(ip: IpAddr) -> IpAddr {
+    AnyAddr::unmapped(ip).to_ip()
+}
+
 fn prefix_of(addr: AnyAddr, len: u8) -> AnyPrefix {
     match addr {
         AnyAddr::V4(a) => AnyPrefix::V4(Prefix::host(a).truncate(len)),
@@ -238,9 +245,10 @@ impl Inner {
         match filter {
             None => true,
             Some(PeerFilter::Id(id)) => e.peer == *id,
-            Some(PeerFilter::Address(a)) => {
-                self.peers.get(e.peer).is_some_and(|p| p.key.address == *a)
-            }
+            Some(PeerFilter::Address(a)) => self
+                .peers
+                .get(e.peer)
+                .is_some_and(|p| unmap(p.key.address) == unmap(*a)),
         }
     }
 
@@ -256,8 +264,9 @@ impl Inner {
             }
         }
         if let Some(nh) = q.next_hop {
+            let nh = unmap(nh);
             let by_nh = routes.entries.iter().find(|e| {
-                e.attrs.next_hop == Some(nh)
+                e.attrs.next_hop.map(unmap) == Some(nh)
                     && self.peers.is_live(e.peer)
                     && self.peer_fits(e, &q.peer)
             });
@@ -398,7 +407,12 @@ impl Rib {
     fn prefix_id(&self, prefix: AnyPrefix) -> Result<u32, RibError> {
         let ids = self.inner.ids.pin();
         if let Some(&id) = ids.get(&prefix) {
-            return Ok(id);
+            // An id past the table's capacity (published by the call that
+            // found the table full) has no slot: refuse it every time.
+            return match self.inner.slots.get_or_alloc(id) {
+                Some(_) => Ok(id),
+                None => Err(RibError::PrefixesExhausted(crate::seg::CAPACITY)),
+            };
         }
         // Everything a reader or another writer may reach through the id
         // exists before the id is in the map: the length bit (fallback

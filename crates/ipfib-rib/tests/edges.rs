@@ -504,3 +504,116 @@ fn interning_survives_purge_and_address_reuse() {
         }
     }
 }
+
+/// A pre-policy UPDATE for 198.51.100.0/24, NLRI with an ADD-PATH path id
+/// (`path_id` Some) or without.
+fn v4_update_with_id(path_id: Option<u32>) -> Vec<u8> {
+    let attr = |flags: u8, code: u8, v: &[u8]| {
+        let mut a = vec![flags, code, v.len() as u8];
+        a.extend_from_slice(v);
+        a
+    };
+    let mut attrs = attr(0x40, 1, &[0]);
+    attrs.extend(attr(0x40, 2, &[2, 1, 0, 0, 0xfd, 0xe8]));
+    attrs.extend(attr(0x40, 3, &[192, 0, 2, 1]));
+    let mut body = vec![0, 0];
+    body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+    body.extend(attrs);
+    if let Some(id) = path_id {
+        body.extend_from_slice(&id.to_be_bytes());
+    }
+    body.extend([24, 198, 51, 100]);
+    bgp(2, &body)
+}
+
+fn v4_withdraw(path_id: u32) -> Vec<u8> {
+    let mut w = path_id.to_be_bytes().to_vec();
+    w.extend([24, 198, 51, 100]);
+    let mut body = (w.len() as u16).to_be_bytes().to_vec();
+    body.extend(w);
+    body.extend([0, 0]);
+    bgp(2, &body)
+}
+
+/// An OPEN with 4-octet ASN and ADD-PATH for IPv4 unicast set to `addpath`.
+fn open_v4(addpath: u8) -> Vec<u8> {
+    let caps = [2u8, 12, 65, 4, 0, 0, 0xfd, 0xe9, 69, 4, 0, 1, 1, addpath];
+    let mut body = vec![4, 0xfd, 0xe9, 0, 9, 10, 0, 0, 1, caps.len() as u8];
+    body.extend(caps);
+    bgp(1, &body)
+}
+
+fn peer_up(addpath: u8) -> Vec<u8> {
+    let mut up = per_peer(0, 0);
+    up.extend_from_slice(&[0; 16]);
+    up.extend_from_slice(&[0, 179, 0xc0, 0]);
+    up.extend(open_v4(addpath));
+    up.extend(open_v4(addpath));
+    bmp(3, &up)
+}
+
+/// A router that sends Route Monitoring before Peer Up on an ADD-PATH
+/// session: the early UPDATE is decoded without path ids (the provisional
+/// neighbour's default), so its path id's zero bytes read as 0.0.0.0/0
+/// four times. The Peer Up that says ADD-PATH then replaces that
+/// neighbour, so the bogus default route goes with it.
+#[test]
+fn provisional_routes_decoded_under_another_addpath_go_at_peer_up() {
+    let rib = Arc::new(Rib::new());
+    let mut s = Session::new(1, rib.clone());
+    let mut rm = per_peer(0, 0);
+    rm.extend(v4_update_with_id(Some(0)));
+    s.handle(&bmp(0, &rm)).unwrap();
+    let default: AnyPrefix = "0.0.0.0/0".parse().unwrap();
+    assert_eq!(
+        rib.routes(&default).len(),
+        1,
+        "mis-decoded before Peer Up (expected)"
+    );
+    // Peer Up: ADD-PATH send+receive both ways (3) for IPv4 unicast.
+    s.handle(&peer_up(3)).unwrap();
+    // The router withdraws its one route, correctly encoded.
+    let mut wd = per_peer(0, 0);
+    wd.extend(v4_withdraw(0));
+    s.handle(&bmp(0, &wd)).unwrap();
+    rib.sync();
+    let real: AnyPrefix = "198.51.100.0/24".parse().unwrap();
+    assert!(rib.routes(&real).is_empty(), "withdrawn");
+    let ghost = rib.lookup(AnyAddr::V4(0x08080808), &Query::default());
+    assert!(ghost.is_none(), "8.8.8.8 -> {:?}", ghost.map(|r| r.prefix));
+    assert_eq!(
+        rib.routes(&default).len(),
+        0,
+        "a default route decoded before Peer Up under another ADD-PATH setting must not survive it"
+    );
+}
+
+/// The Peer Up's Information TLV type 3 (table name) reaches the RIB peers
+/// made before it.
+#[test]
+fn provisional_peer_gets_the_peer_ups_table_name() {
+    let rib = Arc::new(Rib::new());
+    let mut s = Session::new(1, rib.clone());
+    let mut rm = per_peer(0, 0);
+    rm.extend(v4_update_with_id(None));
+    s.handle(&bmp(0, &rm)).unwrap();
+    let mut up = per_peer(0, 0);
+    up.extend_from_slice(&[0; 16]);
+    up.extend_from_slice(&[0, 179, 0xc0, 0]);
+    up.extend(open(0));
+    up.extend(open(0));
+    up.extend([0, 3, 0, 4, b'v', b'r', b'f', b'1']);
+    s.handle(&bmp(3, &up)).unwrap();
+    // A later route of the same neighbour goes to the same RIB peer.
+    let peers: Vec<_> = rib
+        .peers()
+        .all()
+        .map(|p| (p.id, p.table_name.get().cloned()))
+        .collect();
+    assert_eq!(peers.len(), 1);
+    assert_eq!(
+        peers[0].1.as_deref(),
+        Some("vrf1"),
+        "Peer Up's table name lost"
+    );
+}

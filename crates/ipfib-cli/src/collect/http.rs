@@ -193,8 +193,9 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
 async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     // One dump at a time: each is built whole in memory (hundreds of MB
-    // at full tables); a second request waits for the first.
-    let Ok(_one) = ctx.dump_lock.acquire().await else {
+    // at full tables). The permit moves into the blocking task, so a
+    // client that hangs up does not free it while its dump still runs.
+    let Ok(permit) = Arc::clone(&ctx.dump_lock).acquire_owned().await else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({ "error": "shutting down" })),
@@ -203,6 +204,7 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
     };
     let rib = Arc::clone(&ctx.rib);
     let out = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let mut buf = Vec::new();
         ipfib_rib::mrt::dump(&rib, &mut buf).map(|_| buf)
     })

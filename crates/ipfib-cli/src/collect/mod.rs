@@ -72,7 +72,7 @@ pub struct Opts {
 pub struct Ctx {
     pub rib: Arc<Rib>,
     /// `/api/v1/dump.mrt` builds one dump at a time.
-    pub dump_lock: tokio::sync::Semaphore,
+    pub dump_lock: Arc<tokio::sync::Semaphore>,
     pub metrics: metrics::Metrics,
     pub sessions: ingest::Registry,
     pub opts: Opts,
@@ -125,14 +125,25 @@ pub fn run(args: Args) -> CmdResult {
     let result = rt.block_on(async {
         // Signals first: a SIGTERM during the MRT load or right after the
         // "listening" line still ends the process cleanly (exit 0).
-        let signals = Signals::new()?;
-        let rib = Arc::new(Rib::new());
-        for path in &args.mrt {
-            load_mrt(&rib, path)?;
+        let mut signals = Signals::new()?;
+        let rib =
+            Arc::new(Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?);
+        // The dumps load on a blocking thread while signals are watched: a
+        // SIGTERM during a long load ends the process at once (exit 0).
+        let load = {
+            let (rib, paths) = (Arc::clone(&rib), args.mrt.clone());
+            tokio::task::spawn_blocking(move || paths.iter().try_for_each(|p| load_mrt(&rib, p)))
+        };
+        tokio::select! {
+            done = load => done.map_err(|e| format!("MRT load failed: {e}"))??,
+            _ = signals.wait() => {
+                tracing::info!("stopped during the MRT load");
+                return Ok(());
+            }
         }
         let ctx = Arc::new(Ctx {
             rib,
-            dump_lock: tokio::sync::Semaphore::new(1),
+            dump_lock: Arc::new(tokio::sync::Semaphore::new(1)),
             metrics: metrics::Metrics::default(),
             sessions: ingest::Registry::default(),
             opts,
