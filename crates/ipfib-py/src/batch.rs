@@ -53,6 +53,19 @@ pub enum OnError {
     Coerce,
 }
 
+impl OnError {
+    /// The `errors=` argument of the `lookup_many` methods.
+    pub fn parse(errors: &str) -> pyo3::PyResult<OnError> {
+        match errors {
+            "raise" => Ok(OnError::Raise),
+            "coerce" => Ok(OnError::Coerce),
+            _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "errors must be 'raise' or 'coerce', not {errors:?}"
+            ))),
+        }
+    }
+}
+
 /// Addresses split by family, with the position each came from, and the
 /// positions that hold no address (nulls, coerced bad items).
 #[derive(Default)]

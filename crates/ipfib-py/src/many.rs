@@ -326,15 +326,7 @@ pub fn lookup_many<'py>(
     errors: &str,
     dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let on_error = match errors {
-        "raise" => OnError::Raise,
-        "coerce" => OnError::Coerce,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "errors must be 'raise' or 'coerce', not {errors:?}"
-            )))
-        }
-    };
+    let on_error = OnError::parse(errors)?;
     let out_type = OutType::parse(dtype)?;
     let input = classify(addrs, on_error)?;
     let n = input.len();

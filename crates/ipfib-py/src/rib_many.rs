@@ -305,15 +305,7 @@ pub fn lookup_many<'py>(
     nexthops: Option<&Bound<'py, PyAny>>,
     errors: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let on_error = match errors {
-        "raise" => OnError::Raise,
-        "coerce" => OnError::Coerce,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "errors must be 'raise' or 'coerce', not {errors:?}"
-            )))
-        }
-    };
+    let on_error = OnError::parse(errors)?;
     let base = Query {
         peer: peer_arg(&rib.rib, peer)?,
         next_hop: None,
