@@ -6,7 +6,7 @@
 
 use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
-use ipfib_io::{load_table_with_progress, Report, Route, TableLoad, TableOptions};
+use ipfib_io::{load_table_with_progress, Format, Report, Route, TableLoad, TableOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -40,6 +40,23 @@ pub struct TableArgs {
     /// what is complete and reporting the rest.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// Whether the table is a compiled table file (named `--format compiled`,
+/// or `auto` and starting with the file magic), which `lookup` maps rather
+/// than loads.
+pub fn is_compiled(args: &TableArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    match args.format.parse::<Format>()? {
+        Format::Compiled => Ok(true),
+        Format::Auto => {
+            let mut head = [0u8; 8];
+            let n = std::fs::File::open(&args.table)
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+                .map_err(|e| format!("{}: {e}", args.table.display()))?;
+            Ok(ipfib::image::is_image(&head[..n]))
+        }
+        _ => Ok(false),
+    }
 }
 
 /// A loaded table.

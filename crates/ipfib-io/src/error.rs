@@ -25,6 +25,14 @@ pub enum ReadError {
     #[error("{}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
 
+    /// A compiled table file that cannot be opened (wrong version, damaged,
+    /// hostile): the reason names the byte offset.
+    #[error("{}: {source}", .path.display())]
+    Image {
+        path: PathBuf,
+        source: ipfib::image::ImageError,
+    },
+
     /// Reading failed part way through an uncompressed input (or a line
     /// was longer than any table line); `offset` is where the line starts.
     #[error("{}: read error at line {line} (byte {offset}): {source}", .path.display())]

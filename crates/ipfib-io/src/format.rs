@@ -20,17 +20,20 @@ pub enum Format {
     Mrt,
     /// Text updates (the LINX files): `UNIXTIME a|w PREFIX/LEN NEXTHOP`.
     Updates,
+    /// A compiled table file (`ipfib compile`, [`ipfib::image`]).
+    Compiled,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
         Format::Updates,
+        Format::Compiled,
     ];
 
     /// The name used on the command line and in messages.
@@ -42,6 +45,7 @@ impl Format {
             Format::Pfx2as => "pfx2as",
             Format::Mrt => "mrt",
             Format::Updates => "updates",
+            Format::Compiled => "compiled",
         }
     }
 
@@ -69,9 +73,9 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`.
+/// `updates`, `compiled`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt or updates)")]
+#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates or compiled)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -98,7 +102,7 @@ mod tests {
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt or updates)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates or compiled)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }

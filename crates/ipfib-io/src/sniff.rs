@@ -23,6 +23,9 @@ pub(crate) const HEAD_BYTES: usize = 64 * 1024;
 
 /// The format of a stream starting with `head`, or why none fits.
 pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
+    if ipfib::image::is_image(head) {
+        return Ok(Format::Compiled);
+    }
     let binary = head
         .iter()
         .take(512)

@@ -134,10 +134,50 @@ fn load_stream(
             report.mrt = Some(stats);
             Ok(TableLoad { routes, report })
         }
+        Format::Compiled => load_image(reader, path),
         _ => load_lines(reader, compression, path, format, opts),
     }?;
     loaded.report.compression = compression;
     Ok(loaded)
+}
+
+/// A compiled table file read whole (what a command that wants routes gets;
+/// `ipfib lookup` and Python's `Table.open` map it instead): its routes,
+/// IPv4 first, each family in address order.
+fn load_image(mut reader: Box<dyn BufRead + Send>, path: &Path) -> Result<TableLoad, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).map_err(io_err)?;
+    let img = ipfib::image::ImageTable::from_bytes(&bytes).map_err(|source| ReadError::Image {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut routes = Vec::with_capacity(img.v4.len() + img.v6.len());
+    let mut push = |prefix: ipfib::prefix::AnyPrefix, value: &str| {
+        let line = routes.len() as u64 + 1;
+        routes.push(Route {
+            prefix,
+            value: value.to_owned(),
+            line,
+        });
+    };
+    for o in 0..img.v4.len() as u32 {
+        if let Some((p, v)) = img.v4.route(o) {
+            push(p.into(), v);
+        }
+    }
+    for o in 0..img.v6.len() as u32 {
+        if let Some((p, v)) = img.v6.route(o) {
+            push(p.into(), v);
+        }
+    }
+    let mut report = Report::new(Format::Compiled);
+    report.records = routes.len() as u64;
+    report.bytes = bytes.len() as u64;
+    Ok(TableLoad { routes, report })
 }
 
 /// The format to read: as asked, or sniffed from the head of the stream

@@ -56,6 +56,31 @@ fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
 }
 
 impl Table {
+    fn open_image(py: Python<'_>, path: &std::path::Path, verify: bool) -> PyResult<Self> {
+        let opts = ipfib::image::OpenOptions {
+            verify_checksums: verify,
+        };
+        let snap = py
+            .detach(|| {
+                let img = ipfib::image::ImageTable::open_with(path, opts)?;
+                Ok::<_, ipfib::image::ImageError>(Snapshot {
+                    v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
+                    v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
+                    spec: EngineSpec::Auto,
+                })
+            })
+            .map_err(|source| {
+                load::to_py_err(ipfib_io::ReadError::Image {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            })?;
+        Ok(Table {
+            live: Live::from_snapshot(snap),
+            objects: Objects::new(py),
+        })
+    }
+
     fn build(
         py: Python<'_>,
         table: RouteTables<Value>,
@@ -183,6 +208,14 @@ impl Table {
         let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
         let opts = TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
             .map_err(PyValueError::new_err)?;
+        // A compiled table file is mapped (its engines are in it), unless
+        // another engine is asked for: then it is read as routes.
+        if spec == EngineSpec::Auto
+            && opts.value.is_none()
+            && load::is_compiled(&path, opts.format).map_err(load::to_py_err)?
+        {
+            return Self::open_image(py, &path, true);
+        }
         let (table, problems) = py
             .detach(|| load::read(&path, &opts))
             .map_err(load::to_py_err)?;
@@ -193,6 +226,18 @@ impl Table {
             PyErr::warn(py, &category, &msg, 2)?;
         }
         Self::build(py, table, Objects::new(py), spec)
+    }
+
+    /// Open a compiled table file (`ipfib compile`) memory-mapped.
+    #[classmethod]
+    #[pyo3(signature = (path, *, verify_checksums = true))]
+    fn open(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        path: PathBuf,
+        verify_checksums: bool,
+    ) -> PyResult<Self> {
+        Self::open_image(py, &path, verify_checksums)
     }
 
     #[classmethod]
