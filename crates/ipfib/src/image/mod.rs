@@ -578,11 +578,48 @@ impl ImageTable {
 
     /// Open a compiled table held in memory (copied once, aligned).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ImageError> {
-        let mut r = Reader::new(Bytes::Owned(LookupBuf::from_slice(bytes)), true)?;
+        Self::from_bytes_with(bytes, OpenOptions::default())
+    }
+
+    /// [`ImageTable::from_bytes`] with options.
+    pub fn from_bytes_with(bytes: &[u8], opts: OpenOptions) -> Result<Self, ImageError> {
+        let mut r = Reader::new(
+            Bytes::Owned(LookupBuf::from_slice(bytes)),
+            opts.verify_checksums,
+        )?;
         let t = ImageTable::read(&mut r)?;
         r.finish()?;
         Ok(t)
     }
+}
+
+/// Recompute every checksum of a compiled table file in place (section,
+/// table, header), so that fuzzing and tests can reach the structural
+/// checks behind them with damaged content. Bytes that do not hold a
+/// whole header and section table are left as they are.
+#[doc(hidden)]
+pub fn reseal(b: &mut [u8]) {
+    if b.len() < HEADER_BYTES {
+        return;
+    }
+    let n = (le_u32(b, 24) as usize).min(MAX_SECTIONS as usize);
+    let table_end = HEADER_BYTES + n * ENTRY_BYTES;
+    if b.len() < table_end {
+        return;
+    }
+    for i in 0..n {
+        let at = HEADER_BYTES + i * ENTRY_BYTES;
+        let (off, len) = (le_u64(b, at + 8), le_u64(b, at + 16));
+        let end = off.checked_add(len).filter(|&e| e <= b.len() as u64);
+        if let Some(end) = end {
+            let sum = checksum(&b[off as usize..end as usize]);
+            b[at + 24..at + 32].copy_from_slice(&sum.to_le_bytes());
+        }
+    }
+    let sum = checksum(&b[HEADER_BYTES..table_end]);
+    b[40..48].copy_from_slice(&sum.to_le_bytes());
+    let sum = checksum(&b[..56]);
+    b[56..64].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// Whether `head` (a file's first bytes) starts like a compiled table file.
