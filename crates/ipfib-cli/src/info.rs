@@ -10,7 +10,7 @@
 use crate::load::{load_file, report_problems, table_of, table_options, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::{AutoOptions, Choice};
-use ipfib_io::{AnyPrefix, Report, Route};
+use ipfib_io::{AnyPrefix, Format, Report, Route};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, compiled.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Clear host bits instead of counting the line as bad.
@@ -83,8 +83,16 @@ pub fn run(args: Args) -> CmdResult {
     let (mut loaded, elapsed) = load_file(&args.file, &opts)?;
     let summary = summarise(&loaded.routes);
     let load_ms = elapsed.as_secs_f64() * 1e3;
+    // A compiled file: the engines in it, and how long mapping it takes.
+    let compiled = match loaded.report.format {
+        Format::Compiled => Some(compiled_info(&args.file)?),
+        _ => None,
+    };
     // The routes are not needed after the summary: moved, not copied.
-    let chosen = choose_engines(std::mem::take(&mut loaded.routes))?;
+    let chosen = match &compiled {
+        Some(c) => c.choices.clone(),
+        None => choose_engines(std::mem::take(&mut loaded.routes))?,
+    };
     let report = &loaded.report;
     if args.json {
         let mut v = to_json(&args.file, report, &summary, load_ms);
@@ -93,9 +101,34 @@ pub fn run(args: Args) -> CmdResult {
             "v4": {"chosen": chosen[0].label(), "reason": chosen[0].reason},
             "v6": {"chosen": chosen[1].label(), "reason": chosen[1].reason},
         });
+        if let Some(c) = &compiled {
+            v["compiled"] = json!({
+                "source": c.source,
+                "version": ipfib::image::VERSION,
+                "open_ms": c.open_ms,
+                "engines_v4": {"values": c.names[0], "routes": c.names[1]},
+                "engines_v6": {"values": c.names[2], "routes": c.names[3]},
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_text(&args.file, report, &summary, load_ms);
+        if let Some(c) = &compiled {
+            println!(
+                "compiled table file (layout version {}) from {}: opens mapped in {:.2} ms",
+                ipfib::image::VERSION,
+                c.source,
+                c.open_ms
+            );
+            println!(
+                "engines IPv4: {} (values), {} (routes)",
+                c.names[0], c.names[1]
+            );
+            println!(
+                "engines IPv6: {} (values), {} (routes)",
+                c.names[2], c.names[3]
+            );
+        }
         for (name, c) in ["IPv4", "IPv6"].iter().zip(&chosen) {
             println!("engine {name}: {c}");
         }
@@ -109,6 +142,38 @@ pub fn run(args: Args) -> CmdResult {
         Outcome::BadInput
     } else {
         Outcome::Ok
+    })
+}
+
+/// What a compiled table file holds beyond its routes.
+struct Compiled {
+    source: String,
+    open_ms: f64,
+    /// Value and route engines, IPv4 then IPv6.
+    names: [String; 4],
+    /// The route engines' choices (what `lookup` answers with).
+    choices: [Choice; 2],
+}
+
+fn compiled_info(path: &std::path::Path) -> Result<Compiled, Box<dyn std::error::Error>> {
+    use ipfib::engine::Engine;
+    let start = std::time::Instant::now();
+    let img =
+        ipfib::image::ImageTable::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let open_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(Compiled {
+        source: img.source.clone(),
+        open_ms,
+        names: [
+            img.v4.by_value().name(),
+            img.v4.by_route().name(),
+            img.v6.by_value().name(),
+            img.v6.by_route().name(),
+        ],
+        choices: [
+            img.v4.by_route().choice().clone(),
+            img.v6.by_route().choice().clone(),
+        ],
     })
 }
 

@@ -20,7 +20,8 @@ pub struct TableArgs {
     /// and zstd are read transparently.
     #[arg(long)]
     pub table: PathBuf,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, compiled (an
+    /// `ipfib compile` output, which `lookup` maps instead of loading).
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Clear host bits (`10.0.0.1/8` becomes `10.0.0.0/8`) instead of
