@@ -110,8 +110,11 @@ impl<A: Addr> Prefix<A> {
     /// Whether the length is within the family and no host bit is set
     /// (always, for a prefix made by this module; checked for prefixes
     /// read from a file).
+    #[inline]
     pub fn is_well_formed(&self) -> bool {
-        self.len <= A::BITS && self.addr.and(A::mask(self.len)) == self.addr
+        // Branch-free: `checked_shl` past the width gives `None`, read as
+        // zero host bits (a host route has none).
+        (self.len <= A::BITS) & self.addr.host_bits_clear(self.len)
     }
 
     /// The host route `addr/BITS`.

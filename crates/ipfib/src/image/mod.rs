@@ -262,6 +262,9 @@ pub(crate) struct Reader {
     bytes: Arc<Bytes>,
     entries: Vec<Entry>,
     next: usize,
+    /// Check each section's checksum as it is taken (so the two families'
+    /// sections are checked on their two threads).
+    verify: bool,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -369,15 +372,6 @@ impl Reader {
             {
                 return Err(ImageError::corrupt(end_prev + i as u64, "non-zero padding"));
             }
-            if verify {
-                let s = &b[entry.offset as usize..(entry.offset + entry.len) as usize];
-                if checksum(s) != entry.sum {
-                    return Err(ImageError::corrupt(
-                        entry.offset,
-                        format!("section {i}: checksum mismatch"),
-                    ));
-                }
-            }
             end_prev = entry.offset + entry.len;
             entries.push(entry);
         }
@@ -388,6 +382,7 @@ impl Reader {
             bytes: Arc::new(bytes),
             entries,
             next: 0,
+            verify,
         })
     }
 
@@ -412,6 +407,16 @@ impl Reader {
                     e.tag, e.elem
                 ),
             ));
+        }
+        if self.verify {
+            let b = self.bytes.as_slice();
+            // In bounds: checked in `Reader::new`.
+            if checksum(&b[e.offset as usize..(e.offset + e.len) as usize]) != e.sum {
+                return Err(ImageError::corrupt(
+                    e.offset,
+                    format!("section {i} ({what}): checksum mismatch"),
+                ));
+            }
         }
         self.next += 1;
         Ok(e)
@@ -497,6 +502,7 @@ impl Reader {
             bytes: Arc::clone(&self.bytes),
             entries: self.entries[from..end].to_vec(),
             next: 0,
+            verify: self.verify,
         };
         self.entries.drain(from..end);
         Ok(part)
