@@ -51,9 +51,7 @@ class Table:
         ``"radix"`` (the route table itself)."""
 
     @classmethod
-    def open(
-        cls, path: str | os.PathLike[str], *, verify_checksums: bool = True
-    ) -> Table:
+    def open(cls, path: str | os.PathLike[str], *, verify_checksums: bool = True) -> Table:
         """Open a compiled table file (``ipfib compile TABLE -o FILE``)
         memory-mapped: no parsing, no copy of the lookup structures, so it
         takes milliseconds and every process that opens the same file shares
@@ -192,8 +190,15 @@ class Table:
         order) or ``(N, 2) uint64`` array (IPv6 as ``[bits 127..64, bits
         63..0]``; a view of packed bytes is ``.view(">u8")``); a pyarrow
         string, large_string, binary or fixed_size_binary array (or chunked
-        array); a pandas Series of any of these. ``None``, NaN and nulls
-        match nothing.
+        array); a pandas Series of any of these; a polars Series (strings,
+        binary, integers). ``None``, NaN and nulls match nothing.
+
+        polars in, polars out: for a polars Series the answers are polars
+        Series named after it (``NAME`` and ``NAME_prefix_len``), with
+        nulls where the numpy result would be masked. In a LazyFrame::
+
+            lf.with_columns(asn=pl.col("ip").map_batches(
+                lambda c: t.lookup_many(c, masked=True), return_dtype=pl.Int64))
 
         Returns an ``int64`` array when every value in the table is an int
         and ``default`` is an int, else an object array; ``default`` where

@@ -82,7 +82,9 @@ def test_damaged_files_raise_table_file_error(tmp_path: Path) -> None:
     compile_file(text, out)
     good = out.read_bytes()
     bad = tmp_path / "bad.ipfib"
-    for damaged in [good[:-1], good[:64], good[:10], b"IPFIBTBL" + bytes(100), good[:8] + b"\x09" + good[9:]]:
+    damages = [good[:-1], good[:64], good[:10], b"IPFIBTBL" + bytes(100)]
+    damages.append(good[:8] + b"\x09" + good[9:])
+    for damaged in damages:
         bad.write_bytes(damaged)
         with pytest.raises(ipfib.TableFileError, match="compiled table file"):
             ipfib.Table.open(bad)
@@ -143,7 +145,9 @@ def test_processes_share_one_copy(tmp_path: Path) -> None:
         """
     )
     procs = [
-        subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         for _ in range(4)
     ]
     try:
