@@ -20,17 +20,22 @@ pub enum Format {
     Mrt,
     /// Text updates (the LINX files): `UNIXTIME a|w PREFIX/LEN NEXTHOP`.
     Updates,
+    /// IP ranges with a value, `FIRST,LAST,VALUE...` (CSV, TSV or
+    /// blank-separated), turned into prefixes; the later range wins where
+    /// two overlap.
+    Ranges,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
         Format::Updates,
+        Format::Ranges,
     ];
 
     /// The name used on the command line and in messages.
@@ -42,12 +47,13 @@ impl Format {
             Format::Pfx2as => "pfx2as",
             Format::Mrt => "mrt",
             Format::Updates => "updates",
+            Format::Ranges => "ranges",
         }
     }
 
     /// Whether the format is read line by line into routes (the
-    /// `read_routes` family); MRT and update streams go through
-    /// [`load_table`](crate::load_table).
+    /// `read_routes` family); MRT, update streams and ranges (painted
+    /// whole) go through [`load_table`](crate::load_table).
     pub fn is_line_table(self) -> bool {
         matches!(
             self,
@@ -69,9 +75,9 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`.
+/// `updates`, `ranges`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt or updates)")]
+#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates or ranges)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -96,9 +102,10 @@ mod tests {
             assert_eq!(f.to_string().parse::<Format>(), Ok(f));
         }
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
+        assert_eq!("ranges".parse::<Format>(), Ok(Format::Ranges));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt or updates)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates or ranges)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }
