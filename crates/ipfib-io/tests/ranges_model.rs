@@ -15,6 +15,9 @@
 //!   maximal aligned blocks, which is the minimal cover. The reader's
 //!   prefixes must be exactly that set.
 
+mod common;
+
+use common::ranges::{top, trie_cover};
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib::table::Table;
 use ipfib_io::{load_table_from, Format, ReadError, TableLoad, TableOptions};
@@ -30,14 +33,6 @@ struct Range {
     last: u128,
     value: String,
     line: u64,
-}
-
-fn top(bits: u32) -> u128 {
-    if bits == 128 {
-        u128::MAX
-    } else {
-        (1u128 << bits) - 1
-    }
 }
 
 fn addr_text(bits: u32, a: u128) -> String {
@@ -62,31 +57,6 @@ fn answer(ranges: &[Range], bits: u32, a: u128) -> Option<&Range> {
         .iter()
         .rev()
         .find(|r| r.bits == bits && r.first <= a && a <= r.last)
-}
-
-/// The minimal prefix cover of `[lo, hi]`, top-down: `(addr, len)`.
-fn trie_cover(bits: u32, lo: u128, hi: u128) -> Vec<(u128, u32)> {
-    fn walk(bits: u32, addr: u128, len: u32, lo: u128, hi: u128, out: &mut Vec<(u128, u32)>) {
-        let host_bits = bits - len;
-        let end = if host_bits == 128 {
-            u128::MAX
-        } else {
-            addr + ((1u128 << host_bits) - 1)
-        };
-        if end < lo || addr > hi {
-            return;
-        }
-        if lo <= addr && end <= hi {
-            out.push((addr, len));
-            return;
-        }
-        let half = 1u128 << (bits - len - 1);
-        walk(bits, addr, len + 1, lo, hi, out);
-        walk(bits, addr + half, len + 1, lo, hi, out);
-    }
-    let mut out = Vec::new();
-    walk(bits, 0, 0, lo, hi, &mut out);
-    out
 }
 
 /// The model's routes of one family: `(addr, len, value)`, sorted.
