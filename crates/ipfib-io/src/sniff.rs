@@ -39,6 +39,9 @@ pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
             )),
         };
     }
+    // As the readers do, a UTF-8 byte order mark is no part of the first
+    // line (spreadsheet CSV exports start with one).
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let first = head
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
@@ -130,6 +133,11 @@ mod tests {
             Ok(Format::Ranges)
         );
         assert_eq!(sniff(b"1.0.0.0 1.0.0.255 1\n"), Ok(Format::Ranges));
+        assert_eq!(
+            sniff(b"\xef\xbb\xbf1.0.0.0,1.0.0.255,1\r\n"),
+            Ok(Format::Ranges)
+        );
+        assert_eq!(sniff(b"\xef\xbb\xbf1.0.0.0\t24\t1\n"), Ok(Format::Pfx2as));
         assert_eq!(
             sniff(b"start,end,asn\n1.0.0.0,1.0.0.255,1\n"),
             Ok(Format::Ranges)

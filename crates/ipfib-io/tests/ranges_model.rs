@@ -196,7 +196,7 @@ fn render(specs: &[Spec], header: bool, value_column: usize) -> (String, Vec<Ran
         }
         let sep = [",", "\t", "  "][s.sep as usize];
         let value = VALUES[s.value];
-        let mut cols = vec![
+        let mut cols = [
             field(&addr_text(s.bits, s.first), s.sep, s.quote && i % 3 == 0),
             field(&addr_text(s.bits, s.last), s.sep, false),
             field("filler", s.sep, false),
