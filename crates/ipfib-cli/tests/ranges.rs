@@ -13,12 +13,28 @@ use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
-fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ipfib-ranges-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
+/// A file in this test's own scratch directory, removed when the guard
+/// drops (tests run in parallel: one directory each).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("ipfib-ranges-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 struct Range {
@@ -156,8 +172,9 @@ fn lookup(table: &std::path::Path, extra: &[&str], addrs: &[IpAddr]) -> Run {
 
 #[test]
 fn lookup_answers_as_the_last_range_holding_the_address() {
+    let s = Scratch::new("model");
     let ranges = random_ranges(300, 7);
-    let path = scratch("model.csv", csv(&ranges).as_bytes());
+    let path = s.write("model.csv", csv(&ranges).as_bytes());
     let addrs = queries(&ranges, 11);
     for extra in [
         &["--format", "ranges"][..],
@@ -177,7 +194,8 @@ fn lookup_answers_as_the_last_range_holding_the_address() {
 
 #[test]
 fn the_cloudflare_line_and_iptoasn_tsv() {
-    let path = scratch(
+    let s = Scratch::new("cf");
+    let path = s.write(
         "cf.csv",
         b"1.0.0.0,1.0.0.255,13335,\"Cloudflare, Inc.\"\n1.0.4.0,1.0.7.255,38803,Gtelecom Pty Ltd\n",
     );
@@ -209,7 +227,7 @@ fn the_cloudflare_line_and_iptoasn_tsv() {
         None,
     );
     assert_eq!(run.stdout, "1.0.0.1 1.0.0.0/24 Cloudflare, Inc.\n");
-    let tsv = scratch(
+    let tsv = s.write(
         "ip2asn.tsv",
         b"1.0.0.0\t1.0.0.255\t13335\tUS\tCLOUDFLARENET - Cloudflare, Inc.\n",
     );
@@ -232,7 +250,8 @@ fn the_cloudflare_line_and_iptoasn_tsv() {
 
 #[test]
 fn bad_lines_are_reported_and_the_rest_answers_with_exit_1() {
-    let path = scratch(
+    let s = Scratch::new("bad");
+    let path = s.write(
         "bad.csv",
         b"10.0.0.0,10.0.0.255,1\n10.0.1.0,10.0.0.255,2\n10.0.2.0,10.0.2.255\n10.0.3.0,10.0.3.255,3\n",
     );
@@ -269,6 +288,7 @@ fn bad_lines_are_reported_and_the_rest_answers_with_exit_1() {
 
 #[test]
 fn info_counts_overlapping_ranges() {
+    let s = Scratch::new("info");
     let ranges = random_ranges(300, 5);
     let overlapping = ranges
         .iter()
@@ -288,7 +308,7 @@ fn info_counts_overlapping_ranges() {
         })
         .count();
     assert!(overlapping > 50, "the test needs overlaps: {overlapping}");
-    let path = scratch("overlap.csv", csv(&ranges).as_bytes());
+    let path = s.write("overlap.csv", csv(&ranges).as_bytes());
     let p = path.to_str().unwrap();
     let run = ipfib(&["info", p, "--json"], None);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -307,12 +327,12 @@ fn info_counts_overlapping_ranges() {
         run.stdout
     );
     // Other formats carry no ranges fields.
-    let text = scratch("t.txt", b"10.0.0.0/8 1\n");
+    let text = s.write("t.txt", b"10.0.0.0/8 1\n");
     let run = ipfib(&["info", text.to_str().unwrap(), "--json"], None);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(v["overlapping_ranges"], Value::Null);
     // Bad lines: exit 1, counted.
-    let bad = scratch(
+    let bad = s.write(
         "bad-info.csv",
         b"10.0.0.0,10.0.0.255,1\nx,y\n10.0.0.0,::,1\n",
     );
