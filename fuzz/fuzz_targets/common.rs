@@ -18,6 +18,7 @@ pub fn run(name: &str, data: &[u8]) {
         "pfx2as" => lines(data, Format::Pfx2as),
         "updates" => updates(data),
         "mrt" => mrt(data),
+        "ranges" => ranges(data),
         other => panic!("no fuzz target {other}"),
     }
 }
@@ -25,6 +26,15 @@ pub fn run(name: &str, data: &[u8]) {
 /// A line table, and `Auto` (the sniffer and whatever it picks).
 pub fn lines(data: &[u8], format: Format) {
     table(data, format, None);
+    table(data, Format::Auto, None);
+}
+
+/// A ranges table with the default value column and a later one, and
+/// `Auto`.
+pub fn ranges(data: &[u8]) {
+    for column in [None, Some(4)] {
+        table_with(data, Format::Ranges, None, column);
+    }
     table(data, Format::Auto, None);
 }
 
@@ -46,11 +56,21 @@ pub fn mrt(data: &[u8]) {
 }
 
 fn table(data: &[u8], format: Format, value: Option<ValuePolicy>) {
+    table_with(data, format, value, None);
+}
+
+fn table_with(
+    data: &[u8],
+    format: Format,
+    value: Option<ValuePolicy>,
+    value_column: Option<usize>,
+) {
     let opts = |strict| TableOptions {
         format,
         host_bits: HostBits::Reject,
         value,
         strict,
+        value_column,
     };
     let lenient = load_table_from(Cursor::new(data.to_vec()), "fuzz", &opts(false));
     let again = load_table_from(Cursor::new(data.to_vec()), "fuzz", &opts(false));

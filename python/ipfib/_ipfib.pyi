@@ -78,12 +78,16 @@ class Table:
         engine: Engine = "auto",
         mask_host_bits: bool = False,
         strict: bool = False,
+        value_column: int | None = None,
     ) -> Table:
         """Load a table file (gzip, bzip2, zstd read transparently).
 
         ``format``: ``"auto"`` (sniffed), ``"text"`` (``PREFIX/LEN VALUE``),
         ``"ipasn"`` (pyasn ``.dat``), ``"pfx2as"`` (CAIDA), ``"mrt"``
-        (RIB dumps, BGP4MP), ``"updates"``. For MRT and update streams
+        (RIB dumps, BGP4MP), ``"updates"``, ``"ranges"`` (``FIRST,LAST,
+        VALUE...`` as CSV, TSV or blank-separated columns; the value from
+        column ``value_column``, 1-based, default 3; where ranges overlap
+        the later line wins). For MRT and update streams
         ``value`` picks each prefix's value: ``"origin-asn"`` (MRT default),
         ``"next-hop"`` (with ``peer``: index or address), ``"peer-count"``.
         Values that are canonical decimal integers become ``int``, others
@@ -93,7 +97,8 @@ class Table:
         ``TableFileError`` for bad lines (naming file and line) or, with
         ``strict=True``, damage (naming the byte offset). Without
         ``strict``, damage warns ``DamagedTableWarning`` and what was
-        complete is loaded.
+        complete is loaded; so do bad lines of a ranges table (each named
+        by file and line), which are skipped.
 
         >>> t = Table.from_file("routeviews-20151101.ipasn.dat.gz")   # doctest: +SKIP
         >>> t.lookup("8.8.8.8")                                       # doctest: +SKIP

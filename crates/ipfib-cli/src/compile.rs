@@ -21,7 +21,8 @@ pub struct Args {
     /// MaxMind DB file).
     #[arg(long, default_value = "ipfib")]
     output_format: String,
-    /// Input format: auto, text, ipasn, pfx2as, mrt, updates, compiled.
+    /// Input format: auto, text, ipasn, pfx2as, mrt, updates, ranges,
+    /// compiled.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Engine compiled in: auto (the default: chosen per family), planb,
@@ -41,6 +42,9 @@ pub struct Args {
     /// Fail at the first damaged or unparsable record.
     #[arg(long)]
     strict: bool,
+    /// Ranges tables: the 1-based column holding the value (default 3).
+    #[arg(long, value_name = "N")]
+    value_column: Option<usize>,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -63,6 +67,7 @@ pub fn run(args: Args) -> CmdResult {
         value: args.value,
         peer: args.peer,
         strict: args.strict,
+        value_column: args.value_column,
     };
     let start = Instant::now();
     let loaded = load(&table_args)?;

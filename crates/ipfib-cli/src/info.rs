@@ -1,6 +1,7 @@
 //! `ipfib info FILE [--json]`: what a table file holds (format, records,
 //! prefixes per family, length histogram, distinct values, MRT peers and
-//! multi-origin prefixes), which engine `--engine auto` builds per family
+//! multi-origin prefixes; for ranges tables the ranges, how many overlap
+//! an earlier one, how many are not one CIDR prefix), which engine `--engine auto` builds per family
 //! and why, and what is wrong with it (skipped records,
 //! damage with its byte offset in the decompressed stream), with the load
 //! time. Exit status: 0 clean, 1 something was skipped or damaged (the rest
@@ -22,7 +23,7 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates, compiled.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Clear host bits instead of counting the line as bad.
@@ -37,6 +38,9 @@ pub struct Args {
     /// Fail at the first problem instead of reporting it.
     #[arg(long)]
     strict: bool,
+    /// Ranges tables: the 1-based column holding the value (default 3).
+    #[arg(long, value_name = "N")]
+    value_column: Option<usize>,
 }
 
 /// The table as a lookup would see it: the later duplicate wins.
@@ -78,6 +82,7 @@ pub fn run(args: Args) -> CmdResult {
         value: args.value,
         peer: args.peer,
         strict: args.strict,
+        value_column: args.value_column,
     };
     let opts = table_options(&table_args)?;
     let (mut loaded, elapsed) = load_file(&args.file, &opts)?;
@@ -194,6 +199,7 @@ fn histogram_json(h: &BTreeMap<u8, u64>) -> Value {
 
 fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Value {
     let mrt = r.mrt.as_ref();
+    let ranges = r.ranges.as_ref();
     let peers: Vec<Value> = mrt.map_or_else(Vec::new, |m| {
         m.peers
             .iter()
@@ -229,6 +235,11 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
         "announcements": mrt.map(|m| m.announcements),
         "withdrawals": mrt.map(|m| m.withdrawals),
         "state_changes": mrt.map(|m| m.state_changes),
+        "ranges": ranges.map(|g| g.ranges),
+        "overlapping_ranges": ranges.map(|g| g.overlapping),
+        "unaligned_ranges": ranges.map(|g| g.unaligned),
+        "header_line": ranges.and_then(|g| g.header_line),
+        "value_column": ranges.map(|g| g.value_column),
         "load_ms": load_ms,
     })
 }
@@ -255,6 +266,15 @@ fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
             "multi-origin prefixes: {}; AS_SET origins: {}; prefixes without a value: {}",
             m.reduce.multi_origin, m.reduce.as_set_origins, m.reduce.without_value
         );
+    }
+    if let Some(g) = &r.ranges {
+        println!(
+            "ranges: {} ({} overlapping an earlier one, where the later wins; {} not one CIDR prefix); values from column {}",
+            g.ranges, g.overlapping, g.unaligned, g.value_column
+        );
+        if let Some(line) = g.header_line {
+            println!("header: line {line} (skipped)");
+        }
     }
     println!("bad lines/records: {}", r.bad);
     match &r.damage {

@@ -168,6 +168,17 @@ pub enum ReadError {
         reason: &'static str,
     },
 
+    /// A bad line in a ranges table: an address that does not parse, the
+    /// first address after the last, mixed families, no value column, a
+    /// broken quote.
+    #[error("{}:{line}: {reason} in {text:?}", .path.display())]
+    BadRange {
+        path: PathBuf,
+        line: u64,
+        text: String,
+        reason: String,
+    },
+
     /// More tokens after the value that are not a `#` comment.
     #[error("{}:{line}: unexpected {extra:?} after the value in {text:?}", .path.display())]
     ExtraText {
@@ -188,7 +199,8 @@ impl ReadError {
             | ReadError::MissingValue { line, .. }
             | ReadError::InvalidValue { line, .. }
             | ReadError::ExtraText { line, .. }
-            | ReadError::BadUpdate { line, .. } => Some(*line),
+            | ReadError::BadUpdate { line, .. }
+            | ReadError::BadRange { line, .. } => Some(*line),
             _ => None,
         }
     }

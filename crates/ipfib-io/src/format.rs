@@ -22,17 +22,22 @@ pub enum Format {
     Updates,
     /// A compiled table file (`ipfib compile`, [`ipfib::image`]).
     Compiled,
+    /// IP ranges with a value, `FIRST,LAST,VALUE...` (CSV, TSV or
+    /// blank-separated), turned into prefixes; the later range wins where
+    /// two overlap.
+    Ranges,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
         Format::Updates,
+        Format::Ranges,
         Format::Compiled,
     ];
 
@@ -46,12 +51,13 @@ impl Format {
             Format::Mrt => "mrt",
             Format::Updates => "updates",
             Format::Compiled => "compiled",
+            Format::Ranges => "ranges",
         }
     }
 
     /// Whether the format is read line by line into routes (the
-    /// `read_routes` family); MRT and update streams go through
-    /// [`load_table`](crate::load_table).
+    /// `read_routes` family); MRT, update streams and ranges (painted
+    /// whole) go through [`load_table`](crate::load_table).
     pub fn is_line_table(self) -> bool {
         matches!(
             self,
@@ -73,9 +79,11 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`, `compiled`.
+/// `updates`, `ranges`, `compiled`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates or compiled)")]
+#[error(
+    "unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges or compiled)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -100,9 +108,10 @@ mod tests {
             assert_eq!(f.to_string().parse::<Format>(), Ok(f));
         }
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
+        assert_eq!("ranges".parse::<Format>(), Ok(Format::Ranges));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates or compiled)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges or compiled)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }

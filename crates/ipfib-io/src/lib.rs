@@ -6,6 +6,8 @@
 //!          zstd by      auto      ├─► mrt/ (frame, body, rib) ─────►    + Report
 //!          magic bytes            │   MRT via bgpkit-parser,           (damage, skipped,
 //!                                 │   policy.rs picks the value         MRT stats)
+//!                                 ├─► ranges/ (fields, paint) ─────►
+//!                                 │   FIRST,LAST,VALUE to prefixes
 //!                                 └─► linx.rs: text updates ─┐
 //!                         mrt/updates.rs: BGP4MP ────────────┴─► Event iterator (update.rs)
 //! ```
@@ -24,6 +26,9 @@
 //!   to one value), `updates.rs` (BGP4MP to events), `mod.rs` (the loops).
 //! - `policy.rs`: [`ValuePolicy`]: origin-asn, next-hop of a peer, peer-count.
 //! - `linx.rs`: `UNIXTIME a|w PREFIX NEXTHOP` update lines.
+//! - `ranges/`: `FIRST,LAST,VALUE` range tables: `fields.rs` (CSV / TSV
+//!   columns, quotes), `paint.rs` (later range wins, minimal CIDR cover),
+//!   `mod.rs` (the line loop).
 //! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
 //! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
 //! - `format.rs`: [`Format`].
@@ -46,6 +51,11 @@
 //!   BGP4MP / BGP4MP_ET (messages, AS4, ADD-PATH, state changes). One value
 //!   per prefix by [`ValuePolicy`].
 //! - **updates**: `UNIXTIME a|w PREFIX/LEN NEXTHOP` (the LINX files).
+//! - **ranges**: `FIRST,LAST,VALUE...` as CSV, TSV or blank-separated
+//!   columns (quotes as in CSV), the value from
+//!   [`TableOptions::value_column`]; overlapping ranges: the later line
+//!   wins. Read only through [`load_table`] (the ranges are painted whole
+//!   before they become prefixes).
 //!
 //! Lines may end in `\n` or `\r\n`; a UTF-8 byte order mark on the first
 //! line is ignored; no line may exceed [`MAX_LINE_BYTES`]. A prefix with
@@ -87,6 +97,7 @@ mod linx;
 mod mrt;
 mod parse;
 mod policy;
+mod ranges;
 mod read;
 mod sniff;
 mod table;
@@ -102,6 +113,7 @@ pub use ipfib::prefix::{AnyPrefix, HostBits};
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
 pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
 pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
+pub use ranges::{RangeStats, DEFAULT_VALUE_COLUMN};
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,

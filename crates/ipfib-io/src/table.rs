@@ -1,5 +1,5 @@
 //! The lenient front door: any table format (text, ipasn, pfx2as, MRT,
-//! text updates), any compression, damage reported instead of fatal
+//! text updates, ranges), any compression, damage reported instead of fatal
 //! ([`load_table`]); and update streams as typed events ([`read_updates`]).
 
 use crate::damage::{Damage, DamageKind, Report};
@@ -32,6 +32,10 @@ pub struct TableOptions {
     /// Fail at the first bad line or record, or at damage, instead of
     /// skipping, counting and reporting it.
     pub strict: bool,
+    /// Ranges tables: the 1-based column holding the value; `None` for
+    /// [`DEFAULT_VALUE_COLUMN`](crate::DEFAULT_VALUE_COLUMN) (3). Other
+    /// formats refuse it.
+    pub value_column: Option<usize>,
 }
 
 impl TableOptions {
@@ -62,6 +66,7 @@ impl TableOptions {
             },
             value,
             strict,
+            value_column: None,
         })
     }
 }
@@ -116,6 +121,12 @@ fn load_stream(
 ) -> Result<TableLoad, ReadError> {
     let (format, mut reader) = resolve(reader, path, opts.format)?;
     let policy = policy_for(format, opts.value, path)?;
+    if format != Format::Ranges && opts.value_column.is_some() {
+        return Err(ReadError::Policy {
+            path: path.to_path_buf(),
+            reason: format!("--value-column applies to ranges tables, not to a {format} table"),
+        });
+    }
     let mut loaded = match format {
         Format::Mrt => {
             let (routes, report) =
@@ -135,6 +146,7 @@ fn load_stream(
             Ok(TableLoad { routes, report })
         }
         Format::Compiled => load_image(reader, path),
+        Format::Ranges => crate::ranges::load(&mut reader, compression, path, opts),
         _ => load_lines(reader, compression, path, format, opts),
     }?;
     loaded.report.compression = compression;
@@ -269,18 +281,33 @@ fn load_lines(
             report.records = summary.lines;
             report.bytes = summary.bytes;
         }
-        Err(ReadError::DamagedStream {
+        Err(e) => {
+            let damage = line_damage(e, strict)?;
+            report.records = damage.records_before;
+            report.bytes = damage.offset;
+            report.damage = Some(damage);
+        }
+    }
+    Ok(TableLoad { routes, report })
+}
+
+/// A line read that failed: damage when the stream broke (a damaged or
+/// truncated stream, a line too long to be text) and the read is lenient,
+/// keeping the complete lines before it; otherwise the error itself.
+pub(crate) fn line_damage(error: ReadError, strict: bool) -> Result<Damage, ReadError> {
+    match error {
+        ReadError::DamagedStream {
             line,
             offset,
             source,
             ..
-        })
-        | Err(ReadError::Read {
+        }
+        | ReadError::Read {
             line,
             source,
             offset,
             ..
-        }) if !strict => {
+        } if !strict => {
             let kind = if source.get_ref().is_some_and(|e| e.is::<LineTooLong>()) {
                 DamageKind::LineTooLong {
                     limit: MAX_LINE_BYTES,
@@ -288,18 +315,15 @@ fn load_lines(
             } else {
                 DamageKind::Stream
             };
-            report.records = line - 1;
-            report.bytes = offset;
-            report.damage = Some(Damage {
+            Ok(Damage {
                 offset,
                 records_before: line - 1,
                 kind,
                 stream_error: Some(source.to_string()),
-            });
+            })
         }
-        Err(e) => return Err(e),
+        e => Err(e),
     }
-    Ok(TableLoad { routes, report })
 }
 
 /// Update events from an MRT (BGP4MP) or text update stream, lazily, in

@@ -1,7 +1,8 @@
 //! `Table.from_file`: any format ipfib-io reads, leniently as the CLI does
 //! (bad lines in text tables raise naming file and line; damage in MRT or
 //! compressed streams loads what is complete and warns with the byte
-//! offset; `strict=True` raises instead).
+//! offset, and bad lines of a ranges table are skipped with a warning
+//! naming file and line; `strict=True` raises instead).
 
 use crate::value::Value;
 use ipfib::table::Table;

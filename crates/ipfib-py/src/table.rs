@@ -191,7 +191,7 @@ impl Table {
     }
 
     #[classmethod]
-    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "auto", mask_host_bits = false, strict = false))]
+    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "auto", mask_host_bits = false, strict = false, value_column = None))]
     #[allow(clippy::too_many_arguments)]
     fn from_file(
         _cls: &Bound<'_, pyo3::types::PyType>,
@@ -203,11 +203,15 @@ impl Table {
         engine: &str,
         mask_host_bits: bool,
         strict: bool,
+        value_column: Option<usize>,
     ) -> PyResult<Self> {
         let spec = engine_spec(engine)?;
         let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
-        let opts = TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
-            .map_err(PyValueError::new_err)?;
+        let opts = TableOptions {
+            value_column,
+            ..TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
+                .map_err(PyValueError::new_err)?
+        };
         // A compiled table file is mapped (its engines are in it), unless
         // another engine is asked for: then it is read as routes.
         if spec == EngineSpec::Auto

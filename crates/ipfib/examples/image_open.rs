@@ -56,7 +56,10 @@ fn compare<A: Family>(name: &str, fam: &FamilyImage<A>, seed: u64) {
     let prefixes: Vec<Prefix<A>> = fam.prefixes().to_vec();
     for (trace, addrs) in [
         ("uniform", uniform_trace::<A>(2_000_000, seed)),
-        ("matched", matched_trace::<A>(&prefixes, 2_000_000, seed + 1)),
+        (
+            "matched",
+            matched_trace::<A>(&prefixes, 2_000_000, seed + 1),
+        ),
     ] {
         let m = rate(&addrs, 7, |a, o| fam.lookup_batch::<32>(a, o));
         let b = rate(&addrs, 7, |a, o| fresh.lookup_batch::<32>(a, o));

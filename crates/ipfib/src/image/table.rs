@@ -221,7 +221,10 @@ impl<A: Family> FamilyImage<A> {
         // A branch-free pass first (it vectorises); the position only on
         // failure.
         if !prefixes.iter().fold(true, |ok, p| ok & p.is_well_formed()) {
-            let i = prefixes.iter().position(|p| !p.is_well_formed()).unwrap_or(0);
+            let i = prefixes
+                .iter()
+                .position(|p| !p.is_well_formed())
+                .unwrap_or(0);
             return Err(invalid(
                 at,
                 "prefixes",
