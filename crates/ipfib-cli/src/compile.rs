@@ -78,6 +78,11 @@ pub struct Args {
     /// fits].
     #[arg(long)]
     mmdb_record_size: Option<u16>,
+    /// mmdb: merge neighbouring networks of different routes with the same
+    /// record (a smaller file; a reported network may then span several
+    /// routes). Without it, every network lies inside its route.
+    #[arg(long)]
+    mmdb_merge: bool,
 }
 
 impl Args {
@@ -90,6 +95,7 @@ impl Args {
             ("--mmdb-description", self.mmdb_description.is_some()),
             ("--mmdb-ip-version", self.mmdb_ip_version.is_some()),
             ("--mmdb-record-size", self.mmdb_record_size.is_some()),
+            ("--mmdb-merge", self.mmdb_merge),
         ];
         given.iter().filter(|g| g.1).map(|g| g.0).collect()
     }
@@ -142,6 +148,7 @@ fn mmdb_options(args: &Args) -> Result<Options, Box<dyn std::error::Error>> {
         }
         opts.record_size = Some(s);
     }
+    opts.merge_neighbours = args.mmdb_merge;
     Ok(opts)
 }
 

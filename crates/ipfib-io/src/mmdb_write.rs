@@ -18,7 +18,10 @@
 //! - the network the reader reports is a leaf of the tree: where the table
 //!   nests prefixes it is the part of the matching prefix not covered by a
 //!   more specific route (a longer prefix), always inside the matching
-//!   prefix. The record, not the prefix length, is what is preserved;
+//!   prefix. The record, not the prefix length, is what is preserved.
+//!   [`Options::merge_neighbours`] merges neighbouring networks of
+//!   different routes with the same record (about 45% smaller for the
+//!   RouteViews table; a network may then span those routes);
 //! - `ip_version` 6 by default, also for a table without IPv6 routes: the
 //!   official readers refuse IPv6 addresses in an `ip_version` 4 database,
 //!   where ipfib answers them (a miss, or for `::ffff:a.b.c.d` the IPv4
@@ -102,6 +105,9 @@ pub struct Options {
     pub record_size: Option<u16>,
     /// Metadata `build_epoch` (Unix seconds).
     pub build_epoch: u64,
+    /// Merge neighbouring networks with equal records even where they are
+    /// different routes' (see the module documentation).
+    pub merge_neighbours: bool,
 }
 
 impl Default for Options {
@@ -116,6 +122,7 @@ impl Default for Options {
             build_epoch: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            merge_neighbours: false,
         }
     }
 }
@@ -206,7 +213,10 @@ pub fn write<W: Write, V: AsRef<str>>(
         routes_v6: v6.len() as u64,
         ..Stats::default()
     };
-    let mut arena = Arena::default();
+    let mut arena = Arena {
+        merge_routes: opts.merge_neighbours,
+        ..Arena::default()
+    };
     // The IPv4 root is always a node (see tree.rs: the readers' IPv4 start).
     let r4 = match arena.build(&e4, 0, 0u32, Rec::Empty).map_err(too_many)?.0 {
         node @ Rec::Node(_) => node,

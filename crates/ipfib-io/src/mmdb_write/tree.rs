@@ -8,11 +8,12 @@
 //! below; with no route strictly inside, the position is a leaf holding the
 //! inherited value (a record, or empty: a miss); otherwise the routes split
 //! by the next bit (a binary search, as they are sorted) and the two halves
-//! are built in turn. Two equal leaf halves merge into one leaf, so a leaf
-//! never has an equal sibling: the tree is the smallest one with those
-//! answers, and a network the reader reports is always inside the route
-//! that answers it. Work is one binary search per node; nodes are at most
-//! the routes' lengths summed.
+//! are built in turn. Two leaf halves merge into one leaf when they are the
+//! same route's (or both misses), so a network a reader reports is always
+//! inside the route that answers it; with `merge_routes`, two halves merge
+//! whenever their records are equal (a smaller tree, whose networks may
+//! span neighbouring routes with the same record). Work is one binary
+//! search per node; nodes are at most the routes' lengths summed.
 //!
 //! A splice entry pins another tree's root at a prefix: the IPv4 tree at
 //! `::/96` and its alias at `::ffff:0:0/96`. A pinned subtree never merges
@@ -50,6 +51,15 @@ pub struct Entry<A: Addr> {
     pub kind: Kind,
 }
 
+/// A built subtree: its record, whether a splice is below it, and for a
+/// leaf the route that answers it (`None` for a miss).
+#[derive(Clone, Copy)]
+struct Built<A: Addr> {
+    rec: Rec,
+    pinned: bool,
+    route: Option<(A, u8)>,
+}
+
 /// Most nodes a tree may have: record values (node numbers, the empty
 /// record, data pointers past the 16-byte separator) must fit 32 bits.
 pub const MAX_NODES: usize = (u32::MAX - 16) as usize;
@@ -62,6 +72,9 @@ pub struct TooManyNodes;
 #[derive(Debug, Default)]
 pub struct Arena {
     pub nodes: Vec<[Rec; 2]>,
+    /// Merge equal leaves of different routes (smaller; a network may then
+    /// span several routes with the same record).
+    pub merge_routes: bool,
 }
 
 impl Arena {
@@ -76,33 +89,62 @@ impl Arena {
         prefix: A,
         inherited: Rec,
     ) -> Result<(Rec, bool), TooManyNodes> {
+        self.build_from(entries, depth, prefix, (inherited, None))
+            .map(|b| (b.rec, b.pinned))
+    }
+
+    fn build_from<A: Addr>(
+        &mut self,
+        entries: &[Entry<A>],
+        depth: u8,
+        prefix: A,
+        inherited: (Rec, Option<(A, u8)>),
+    ) -> Result<Built<A>, TooManyNodes> {
         let mut here = inherited;
         let mut rest = entries;
         if let Some((first, tail)) = entries.split_first() {
             if first.len == depth {
                 match first.kind {
-                    Kind::Splice(r) => return Ok((r, true)),
-                    Kind::Route(id) => here = Rec::Data(id),
+                    Kind::Splice(rec) => {
+                        return Ok(Built {
+                            rec,
+                            pinned: true,
+                            route: None,
+                        })
+                    }
+                    Kind::Route(id) => here = (Rec::Data(id), Some((first.addr, first.len))),
                 }
                 rest = tail;
             }
         }
+        let leaf = Built {
+            rec: here.0,
+            pinned: false,
+            route: here.1,
+        };
         if rest.is_empty() || depth >= A::BITS {
-            return Ok((here, false));
+            return Ok(leaf);
         }
         // The right half starts one past the left half's last address
         // (never past the top: the left half is not the last of the space).
         let Some(mid) = prefix.last_of(depth + 1).checked_succ() else {
-            return Ok((here, false));
+            return Ok(leaf);
         };
         let (left, right) = rest.split_at(rest.partition_point(|e| e.addr < mid));
-        let (l, lpin) = self.build(left, depth + 1, prefix, here)?;
-        let (r, rpin) = self.build(right, depth + 1, mid, here)?;
-        let pinned = lpin || rpin;
-        if !pinned && l == r && !matches!(l, Rec::Node(_)) {
-            return Ok((l, false));
+        let l = self.build_from(left, depth + 1, prefix, here)?;
+        let r = self.build_from(right, depth + 1, mid, here)?;
+        let pinned = l.pinned || r.pinned;
+        let same_leaf = l.rec == r.rec
+            && !matches!(l.rec, Rec::Node(_))
+            && (l.route == r.route || self.merge_routes);
+        if !pinned && same_leaf {
+            return Ok(l);
         }
-        Ok((self.push([l, r])?, pinned))
+        Ok(Built {
+            rec: self.push([l.rec, r.rec])?,
+            pinned,
+            route: None,
+        })
     }
 
     /// Add a node.
@@ -217,20 +259,35 @@ mod tests {
 
     #[test]
     fn nested_routes_flatten_to_disjoint_leaves() {
-        let mut a = Arena::default();
         let e = entries(&[("0.0.0.0/0", 1), ("128.0.0.0/2", 2), ("192.0.0.0/2", 2)]);
+        let mut a = Arena::default();
         let (root, pin) = a.build(&e, 0, 0u32, Rec::Empty).unwrap();
         assert!(!pin);
-        // 128/2 and 192/2 carry the same record: merged into 128/1.
-        assert_eq!(a.nodes.len(), 1);
+        assert_eq!(a.nodes.len(), 2);
         assert_eq!(walk(&a, root, 0x0100_0000), (Rec::Data(1), 1));
+        assert_eq!(walk(&a, root, 0xc000_0000), (Rec::Data(2), 2));
+        // Merging by record: 128/2 and 192/2 become 128/1.
+        let mut a = Arena {
+            merge_routes: true,
+            ..Arena::default()
+        };
+        let (root, _) = a.build(&e, 0, 0u32, Rec::Empty).unwrap();
+        assert_eq!(a.nodes.len(), 1);
         assert_eq!(walk(&a, root, 0xc000_0000), (Rec::Data(2), 1));
     }
 
     #[test]
-    fn a_route_equal_to_its_cover_merges_away() {
-        let mut a = Arena::default();
+    fn a_route_equal_to_its_cover_merges_away_only_when_asked() {
         let e = entries(&[("10.0.0.0/8", 1), ("10.1.0.0/16", 1)]);
+        let mut a = Arena::default();
+        let (root, _) = a.build(&e, 0, 0u32, Rec::Empty).unwrap();
+        assert_eq!(a.nodes.len(), 16);
+        assert_eq!(walk(&a, root, 0x0a01_0203), (Rec::Data(1), 16));
+        assert_eq!(walk(&a, root, 0x0a02_0203), (Rec::Data(1), 15));
+        let mut a = Arena {
+            merge_routes: true,
+            ..Arena::default()
+        };
         let (root, _) = a.build(&e, 0, 0u32, Rec::Empty).unwrap();
         assert_eq!(a.nodes.len(), 8);
         assert_eq!(walk(&a, root, 0x0a01_0203), (Rec::Data(1), 8));
