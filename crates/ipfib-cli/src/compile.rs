@@ -7,7 +7,7 @@
 //! - `ipfib`: compiled table files (not yet available).
 //!
 //! The output is written to a temporary file beside OUT and renamed over
-//! it when complete, so a failed export never leaves a partial file (and
+//! it when complete (`mmdb_write::write_file_with`), so a failed export never leaves a partial file (and
 //! leaves an existing OUT as it was). Exit status: 0 written, 1 written but
 //! the input had bad or damaged records (reported on stderr, the rest
 //! exported), 2 nothing written (unreadable input, bad arguments, a value
@@ -16,8 +16,6 @@
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib_io::mmdb_write::{self, IpVersion, Options, RecordMode, Stats};
-use std::fs::{self, File};
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -181,9 +179,7 @@ fn mmdb(args: Args) -> CmdResult {
     };
     let loaded = load(&table_args)?;
     let start = Instant::now();
-    let stats = write_replacing(&args.output, |out| {
-        mmdb_write::write_table(out, &loaded.table, &opts).map_err(Into::into)
-    })?;
+    let stats = mmdb_write::write_table_file(&args.output, &loaded.table, &opts)?;
     report(&args.output, &stats, start.elapsed().as_secs_f64() * 1e3);
     Ok(if loaded.had_problems {
         Outcome::BadInput
@@ -220,37 +216,4 @@ fn report(out: &Path, s: &Stats, ms: f64) {
             s.v6_compat_routes
         );
     }
-}
-
-/// Write `out` through a temporary file in the same directory, renamed
-/// over `out` once `write` has succeeded and the bytes are on disk;
-/// removed on any failure.
-fn write_replacing<T>(
-    out: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<T, Box<dyn std::error::Error>>,
-) -> Result<T, Box<dyn std::error::Error>> {
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(".{}.{}.tmp", file_name(out), std::process::id()));
-    let named = |e: std::io::Error, p: &Path| format!("{}: {e}", p.display());
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| named(e, out))?;
-    let result = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        let v = write(&mut w).map_err(|e| format!("{}: {e}", out.display()))?;
-        w.flush().map_err(|e| named(e, out))?;
-        let file = w.into_inner().map_err(|e| named(e.into_error(), out))?;
-        file.sync_all().map_err(|e| named(e, out))?;
-        fs::rename(&tmp, out).map_err(|e| named(e, out))?;
-        Ok(v)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }

@@ -69,7 +69,9 @@ use ipfib::addr::Addr;
 use ipfib::route_table::RouteTable;
 use ipfib::table::Table;
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use tree::{Arena, Entry, Kind, Rec};
 
 /// The bytes that start the metadata section.
@@ -154,14 +156,10 @@ pub struct Stats {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
-    /// A value has no record under the record mode (not JSON, or JSON the
-    /// format cannot hold); `prefix` is a route with that value.
-    #[error("route {prefix}: value {value}: {reason}")]
-    Value {
-        prefix: String,
-        value: String,
-        reason: String,
-    },
+    /// A value has no record (under the record mode: not JSON, or JSON
+    /// the format cannot hold); `prefix` is a route with that value.
+    #[error("route {prefix}: {reason}")]
+    Value { prefix: String, reason: String },
     #[error("an ip_version 4 MaxMind DB cannot hold the table's {0} IPv6 routes")]
     Ipv6Routes(u64),
     #[error("record size {asked}: {reason}")]
@@ -171,6 +169,9 @@ pub enum WriteError {
     TooLarge(String),
     #[error("writing the MaxMind DB: {0}")]
     Io(#[from] io::Error),
+    /// Creating, writing or renaming the output file failed.
+    #[error("{}: {source}", .path.display())]
+    File { path: PathBuf, source: io::Error },
 }
 
 /// Write both families of `table` (see [`write`]).
@@ -183,14 +184,32 @@ pub fn write_table<W: Write, V: AsRef<str>>(
 }
 
 /// Write the routes of `v4` and `v6` as a MaxMind DB to `out` (the module
-/// documentation says what readers get). Nothing is written before the
-/// whole file is built, so an error leaves `out` untouched unless writing
-/// itself fails.
+/// documentation says what readers get), each value's record made by
+/// [`record_of`] under `opts.record` and `opts.field`. Nothing is written
+/// before the whole file is built, so an error leaves `out` untouched
+/// unless writing itself fails.
 pub fn write<W: Write, V: AsRef<str>>(
+    out: W,
+    v4: &RouteTable<u32, V>,
+    v6: &RouteTable<u128, V>,
+    opts: &Options,
+) -> Result<Stats, WriteError> {
+    write_with(out, v4, v6, opts, |v: &V| {
+        let text = v.as_ref();
+        record_of(text, opts.record, &opts.field)
+            .map_err(|e| format!("value {}: {e}", value::quote(text)))
+    })
+}
+
+/// [`write`] for values of any type: `record` makes each distinct value's
+/// record (called once per distinct value; its error becomes
+/// [`WriteError::Value`] with a route of that value).
+pub fn write_with<W: Write, V>(
     mut out: W,
     v4: &RouteTable<u32, V>,
     v6: &RouteTable<u128, V>,
     opts: &Options,
+    mut record: impl FnMut(&V) -> Result<Value, String>,
 ) -> Result<Stats, WriteError> {
     if let Some(s) = opts.record_size {
         if ![24, 28, 32].contains(&s) {
@@ -203,9 +222,9 @@ pub fn write<W: Write, V: AsRef<str>>(
     if opts.ip_version == IpVersion::Four && !v6.is_empty() {
         return Err(WriteError::Ipv6Routes(v6.len() as u64));
     }
-    let mut records = Records::new(opts);
-    let e4 = entries(v4, &mut records)?;
-    let e6 = entries(v6, &mut records)?;
+    let mut records = Records::default();
+    let e4 = entries(v4, &mut records, &mut record)?;
+    let e6 = entries(v6, &mut records, &mut record)?;
     let too_many = |_| WriteError::TooLarge("more than 2^32 search tree nodes".into());
 
     let mut stats = Stats {
@@ -309,25 +328,16 @@ pub fn write<W: Write, V: AsRef<str>>(
     Ok(stats)
 }
 
-/// Route values to records, each distinct record once (two values with
-/// the same record, such as `5` and `{"value":5}`, share it).
-struct Records<'o> {
-    opts: &'o Options,
+/// Records, each distinct one once (two values with the same record, such
+/// as `5` and `{"value":5}`, share it).
+#[derive(Default)]
+struct Records {
     by_encoding: HashMap<Vec<u8>, u32>,
     values: Vec<Value>,
 }
 
-impl<'o> Records<'o> {
-    fn new(opts: &'o Options) -> Self {
-        Records {
-            opts,
-            by_encoding: HashMap::new(),
-            values: Vec::new(),
-        }
-    }
-
-    fn intern(&mut self, text: &str) -> Result<u32, String> {
-        let v = record_of(text, self.opts.record, &self.opts.field)?;
+impl Records {
+    fn intern(&mut self, v: Value) -> Result<u32, String> {
         let mut key = Vec::new();
         data::plain(&v, &mut key).map_err(|e| e.to_string())?;
         if let Some(&id) = self.by_encoding.get(&key) {
@@ -341,9 +351,10 @@ impl<'o> Records<'o> {
 }
 
 /// The table's routes as sorted entries with record ids.
-fn entries<A: Addr, V: AsRef<str>>(
+fn entries<A: Addr, V>(
     t: &RouteTable<A, V>,
-    records: &mut Records<'_>,
+    records: &mut Records,
+    record: &mut impl FnMut(&V) -> Result<Value, String>,
 ) -> Result<Vec<Entry<A>>, WriteError> {
     // Value index -> record id, filled on first sight.
     let mut ids: Vec<Option<u32>> = vec![None; t.values().capacity_used()];
@@ -354,12 +365,16 @@ fn entries<A: Addr, V: AsRef<str>>(
         let id = match known {
             Some(id) => id,
             None => {
-                let text = t.values().get(vi).map_or("", AsRef::as_ref);
-                let id = records.intern(text).map_err(|reason| WriteError::Value {
-                    prefix: p.to_string(),
-                    value: value::quote(text),
-                    reason,
-                })?;
+                let made = match t.values().get(vi) {
+                    Some(v) => record(v),
+                    None => Err("a route without a value".to_string()),
+                };
+                let id =
+                    made.and_then(|v| records.intern(v))
+                        .map_err(|reason| WriteError::Value {
+                            prefix: p.to_string(),
+                            reason,
+                        })?;
                 if let Some(slot) = ids.get_mut(vi as usize) {
                     *slot = Some(id);
                 }
@@ -373,6 +388,57 @@ fn entries<A: Addr, V: AsRef<str>>(
         });
     }
     Ok(out)
+}
+
+/// Write the file at `path` with `write` through a temporary file in the
+/// same directory, renamed over `path` once complete and on disk (removed
+/// on any failure): a failed export never leaves a partial file, and
+/// leaves an existing one as it was.
+pub fn write_file_with<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<T, WriteError>,
+) -> Result<T, WriteError> {
+    let file_err = |source: io::Error| WriteError::File {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(file_err)?;
+    let result = (|| {
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let v = write(&mut w).map_err(|e| match e {
+            WriteError::Io(source) => file_err(source),
+            other => other,
+        })?;
+        let file = w.into_inner().map_err(|e| file_err(e.into_error()))?;
+        file.sync_all().map_err(file_err)?;
+        fs::rename(&tmp, path).map_err(file_err)?;
+        Ok(v)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// [`write_table`] to the file at `path` (see [`write_file_with`]).
+pub fn write_table_file<V: AsRef<str>>(
+    path: &Path,
+    table: &Table<V>,
+    opts: &Options,
+) -> Result<Stats, WriteError> {
+    write_file_with(path, |w| write_table(w, table, opts))
 }
 
 /// `::ffff:0:0/96`, the IPv4-mapped addresses.
