@@ -20,6 +20,7 @@ from typing import Any
 import maxminddb
 import pytest
 
+import ipfib
 from support import cli, data_file
 
 Answer = tuple[str, str] | None  # (prefix, value text) or a miss
@@ -329,3 +330,64 @@ def test_failed_exports_leave_no_file(tmp_path: Path, args: list[str], message: 
     assert run.returncode == 2, run.stderr
     assert message in run.stderr, run.stderr
     assert list(tmp_path.iterdir()) == [table]
+
+
+def test_table_to_mmdb(tmp_path: Path) -> None:
+    """`Table.to_mmdb` with int, str, float and bool values: the official
+    reader answers every probe as `Table.lookup_prefix` does."""
+    routes: list[tuple[str, Any]] = [
+        ("0.0.0.0/0", 1),
+        ("10.0.0.0/8", 64500),
+        ("10.1.0.0/16", "AS-NAME"),
+        ("10.1.2.3/32", 2.5),
+        ("10.1.2.4/31", True),
+        ("::/0", 2**64),
+        ("2001:db8::/32", '{"country":{"iso_code":"GB"}}'),
+        ("2001:db8::1/128", -5),
+        ("2001:db8:1::/48", "007"),
+    ]
+    t = ipfib.Table.from_prefixes(routes)
+    out = tmp_path / "t.mmdb"
+    stats = t.to_mmdb(out, field="asn", build_epoch=1)
+    assert stats["routes_v4"] == 5 and stats["routes_v6"] == 4
+    assert stats["ip_version"] == 6 and stats["record_size"] == 24
+    assert stats["file_bytes"] == out.stat().st_size
+    assert stats["v6_compat_overridden"] is True  # ::/0 loses ::/96 to IPv4
+
+    def expected(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("{"):
+            return json.loads(value)
+        return {"asn": value}
+
+    addrs = boundaries(p for p, _ in routes) + random_addresses(6, 2000)
+    addrs = [a for a in addrs if not (":" in a and int(ipaddress.IPv6Address(a)) >> 32 == 0)]
+    with maxminddb.open_database(str(out)) as db:
+        assert db.metadata().build_epoch == 1
+        for a in addrs:
+            hit = t.lookup_prefix(a)
+            record, plen = db.get_with_prefix_len(a)
+            if hit is None:
+                assert record is None, a
+                continue
+            assert record == expected(hit[1]), (a, record, hit)
+            net = ipaddress.ip_network(hit[0])
+            assert plen >= net.prefixlen + (96 if ":" in a and net.version == 4 else 0), a
+    # Under "json" a number is the record itself, and text must be JSON.
+    t2 = ipfib.Table.from_prefixes([("10.0.0.0/8", 7), ("11.0.0.0/8", '["a",1]')])
+    t2.to_mmdb(out, record="json")
+    with maxminddb.open_database(str(out)) as db:
+        assert db.get("10.0.0.1") == 7 and db.get("11.0.0.1") == ["a", 1]
+    with pytest.raises(ValueError, match="invalid JSON"):
+        ipfib.Table.from_prefixes([("10.0.0.0/8", "AS1")]).to_mmdb(out, record="json")
+    with pytest.raises(ValueError, match="int32"):
+        ipfib.Table.from_prefixes([("10.0.0.0/8", -(2**40))]).to_mmdb(out)
+    with pytest.raises(TypeError, match="tuple"):
+        ipfib.Table.from_prefixes([("10.0.0.0/8", (1, 2))]).to_mmdb(out)
+    with pytest.raises(ValueError, match="IPv6 routes"):
+        t.to_mmdb(out, ip_version=4)
+    with pytest.raises(OSError):
+        t.to_mmdb(tmp_path / "no" / "such" / "dir.mmdb")
+    # The failures left the last good file as it was, and no temporary file.
+    with maxminddb.open_database(str(out)) as db:
+        assert db.get("10.0.0.1") == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.mmdb"]
