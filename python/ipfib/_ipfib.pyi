@@ -319,6 +319,45 @@ class Table:
         'poptrie:16'
         """
 
+    def to_mmdb(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        field: str = "value",
+        record: Literal["auto", "field", "json"] = "auto",
+        database_type: str = "ipfib",
+        description: str = "ipfib table",
+        ip_version: Literal[4, 6] = 6,
+        record_size: Literal[24, 28, 32] | None = None,
+        merge: bool = False,
+        build_epoch: int | None = None,
+    ) -> dict[str, Any]:
+        """Write the table as a MaxMind DB (``.mmdb``) file: with the
+        official readers (``maxminddb``) every address gets the record of
+        its longest matching prefix, as ``lookup`` answers it (misses stay
+        misses; ``::ffff:a.b.c.d`` answers as ``a.b.c.d``; IPv6 addresses
+        in ``::/96`` answer from IPv4, where the format keeps it).
+
+        Records: an ``int``, ``float`` or ``bool`` value is ``{field: V}``
+        (under ``record="json"`` the bare V); a ``str`` value as ``ipfib
+        compile --output-format mmdb`` writes it: ``{field: V}`` with V an
+        integer when the text is a canonical unsigned decimal, a JSON
+        object text as that record (``"auto"``), always ``{field: V}``
+        (``"field"``), or any JSON text as the record (``"json"``). Each
+        distinct record is written once. ``merge=True``: neighbouring
+        networks of different routes with the same record merge (smaller;
+        a reported network may then span several routes). The file is
+        written to a temporary file and renamed when complete.
+
+        Returns what was written (``node_count``, ``record_size``,
+        ``records``, ``file_bytes``, ...). ``ValueError`` for a value with
+        no MaxMind DB form or bad options, ``TypeError`` for a value of
+        another type, ``OSError`` when the file cannot be written.
+
+        >>> t.to_mmdb("asn.mmdb", field="autonomous_system_number")  # doctest: +SKIP
+        {'ip_version': 6, 'record_size': 24, 'node_count': 2197660, ...}
+        """
+
     def info(self) -> dict[str, Any]:
         """Sizes and layout: ``engine``, ``engine_v4`` / ``engine_v6`` (with
         kernel and direct-pointing bits, e.g. ``auto:planb[avx512,s=20]``),

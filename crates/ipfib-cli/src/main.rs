@@ -43,7 +43,8 @@ enum Command {
     Collect(collect::Args),
     BmpReplay(bmp_replay::Args),
     /// Compile a table into a file that `lookup` and Python's
-    /// `ipfib.Table.open` map in milliseconds (or export it as MMDB).
+    /// `ipfib.Table.open` map in milliseconds, or (`--output-format mmdb`)
+    /// a MaxMind DB answering every address like `ipfib lookup`.
     Compile(compile::Args),
 }
 

@@ -215,5 +215,5 @@ fn damaged_and_foreign_files_exit_2_naming_the_offset() {
     // Unknown output format.
     let r = compile(&table, &tmp("x.ipfib"), &["--output-format", "csv"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("output format"), "{}", r.stderr);
+    assert!(r.stderr.contains("--output-format"), "{}", r.stderr);
 }

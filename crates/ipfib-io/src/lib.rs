@@ -32,6 +32,8 @@
 //! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
 //! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
 //! - `format.rs`: [`Format`].
+//! - `mmdb_write.rs` (+ `mmdb_write/`): [`mmdb_write::write`]: a table as
+//!   a MaxMind DB file (LPM flattened into the MMDB search tree).
 //! - `trace.rs`: [`read_trace`]: benchmark address traces (binary
 //!   `IPFIBTR1` or text), so ipfib and its peers look up the same addresses.
 //!
@@ -94,6 +96,7 @@ mod error;
 mod format;
 mod input;
 mod linx;
+pub mod mmdb_write;
 mod mrt;
 mod parse;
 mod policy;

@@ -8,6 +8,7 @@
 //!           insert / remove republish        (planb | poptrie | radix) behind arc-swap
 //!     ▼
 //!  table.rs: scalar lookups, mapping protocol, pickling, info()
+//!  mmdb.rs: Table.to_mmdb — values to MaxMind DB records, ipfib_io::mmdb_write
 //!  many.rs + batch.rs: lookup_many — classify the input (numpy, list,
 //!           Arrow buffers), release the GIL, split by family, batch lookups,
 //!           write integers or value slots, then objects / masks / lengths
@@ -27,6 +28,7 @@ mod batch;
 mod live;
 mod load;
 mod many;
+mod mmdb;
 mod rib;
 mod rib_many;
 mod snapshot;

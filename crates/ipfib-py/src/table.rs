@@ -492,6 +492,41 @@ impl Table {
         self.live.snapshot().spec.name()
     }
 
+    /// Write the table as a MaxMind DB file (see `mmdb.rs` and the stub).
+    #[pyo3(signature = (path, *, field = "value", record = "auto", database_type = "ipfib", description = "ipfib table", ip_version = 6, record_size = None, merge = false, build_epoch = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_mmdb<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        field: &str,
+        record: &str,
+        database_type: &str,
+        description: &str,
+        ip_version: u8,
+        record_size: Option<u16>,
+        merge: bool,
+        build_epoch: Option<u64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let opts = crate::mmdb::options(
+            field,
+            record,
+            database_type,
+            description,
+            ip_version,
+            record_size,
+            merge,
+            build_epoch,
+        )?;
+        // A copy, so that writing holds neither the table's lock nor the GIL.
+        let table = self.live.with_table(py, |t| t.clone())?;
+        let objects = crate::mmdb::object_records(py, &self.objects, &table, &opts)?;
+        let stats = py
+            .detach(|| crate::mmdb::write(&path, &table, &objects, &opts))
+            .map_err(crate::mmdb::error)?;
+        crate::mmdb::stats(py, &stats)
+    }
+
     /// Sizes, footprint and engine layout (kernel, direct-pointing bits).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let snap = self.live.snapshot();
