@@ -20,17 +20,21 @@ pub enum Format {
     Mrt,
     /// Text updates (the LINX files): `UNIXTIME a|w PREFIX/LEN NEXTHOP`.
     Updates,
+    /// MaxMind DB (`.mmdb`): every network of the search tree, valued by
+    /// its record as JSON or one field of it (see `mmdb/`).
+    Mmdb,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
         Format::Updates,
+        Format::Mmdb,
     ];
 
     /// The name used on the command line and in messages.
@@ -42,6 +46,7 @@ impl Format {
             Format::Pfx2as => "pfx2as",
             Format::Mrt => "mrt",
             Format::Updates => "updates",
+            Format::Mmdb => "mmdb",
         }
     }
 
@@ -69,9 +74,9 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`.
+/// `updates`, `mmdb`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt or updates)")]
+#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates or mmdb)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -98,7 +103,7 @@ mod tests {
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt or updates)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates or mmdb)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }

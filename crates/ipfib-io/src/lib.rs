@@ -84,6 +84,7 @@ mod error;
 mod format;
 mod input;
 mod linx;
+mod mmdb;
 mod mrt;
 mod parse;
 mod policy;
@@ -98,6 +99,13 @@ pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
 pub use input::{open_maybe_compressed, Compression, MAX_LINE_BYTES};
 pub use ipfib::prefix::{AnyPrefix, HostBits};
+/// MaxMind DB: the field path of `--value`, what `info` shows, and the
+/// resource limits (per record: depth, values, payload; per tree: node
+/// visits per node).
+pub use mmdb::{
+    FieldPath, MmdbInfo, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
+    MAX_VALUES as MMDB_MAX_VALUES, MAX_VISITS_PER_NODE as MMDB_MAX_VISITS_PER_NODE,
+};
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
 pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
