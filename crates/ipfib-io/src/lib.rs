@@ -103,7 +103,7 @@ pub use ipfib::prefix::{AnyPrefix, HostBits};
 /// resource limits (per record: depth, values, payload; per tree: node
 /// visits per node).
 pub use mmdb::{
-    FieldPath, MmdbInfo, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
+    FieldPath, MmdbInfo, MmdbNetwork, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
     MAX_VALUES as MMDB_MAX_VALUES, MAX_VISITS_PER_NODE as MMDB_MAX_VISITS_PER_NODE,
 };
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
@@ -115,8 +115,8 @@ pub use read::{
     ReadSummary, Route,
 };
 pub use table::{
-    load_table, load_table_from, load_table_with_progress, read_updates, read_updates_from,
-    TableLoad, TableOptions, UpdateReader,
+    load_mmdb_fields, load_table, load_table_from, load_table_with_progress, read_updates,
+    read_updates_from, TableLoad, TableOptions, UpdateReader,
 };
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
 pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

@@ -134,6 +134,36 @@ pub fn load_table_with_progress(
     load_stream(input.reader, input.compression, path, opts)
 }
 
+/// Load the MaxMind DB at `path` (uncompressed, or gzip, bzip2, zstd) with
+/// several fields per network: one entry per field of `fields`, `None`
+/// where the record lacks it; networks with none of them are left out
+/// (counted in [`MmdbInfo::without_field`](crate::MmdbInfo)). Lenient
+/// unless `strict`, as [`load_table`].
+pub fn load_mmdb_fields(
+    path: &Path,
+    fields: &[FieldPath],
+    strict: bool,
+) -> Result<(Vec<crate::mmdb::MmdbNetwork>, Report), ReadError> {
+    let file = if mmdb_tail(path)? {
+        std::fs::read(path).map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+    } else {
+        let mut input = open_input(path, None)?;
+        let mut file = Vec::new();
+        input
+            .reader
+            .read_to_end(&mut file)
+            .map_err(|source| ReadError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        file
+    };
+    crate::mmdb::load_fields(&file, path, fields, strict)
+}
+
 /// Whether the file at `path`, as stored, ends with MaxMind DB metadata.
 fn mmdb_tail(path: &Path) -> Result<bool, ReadError> {
     use std::io::{Seek, SeekFrom};

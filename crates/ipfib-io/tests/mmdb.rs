@@ -56,7 +56,12 @@ fn mmdb_files(dir: &Path) -> Vec<PathBuf> {
 fn every_suite_file_loads_bounded_or_fails_clearly() {
     let Some(dir) = suite_dir() else { return };
     let files = mmdb_files(&dir);
-    assert!(files.len() >= 70, "{} files in {}", files.len(), dir.display());
+    assert!(
+        files.len() >= 70,
+        "{} files in {}",
+        files.len(),
+        dir.display()
+    );
     let (mut loaded, mut refused) = (0, 0);
     for path in &files {
         let name = path.display().to_string();
@@ -111,15 +116,24 @@ fn denial_of_service_files_as_the_suite_expects() {
     for (name, accept) in [
         ("MaxMind-DB-test-decoder-value-limit.mmdb", true),
         ("MaxMind-DB-test-decoder-value-limit-over.mmdb", false),
-        ("MaxMind-DB-test-decoder-value-limit-pointer-heavy.mmdb", true),
+        (
+            "MaxMind-DB-test-decoder-value-limit-pointer-heavy.mmdb",
+            true,
+        ),
         ("MaxMind-DB-test-decoder-payload-limit.mmdb", true),
         ("MaxMind-DB-test-decoder-payload-limit-over.mmdb", false),
         ("MaxMind-DB-test-decode-path-shared-budget.mmdb", false),
         ("MaxMind-DB-test-pointer-decoder-dos.mmdb", false),
         ("MaxMind-DB-test-pointer-decoder-dos-ipv6.mmdb", false),
         ("MaxMind-DB-test-payload-amplification-dos.mmdb", false),
-        ("MaxMind-DB-test-payload-amplification-dos-string.mmdb", false),
-        ("MaxMind-DB-test-payload-amplification-dos-worst-case.mmdb", false),
+        (
+            "MaxMind-DB-test-payload-amplification-dos-string.mmdb",
+            false,
+        ),
+        (
+            "MaxMind-DB-test-payload-amplification-dos-worst-case.mmdb",
+            false,
+        ),
     ] {
         let l = load(&test(name), None, false).unwrap();
         let r = &l.report;
@@ -134,7 +148,12 @@ fn denial_of_service_files_as_the_suite_expects() {
         }
     }
     // The metadata alone is over the payload limit: refused at open.
-    let e = load(&test("MaxMind-DB-test-metadata-payload-limit.mmdb"), None, false).unwrap_err();
+    let e = load(
+        &test("MaxMind-DB-test-metadata-payload-limit.mmdb"),
+        None,
+        false,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("metadata") && e.to_string().contains("resource limit"));
 }
 
@@ -168,7 +187,9 @@ fn strict_names_the_network_and_the_byte() {
     let e = load(&p, None, true).unwrap_err();
     let msg = e.to_string();
     assert!(
-        matches!(e, ReadError::MmdbRecord { .. }) && msg.contains("network") && msg.contains("byte"),
+        matches!(e, ReadError::MmdbRecord { .. })
+            && msg.contains("network")
+            && msg.contains("byte"),
         "{msg}"
     );
 }
@@ -198,7 +219,9 @@ fn auto_recognises_a_maxmind_db_by_its_end() {
     assert_eq!(z.routes, direct.routes);
     // Binary that is neither MRT nor MaxMind DB says what was tried.
     let junk = scratch.write("junk.bin", &[0u8, 1, 2, 3, 0xff, 0, 0, 7, 9, 9, 9, 9, 9, 9]);
-    let msg = load_table(&junk, &TableOptions::default()).unwrap_err().to_string();
+    let msg = load_table(&junk, &TableOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("mmdb (no MaxMind DB metadata marker"), "{msg}");
     // A policy name with --format mmdb is a field path; a field path on a
     // text table is refused.
@@ -295,7 +318,13 @@ fn doubling_chain(ip_version: u16, depth: u32) -> Vec<u8> {
     let n = depth;
     let data_ptr = n + 16; // data offset 0
     let nodes: Vec<(u32, u32)> = (0..n)
-        .map(|i| if i + 1 < n { (i + 1, i + 1) } else { (data_ptr, data_ptr) })
+        .map(|i| {
+            if i + 1 < n {
+                (i + 1, i + 1)
+            } else {
+                (data_ptr, data_ptr)
+            }
+        })
         .collect();
     build(ip_version, &nodes, &enc_str("x"))
 }
@@ -320,7 +349,10 @@ fn an_exponential_dag_is_refused() {
     let path = scratch.write("small.mmdb", &doubling_chain(4, 3));
     let l = load(&path, None, true).unwrap();
     assert_eq!(l.routes.len(), 8);
-    assert!(l.routes.iter().all(|r| r.prefix.len() == 3 && r.value == "\"x\""));
+    assert!(l
+        .routes
+        .iter()
+        .all(|r| r.prefix.len() == 3 && r.value == "\"x\""));
 }
 
 #[test]
@@ -344,13 +376,21 @@ fn crafted_trees_follow_the_official_semantics() {
     assert!(l.routes.is_empty());
     assert_eq!(l.report.bad, 2);
     let msgs: Vec<String> = l.report.errors.iter().map(|e| e.to_string()).collect();
-    assert!(msgs[0].contains("0.0.0.0/1") && msgs[0].contains("separator"), "{msgs:?}");
-    assert!(msgs[1].contains("128.0.0.0/1") && msgs[1].contains("past the end"), "{msgs:?}");
+    assert!(
+        msgs[0].contains("0.0.0.0/1") && msgs[0].contains("separator"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs[1].contains("128.0.0.0/1") && msgs[1].contains("past the end"),
+        "{msgs:?}"
+    );
     // A tree deeper than the address: the /32 under it is bad.
     let mut nodes: Vec<(u32, u32)> = (0..33).map(|i| (i + 1, 33)).collect();
     nodes[32] = (33 + 16, 33);
     let path = scratch.write("deep.mmdb", &build(4, &nodes, &data));
     let l = load(&path, None, false).unwrap();
     assert_eq!(l.report.bad, 1);
-    assert!(l.report.errors[0].to_string().contains("below the last address bit"));
+    assert!(l.report.errors[0]
+        .to_string()
+        .contains("below the last address bit"));
 }

@@ -43,9 +43,11 @@ use crate::read::Route;
 use ipfib::prefix::{AnyPrefix, Prefix};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use tree::{BadLeaf, Layout, Leaf};
 
 /// What `ipfib info` shows about a MaxMind DB besides the routes.
+/// `without_field` counts networks with none of the fields asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MmdbInfo {
     pub database_type: String,
@@ -62,20 +64,87 @@ pub struct MmdbInfo {
     pub node_visits: u64,
 }
 
-/// A network's value, per distinct data offset.
+/// A network's values (one per field, or the JSON record), per distinct
+/// data offset.
 enum Outcome {
-    Value(String),
-    NoField,
+    Values(Arc<[Option<String>]>),
     Bad(String),
 }
 
-/// Load a whole MaxMind DB file held in memory.
+/// What each network's value is made of.
+enum Select<'f> {
+    /// The record as compact JSON.
+    Whole,
+    /// These fields (a network is kept when it has at least one).
+    Fields(&'f [FieldPath]),
+}
+
+/// One network of a MaxMind DB with several fields picked
+/// ([`load_mmdb_fields`](crate::load_mmdb_fields)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmdbNetwork {
+    pub prefix: AnyPrefix,
+    /// One entry per field asked for, `None` where the record lacks it;
+    /// shared by every network with the same record.
+    pub fields: Arc<[Option<String>]>,
+}
+
+/// Load a whole MaxMind DB file held in memory as routes: the record as
+/// JSON, or one field.
 pub(crate) fn load(
     file: &[u8],
     path: &Path,
     field: Option<&FieldPath>,
     strict: bool,
 ) -> Result<(Vec<Route>, Report), ReadError> {
+    let fields = field.map(std::slice::from_ref);
+    let select = fields.map_or(Select::Whole, Select::Fields);
+    let mut routes = Vec::new();
+    let report = walk_networks(file, path, &select, strict, |prefix, values, ordinal| {
+        if let Some(Some(v)) = values.first() {
+            routes.push(Route {
+                prefix,
+                value: v.clone(),
+                line: ordinal,
+            });
+        }
+    })?;
+    Ok((routes, report))
+}
+
+/// Load a whole MaxMind DB file held in memory with several fields per
+/// network.
+pub(crate) fn load_fields(
+    file: &[u8],
+    path: &Path,
+    fields: &[FieldPath],
+    strict: bool,
+) -> Result<(Vec<MmdbNetwork>, Report), ReadError> {
+    let mut out = Vec::new();
+    let report = walk_networks(
+        file,
+        path,
+        &Select::Fields(fields),
+        strict,
+        |prefix, values, _| {
+            out.push(MmdbNetwork {
+                prefix,
+                fields: Arc::clone(values),
+            })
+        },
+    )?;
+    Ok((out, report))
+}
+
+/// Walk both tables' networks, calling `emit` for each network with a
+/// value (the network's ordinal among all networks, 1-based).
+fn walk_networks(
+    file: &[u8],
+    path: &Path,
+    select: &Select<'_>,
+    strict: bool,
+    mut emit: impl FnMut(AnyPrefix, &Arc<[Option<String>]>, u64),
+) -> Result<Report, ReadError> {
     let layout_err = |e: tree::LayoutError| ReadError::Mmdb {
         path: path.to_path_buf(),
         offset: e.offset,
@@ -100,20 +169,15 @@ pub(crate) fn load(
     let limit = MAX_VISITS_PER_NODE.saturating_mul(u64::from(meta.node_count).max(1));
     let mut decoder = decode::Decoder::new(layout.data);
     let mut cache: HashMap<u32, Outcome> = HashMap::new();
-    let mut routes = Vec::new();
     let mut failure: Option<ReadError> = None;
     let mut visits = 0u64;
-    let families: &[(u32, u8)] = if meta.ip_version == 6 {
-        &[(0, 32), (0, 128)]
-    } else {
-        &[(0, 32)]
-    };
-    for &(start, width) in families {
-        let start = if width == 32 {
-            layout.ipv4_start()
-        } else {
-            start
-        };
+    // IPv4 from the IPv4 start node (the root of an IPv4 tree), then IPv6
+    // from the root of an IPv6 tree.
+    let mut tables = vec![(layout.ipv4_start(), 32u8)];
+    if meta.ip_version == 6 {
+        tables.push((0, 128));
+    }
+    for (start, width) in tables {
         tree::walk(&layout, start, width, &mut visits, limit, |leaf| {
             if failure.is_some() {
                 return;
@@ -165,22 +229,23 @@ pub(crate) fn load(
                         layout.data_start + e.offset as u64,
                         e.reason
                     )),
-                    Ok(v) => match field {
-                        None => Outcome::Value(render::json(&v)),
-                        Some(f) => match f.select(&v) {
-                            Some(x) => Outcome::Value(render::field_text(x)),
-                            None => Outcome::NoField,
-                        },
-                    },
+                    Ok(v) => Outcome::Values(match select {
+                        Select::Whole => Arc::new([Some(render::json(&v))]),
+                        Select::Fields(fs) => fs
+                            .iter()
+                            .map(|f| f.select(&v).map(render::field_text))
+                            .collect(),
+                    }),
                 }
             });
             match outcome {
-                Outcome::Value(v) => routes.push(Route {
-                    prefix,
-                    value: v.clone(),
-                    line: ordinal,
-                }),
-                Outcome::NoField => info.without_field += 1,
+                Outcome::Values(values) => {
+                    if values.iter().any(Option::is_some) {
+                        emit(prefix, values, ordinal);
+                    } else {
+                        info.without_field += 1;
+                    }
+                }
                 Outcome::Bad(reason) => {
                     let reason = reason.clone();
                     skip(reason, first);
@@ -194,7 +259,7 @@ pub(crate) fn load(
     }
     info.node_visits = visits;
     report.mmdb = Some(info);
-    Ok((routes, report))
+    Ok(report)
 }
 
 fn bad_leaf(reason: BadLeaf, file_offset: u64) -> String {
