@@ -76,7 +76,7 @@ def same(ours: Any, theirs: Any) -> bool:
     """Our JSON-decoded value equals the oracle's record, by the documented
     conversions (types compared too: True is not 1)."""
     if isinstance(theirs, (bytes, bytearray)):
-        return ours == bytes(theirs).hex()
+        return bool(ours == bytes(theirs).hex())
     if isinstance(theirs, bool) or theirs is None:
         return ours is theirs
     if isinstance(theirs, int):
@@ -88,7 +88,7 @@ def same(ours: Any, theirs: Any) -> bool:
             return False
         return float(ours) == theirs or f32(float(ours)) == theirs
     if isinstance(theirs, str):
-        return ours == theirs
+        return bool(ours == theirs)
     if isinstance(theirs, list):
         return isinstance(ours, list) and len(ours) == len(theirs) and all(map(same, ours, theirs))
     if isinstance(theirs, dict):
@@ -254,9 +254,7 @@ def check_file(name: str) -> None:
     assert list(cols) == chosen
     for i, (a, exp) in enumerate(zip(addrs, expected)):
         got = tm.lookup(a)
-        theirs = [
-            MISSING if exp is None or exp[0] is None else select(exp[0], f) for f in chosen
-        ]
+        theirs = [MISSING if exp is None or exp[0] is None else select(exp[0], f) for f in chosen]
         present = [x is not MISSING and x is not None for x in theirs]
         if not any(present):
             assert got is None, (name, a, got)
@@ -294,7 +292,8 @@ def test_several_fields_as_arrays_and_frames() -> None:
     probe = ["1.128.0.1", "2600:6000::1", "10.0.0.1"]
     cols = asn.lookup_fields(probe, 0)
     assert cols["autonomous_system_number"].dtype == np.int64
-    want = [(reader.get(a) or {}).get("autonomous_system_number", 0) for a in probe]
+    recs: list[Any] = [reader.get(a) or {} for a in probe]
+    want = [r.get("autonomous_system_number", 0) for r in recs]
     assert cols["autonomous_system_number"].tolist() == want
     assert cols["autonomous_system_organization"].dtype == object
     pd = pytest.importorskip("pandas")
@@ -303,7 +302,7 @@ def test_several_fields_as_arrays_and_frames() -> None:
     assert list(df.columns) == ["autonomous_system_number", "autonomous_system_organization"]
     assert df["autonomous_system_number"].tolist() == want
     with pytest.raises(ValueError, match="frame"):
-        asn.lookup_fields(probe, frame="excel")
+        asn.lookup_fields(probe, frame="excel")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="several fields"):
         ipfib.Table.from_file(str(path)).lookup_fields(probe)
     # Pickling keeps the fields.

@@ -48,7 +48,7 @@ fn lookup_answers_the_networks_of_the_file() {
         .collect();
     addrs.extend(["::1.1.1.1", "2001:db8::1", "2a00:1450::1", "::", "ffff::1"].map(String::from));
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..300 {
+    for _ in 0..100 {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -82,7 +82,7 @@ fn lookup_answers_the_networks_of_the_file() {
         hits += usize::from(best.is_some());
         assert_eq!(*line, want);
     }
-    assert!(hits > 100, "{hits}");
+    assert!(hits > 50, "{hits}");
     // The official reader answers 1.0.0.1 with {"country_code": "US"} in
     // 1.0.0.0/24; without --value the record is the JSON value.
     let run = ipfib(
