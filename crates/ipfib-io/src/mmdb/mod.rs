@@ -168,7 +168,7 @@ fn walk_networks(
     };
     let limit = MAX_VISITS_PER_NODE.saturating_mul(u64::from(meta.node_count).max(1));
     let mut decoder = decode::Decoder::new(layout.data);
-    let mut cache: HashMap<u32, Outcome> = HashMap::new();
+    let mut cache: HashMap<u32, Outcome, OffsetHash> = HashMap::default();
     let mut failure: Option<ReadError> = None;
     let mut visits = 0u64;
     // IPv4 from the IPv4 start node (the root of an IPv4 tree), then IPv6
@@ -220,8 +220,9 @@ fn walk_networks(
                     return;
                 }
             };
-            let first = !cache.contains_key(&offset);
-            let outcome = cache.entry(offset).or_insert_with(|| {
+            let entry = cache.entry(offset);
+            let first = matches!(entry, std::collections::hash_map::Entry::Vacant(_));
+            let outcome = entry.or_insert_with(|| {
                 info.records += 1;
                 match decoder.decode_entry(offset as usize) {
                     Err(e) => Outcome::Bad(format!(
@@ -260,6 +261,40 @@ fn walk_networks(
     info.node_visits = visits;
     report.mmdb = Some(info);
     Ok(report)
+}
+
+/// Hashing for the data offsets of the decode cache: one multiply (the
+/// keys are offsets into one file, not attacker-chosen collisions that
+/// matter: a crafted file can at worst make its own load slower, within
+/// the visit bound). With SipHash and two lookups per network the
+/// iptoasn-country file loaded in 110-160 ms, with this and one lookup in
+/// 66-91 ms (busy 2-core machine).
+#[derive(Default, Clone, Copy)]
+struct OffsetHash;
+
+impl std::hash::BuildHasher for OffsetHash {
+    type Hasher = OffsetHasher;
+    fn build_hasher(&self) -> OffsetHasher {
+        OffsetHasher(0)
+    }
+}
+
+struct OffsetHasher(u64);
+
+impl std::hash::Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        // The product's high bits depend on every bit of the key: fold them
+        // into the low bits the table indexes with.
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (u64::from(x) ^ 0x5851_f42d_4c95_7f2d).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 fn bad_leaf(reason: BadLeaf, file_offset: u64) -> String {
