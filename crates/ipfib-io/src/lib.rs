@@ -6,6 +6,8 @@
 //!          zstd by      auto      ├─► mrt/ (frame, body, rib) ─────►    + Report
 //!          magic bytes            │   MRT via bgpkit-parser,           (damage, skipped,
 //!                                 │   policy.rs picks the value         MRT stats)
+//!                                 ├─► mmdb/ (tree, decode, render) ─► Vec<Route>
+//!                                 │   MaxMind DB, read whole            (record JSON or a field)
 //!                                 └─► linx.rs: text updates ─┐
 //!                         mrt/updates.rs: BGP4MP ────────────┴─► Event iterator (update.rs)
 //! ```
@@ -24,6 +26,10 @@
 //!   to one value), `updates.rs` (BGP4MP to events), `mod.rs` (the loops).
 //! - `policy.rs`: [`ValuePolicy`]: origin-asn, next-hop of a peer, peer-count.
 //! - `linx.rs`: `UNIXTIME a|w PREFIX NEXTHOP` update lines.
+//! - `mmdb/`: MaxMind DB files: `tree.rs` (metadata, the search tree walked
+//!   with its aliases under a node-visit bound), `decode.rs` (the data
+//!   section under the spec's resource limits), `render.rs` (a record as
+//!   JSON, or a field by dot path); [`load_mmdb_fields`] for several fields.
 //! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
 //! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
 //! - `format.rs`: [`Format`].
@@ -46,6 +52,9 @@
 //!   BGP4MP / BGP4MP_ET (messages, AS4, ADD-PATH, state changes). One value
 //!   per prefix by [`ValuePolicy`].
 //! - **updates**: `UNIXTIME a|w PREFIX/LEN NEXTHOP` (the LINX files).
+//! - **mmdb**: MaxMind DB; every network of the search tree, valued by its
+//!   record as compact JSON or by one field ([`TableOptions::field`]);
+//!   `auto` recognises it by the metadata marker at the file's end.
 //!
 //! Lines may end in `\n` or `\r\n`; a UTF-8 byte order mark on the first
 //! line is ignored; no line may exceed [`MAX_LINE_BYTES`]. A prefix with
