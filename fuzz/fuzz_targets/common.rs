@@ -20,6 +20,7 @@ pub fn run(name: &str, data: &[u8]) {
         "updates" => updates(data),
         "mrt" => mrt(data),
         "mmdb" => mmdb(data),
+        "ranges" => ranges(data),
         other => panic!("no fuzz target {other}"),
     }
 }
@@ -27,6 +28,15 @@ pub fn run(name: &str, data: &[u8]) {
 /// A line table, and `Auto` (the sniffer and whatever it picks).
 pub fn lines(data: &[u8], format: Format) {
     table(data, format, None);
+    table(data, Format::Auto, None);
+}
+
+/// A ranges table with the default value column and a later one, and
+/// `Auto`.
+pub fn ranges(data: &[u8]) {
+    for column in [None, Some(4)] {
+        table_with(data, Format::Ranges, None, column, None);
+    }
     table(data, Format::Auto, None);
 }
 
@@ -52,21 +62,28 @@ pub fn mrt(data: &[u8]) {
 pub fn mmdb(data: &[u8]) {
     table(data, Format::Mmdb, None);
     let field = FieldPath::parse("a.0").expect("a valid path");
-    table_with(data, Format::Mmdb, None, Some(field));
+    table_with(data, Format::Mmdb, None, None, Some(field));
     table(data, Format::Auto, None);
 }
 
 fn table(data: &[u8], format: Format, value: Option<ValuePolicy>) {
-    table_with(data, format, value, None)
+    table_with(data, format, value, None, None);
 }
 
-fn table_with(data: &[u8], format: Format, value: Option<ValuePolicy>, field: Option<FieldPath>) {
+fn table_with(
+    data: &[u8],
+    format: Format,
+    value: Option<ValuePolicy>,
+    value_column: Option<usize>,
+    field: Option<FieldPath>,
+) {
     let opts = |strict| TableOptions {
         format,
         host_bits: HostBits::Reject,
         value,
         strict,
         field: field.clone(),
+        value_column,
     };
     let lenient = load_table_from(Cursor::new(data.to_vec()), "fuzz", &opts(false));
     let again = load_table_from(Cursor::new(data.to_vec()), "fuzz", &opts(false));

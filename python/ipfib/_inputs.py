@@ -25,6 +25,8 @@ def canonical(addrs: Any) -> Canonical:
     mod = type(addrs).__module__
     if mod.startswith("pandas"):
         return _pandas(addrs)
+    if mod.startswith("polars"):
+        return _polars(addrs)
     if mod.startswith("pyarrow"):
         return _arrow(addrs)
     if isinstance(addrs, np.ndarray):
@@ -75,6 +77,49 @@ def _pandas(s: Any) -> Canonical:
             raise ValueError("integer address column holds missing values")
         return _numpy(s.to_numpy())
     return list(s.to_numpy(dtype=object))
+
+
+def _polars(s: Any) -> Canonical:
+    if hasattr(s, "columns"):
+        raise TypeError("lookup_many takes one column (a Series), not a DataFrame")
+    if not hasattr(s, "to_arrow"):
+        raise TypeError(
+            f"lookup_many: unsupported polars object {type(s).__name__} "
+            "(collect a LazyFrame, or use the map_batches pattern in the docs)"
+        )
+    if s.dtype.is_integer():
+        if s.null_count():
+            raise ValueError("integer address column holds missing values")
+        return _numpy(s.to_numpy())
+    # Strings and binary go through Arrow: the buffers, not Python objects.
+    return _arrow(s.to_arrow())
+
+
+def to_polars(result: Any, name: str) -> Any:
+    """``lookup_many``'s numpy result (an array, a masked array, or a
+    tuple of them) as polars Series; masked entries become nulls. Numeric
+    arrays are handed over without a copy where polars can."""
+    import polars as pl
+
+    def one(a: Any, suffix: str) -> Any:
+        mask = np.ma.getmask(a) if isinstance(a, np.ma.MaskedArray) else np.ma.nomask
+        data = np.ma.getdata(a)
+        masked = mask is not np.ma.nomask and bool(mask.any())
+        if data.dtype == object:
+            # Objects: masked entries become None before polars infers the
+            # type (the default fills them, possibly of another type).
+            if masked:
+                data = data.copy()
+                data[mask] = None
+            return pl.Series(name + suffix, data, strict=False)
+        s = pl.Series(name + suffix, data)
+        if masked:
+            s = s.scatter(np.flatnonzero(mask), None)
+        return s
+
+    if isinstance(result, tuple):
+        return (one(result[0], ""), one(result[1], "_prefix_len"))
+    return one(result, "")
 
 
 def _arrow(a: Any) -> Canonical:

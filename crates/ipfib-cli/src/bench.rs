@@ -68,6 +68,9 @@ pub struct Args {
     /// Clear host bits in --table instead of rejecting lines.
     #[arg(long)]
     mask_host_bits: bool,
+    /// Ranges --table: the 1-based column holding the value (default 3).
+    #[arg(long, value_name = "N")]
+    value_column: Option<usize>,
     /// Synthetic IPv4 table sizes (when no --table; 0 skips; a list is a
     /// sweep: one table per size, e.g. 100000,300000,1000000).
     #[arg(long, default_value = "606000", value_delimiter = ',')]
@@ -347,6 +350,7 @@ fn load_file(path: &std::path::Path, args: &Args) -> Result<(Table<String>, Stri
         table: path.to_path_buf(),
         format: args.format.clone(),
         mask_host_bits: args.mask_host_bits,
+        value_column: args.value_column,
         ..Default::default()
     })?;
     let name = path.file_name().map_or_else(

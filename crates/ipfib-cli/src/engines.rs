@@ -4,6 +4,7 @@
 //! `poptrie5[:S]` (the 32-ary node layout, with leafvec and aggregation)
 //! and `poptrie-flat[:S]` (32-ary nodes held inline, with aggregation).
 
+use ipfib::engine::auto::{Kind, Pick};
 use ipfib::engine::poptrie::PoptrieOptions;
 
 /// One engine as named on the command line.
@@ -49,6 +50,23 @@ pub const BENCH_ENGINES: &str =
 pub const LOOKUP_ENGINES: &str = "auto, planb, poptrie[:S], poptrie5[:S], poptrie-flat[:S], radix";
 
 impl EngineSpec {
+    /// The engine `auto` is forced to build for this name (`None`: auto
+    /// chooses; radix is not an `auto` engine).
+    pub fn force(self) -> Option<Pick> {
+        match self {
+            EngineSpec::Poptrie { s, layout, .. } => {
+                let kind = match layout {
+                    Layout::Node64 => Kind::Poptrie,
+                    Layout::Node32 => Kind::Poptrie5,
+                    Layout::Flat => Kind::Flat,
+                };
+                Some((kind, Some(s.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS))))
+            }
+            EngineSpec::Planb | EngineSpec::PlanbRoutes => Some((Kind::Planb, None)),
+            EngineSpec::Auto | EngineSpec::Radix => None,
+        }
+    }
+
     /// Parse one name; the error says what was wrong.
     pub fn parse(text: &str) -> Result<EngineSpec, String> {
         let (base, s) = match text.split_once(':') {

@@ -1,6 +1,7 @@
 //! `ipfib info FILE [--json]`: what a table file holds (format, records,
 //! prefixes per family, length histogram, distinct values, MRT peers and
-//! multi-origin prefixes), which engine `--engine auto` builds per family
+//! multi-origin prefixes; for ranges tables the ranges, how many overlap
+//! an earlier one, how many are not one CIDR prefix), which engine `--engine auto` builds per family
 //! and why, and what is wrong with it (skipped records,
 //! damage with its byte offset in the decompressed stream), with the load
 //! time. Exit status: 0 clean, 1 something was skipped or damaged (the rest
@@ -10,7 +11,7 @@
 use crate::load::{load_file, report_problems, table_of, table_options, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::{AutoOptions, Choice};
-use ipfib_io::{AnyPrefix, Report, Route};
+use ipfib_io::{AnyPrefix, Format, Report, Route};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates, mmdb.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled, mmdb.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Clear host bits instead of counting the line as bad.
@@ -38,6 +39,9 @@ pub struct Args {
     /// Fail at the first problem instead of reporting it.
     #[arg(long)]
     strict: bool,
+    /// Ranges tables: the 1-based column holding the value (default 3).
+    #[arg(long, value_name = "N")]
+    value_column: Option<usize>,
 }
 
 /// The table as a lookup would see it: the later duplicate wins.
@@ -79,13 +83,22 @@ pub fn run(args: Args) -> CmdResult {
         value: args.value,
         peer: args.peer,
         strict: args.strict,
+        value_column: args.value_column,
     };
     let opts = table_options(&table_args)?;
     let (mut loaded, elapsed) = load_file(&args.file, &opts)?;
     let summary = summarise(&loaded.routes);
     let load_ms = elapsed.as_secs_f64() * 1e3;
+    // A compiled file: the engines in it, and how long mapping it takes.
+    let compiled = match loaded.report.format {
+        Format::Compiled => Some(compiled_info(&args.file)?),
+        _ => None,
+    };
     // The routes are not needed after the summary: moved, not copied.
-    let chosen = choose_engines(std::mem::take(&mut loaded.routes))?;
+    let chosen = match &compiled {
+        Some(c) => c.choices.clone(),
+        None => choose_engines(std::mem::take(&mut loaded.routes))?,
+    };
     let report = &loaded.report;
     if args.json {
         let mut v = to_json(&args.file, report, &summary, load_ms);
@@ -94,9 +107,34 @@ pub fn run(args: Args) -> CmdResult {
             "v4": {"chosen": chosen[0].label(), "reason": chosen[0].reason},
             "v6": {"chosen": chosen[1].label(), "reason": chosen[1].reason},
         });
+        if let Some(c) = &compiled {
+            v["compiled"] = json!({
+                "source": c.source,
+                "version": ipfib::image::VERSION,
+                "open_ms": c.open_ms,
+                "engines_v4": {"values": c.names[0], "routes": c.names[1]},
+                "engines_v6": {"values": c.names[2], "routes": c.names[3]},
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_text(&args.file, report, &summary, load_ms);
+        if let Some(c) = &compiled {
+            println!(
+                "compiled table file (layout version {}) from {}: opens mapped in {:.2} ms",
+                ipfib::image::VERSION,
+                c.source,
+                c.open_ms
+            );
+            println!(
+                "engines IPv4: {} (values), {} (routes)",
+                c.names[0], c.names[1]
+            );
+            println!(
+                "engines IPv6: {} (values), {} (routes)",
+                c.names[2], c.names[3]
+            );
+        }
         for (name, c) in ["IPv4", "IPv6"].iter().zip(&chosen) {
             println!("engine {name}: {c}");
         }
@@ -110,6 +148,38 @@ pub fn run(args: Args) -> CmdResult {
         Outcome::BadInput
     } else {
         Outcome::Ok
+    })
+}
+
+/// What a compiled table file holds beyond its routes.
+struct Compiled {
+    source: String,
+    open_ms: f64,
+    /// Value and route engines, IPv4 then IPv6.
+    names: [String; 4],
+    /// The route engines' choices (what `lookup` answers with).
+    choices: [Choice; 2],
+}
+
+fn compiled_info(path: &std::path::Path) -> Result<Compiled, Box<dyn std::error::Error>> {
+    use ipfib::engine::Engine;
+    let start = std::time::Instant::now();
+    let img =
+        ipfib::image::ImageTable::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let open_ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(Compiled {
+        source: img.source.clone(),
+        open_ms,
+        names: [
+            img.v4.by_value().name(),
+            img.v4.by_route().name(),
+            img.v6.by_value().name(),
+            img.v6.by_route().name(),
+        ],
+        choices: [
+            img.v4.by_route().choice().clone(),
+            img.v6.by_route().choice().clone(),
+        ],
     })
 }
 
@@ -130,6 +200,21 @@ fn histogram_json(h: &BTreeMap<u8, u64>) -> Value {
 
 fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Value {
     let mrt = r.mrt.as_ref();
+    let mmdb = r.mmdb.as_ref().map(|m| {
+        json!({
+            "database_type": m.database_type,
+            "ip_version": m.ip_version,
+            "record_size": m.record_size,
+            "node_count": m.node_count,
+            "build_epoch": m.build_epoch,
+            "binary_format_major_version": m.binary_format.0,
+            "binary_format_minor_version": m.binary_format.1,
+            "distinct_records": m.records,
+            "networks_without_field": m.without_field,
+            "node_visits": m.node_visits,
+        })
+    });
+    let ranges = r.ranges.as_ref();
     let peers: Vec<Value> = mrt.map_or_else(Vec::new, |m| {
         m.peers
             .iter()
@@ -165,19 +250,13 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
         "announcements": mrt.map(|m| m.announcements),
         "withdrawals": mrt.map(|m| m.withdrawals),
         "state_changes": mrt.map(|m| m.state_changes),
+        "ranges": ranges.map(|g| g.ranges),
+        "overlapping_ranges": ranges.map(|g| g.overlapping),
+        "unaligned_ranges": ranges.map(|g| g.unaligned),
+        "header_line": ranges.and_then(|g| g.header_line),
+        "value_column": ranges.map(|g| g.value_column),
         "load_ms": load_ms,
-        "mmdb": r.mmdb.as_ref().map(|m| json!({
-            "database_type": m.database_type,
-            "ip_version": m.ip_version,
-            "record_size": m.record_size,
-            "node_count": m.node_count,
-            "build_epoch": m.build_epoch,
-            "binary_format_major_version": m.binary_format.0,
-            "binary_format_minor_version": m.binary_format.1,
-            "distinct_records": m.records,
-            "networks_without_field": m.without_field,
-            "node_visits": m.node_visits,
-        })),
+        "mmdb": mmdb,
     })
 }
 
@@ -214,6 +293,15 @@ fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
             "networks: {} ({} distinct records; {} without the --value field)",
             r.records, m.records, m.without_field
         );
+    }
+    if let Some(g) = &r.ranges {
+        println!(
+            "ranges: {} ({} overlapping an earlier one, where the later wins; {} not one CIDR prefix); values from column {}",
+            g.ranges, g.overlapping, g.unaligned, g.value_column
+        );
+        if let Some(line) = g.header_line {
+            println!("header: line {line} (skipped)");
+        }
     }
     println!("bad lines/records: {}", r.bad);
     match &r.damage {

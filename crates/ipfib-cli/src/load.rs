@@ -2,11 +2,13 @@
 //! default: what is complete is loaded, damage and skipped records are
 //! reported on stderr (and make the exit status 1), `--strict` fails
 //! instead. Bad lines in text tables stay fatal (the text format's
-//! contract: an error naming the line).
+//! contract: an error naming the line); bad lines in ranges tables are
+//! skipped and reported like bad MRT records (exit 1: the file is painted
+//! whole, so the rest of it still loads).
 
 use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
-use ipfib_io::{load_table_with_progress, Report, Route, TableLoad, TableOptions};
+use ipfib_io::{load_table_with_progress, Format, Report, Route, TableLoad, TableOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -16,11 +18,14 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct TableArgs {
     /// Routing table file: text (`PREFIX/LEN VALUE`), pyasn IPASN, CAIDA
-    /// pfx2as, MRT (RIB dump or BGP4MP updates), text updates, MaxMind DB;
-    /// gzip, bzip2 and zstd are read transparently.
+    /// pfx2as, MRT (RIB dump or BGP4MP updates), text updates, IP ranges
+    /// (`FIRST,LAST,VALUE...`), MaxMind DB; gzip, bzip2 and zstd are read
+    /// transparently.
     #[arg(long)]
     pub table: PathBuf,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates, mmdb.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled
+    /// (an `ipfib compile` output, which `lookup` maps instead of loading),
+    /// mmdb.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Clear host bits (`10.0.0.1/8` becomes `10.0.0.0/8`) instead of
@@ -43,6 +48,27 @@ pub struct TableArgs {
     /// what is complete and reporting the rest.
     #[arg(long)]
     pub strict: bool,
+    /// Ranges tables: the 1-based column holding the value (default 3,
+    /// the one after FIRST and LAST).
+    #[arg(long, value_name = "N")]
+    pub value_column: Option<usize>,
+}
+
+/// Whether the table is a compiled table file (named `--format compiled`,
+/// or `auto` and starting with the file magic), which `lookup` maps rather
+/// than loads.
+pub fn is_compiled(args: &TableArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    match args.format.parse::<Format>()? {
+        Format::Compiled => Ok(true),
+        Format::Auto => {
+            let mut head = [0u8; 8];
+            let n = std::fs::File::open(&args.table)
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+                .map_err(|e| format!("{}: {e}", args.table.display()))?;
+            Ok(ipfib::image::is_image(&head[..n]))
+        }
+        _ => Ok(false),
+    }
 }
 
 /// A loaded table.
@@ -55,13 +81,16 @@ pub struct Loaded {
 
 /// The table options the arguments ask for.
 pub fn table_options(args: &TableArgs) -> Result<TableOptions, Box<dyn std::error::Error>> {
-    Ok(TableOptions::from_names(
-        &args.format,
-        args.value.as_deref(),
-        args.peer.as_deref(),
-        args.mask_host_bits,
-        args.strict,
-    )?)
+    Ok(TableOptions {
+        value_column: args.value_column,
+        ..TableOptions::from_names(
+            &args.format,
+            args.value.as_deref(),
+            args.peer.as_deref(),
+            args.mask_host_bits,
+            args.strict,
+        )?
+    })
 }
 
 /// Read the file (with a progress bar on a terminal when it takes over a

@@ -14,12 +14,12 @@
 mod answer;
 mod stream;
 
-use crate::engines::{EngineSpec, Layout, LOOKUP_ENGINES};
+use crate::engines::{EngineSpec, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
-use ipfib::engine::auto::{AutoOptions, Kind};
+use ipfib::engine::auto::AutoOptions;
 use ipfib::engine::planb::kernel::Kernel;
-use ipfib::engine::poptrie::{self, PoptrieOptions};
+use ipfib::engine::poptrie;
 use ipfib::table::CompiledTable;
 use std::io;
 use stream::Failure;
@@ -82,20 +82,22 @@ pub fn run(args: Args) -> CmdResult {
         }
         Err(e) => return Err(format!("{e} (available: {LOOKUP_ENGINES})").into()),
     };
+    if crate::load::is_compiled(&args.table)? {
+        if spec != EngineSpec::Auto || kernel.is_some() {
+            return Err(
+                "a compiled table file answers with the engines compiled into it: \
+                        choose them with `ipfib compile --engine` (no --engine or --kernel here)"
+                    .into(),
+            );
+        }
+        let path = &args.table.table;
+        let img =
+            ipfib::image::ImageTable::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return finish(respond(&img, &args.addrs), 0);
+    }
     let loaded = load(&args.table)?;
     let table = loaded.table;
-    let force = match spec {
-        EngineSpec::Poptrie { s, layout, .. } => {
-            let kind = match layout {
-                Layout::Node64 => Kind::Poptrie,
-                Layout::Node32 => Kind::Poptrie5,
-                Layout::Flat => Kind::Flat,
-            };
-            Some((kind, Some(s.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS))))
-        }
-        EngineSpec::Planb => Some((Kind::Planb, None)),
-        _ => None,
-    };
+    let force = spec.force();
     let engine = match spec {
         EngineSpec::Radix => Engine::Radix,
         // Route payloads (`Compiled`), so the matching prefix is printed.
@@ -112,13 +114,17 @@ pub fn run(args: Args) -> CmdResult {
             })?,
         )),
     };
-    // Damage or skipped records in the table (reported by `load`): exit 1.
-    let mut bad = u64::from(loaded.had_problems);
     let addrs = &args.addrs;
     let answered = match &engine {
         Engine::Compiled(c) => respond(&**c, addrs),
         Engine::Radix => respond(&answer::Radix::new(&table), addrs),
     };
+    // Damage or skipped records in the table (reported by `load`): exit 1.
+    finish(answered, u64::from(loaded.had_problems))
+}
+
+/// The outcome of answering: `bad` problems so far plus the bad addresses.
+fn finish(answered: Result<u64, Failure>, mut bad: u64) -> CmdResult {
     match answered {
         Ok(n) => bad += n,
         // The reader went away (`| head`): not an error of ours.

@@ -6,6 +6,7 @@
 mod bench;
 mod bmp_replay;
 mod collect;
+mod compile;
 mod engines;
 mod info;
 mod load;
@@ -41,6 +42,9 @@ enum Command {
     Replay(replay::Args),
     Collect(collect::Args),
     BmpReplay(bmp_replay::Args),
+    /// Compile a table into a file that `lookup` and Python's
+    /// `ipfib.Table.open` map in milliseconds (or export it as MMDB).
+    Compile(compile::Args),
 }
 
 /// How a command ended.
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Collect(a) => collect::run(a),
         Command::BmpReplay(a) => bmp_replay::run(a),
+        Command::Compile(a) => compile::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

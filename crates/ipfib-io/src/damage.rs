@@ -116,6 +116,8 @@ pub struct Report {
     pub mrt: Option<crate::mrt::MrtStats>,
     /// MaxMind DB detail (metadata, distinct records); `None` otherwise.
     pub mmdb: Option<crate::mmdb::MmdbInfo>,
+    /// Ranges detail (overlaps, the header, ...); `None` for other formats.
+    pub ranges: Option<crate::ranges::RangeStats>,
 }
 
 impl Report {

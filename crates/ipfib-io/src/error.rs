@@ -25,6 +25,14 @@ pub enum ReadError {
     #[error("{}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
 
+    /// A compiled table file that cannot be opened (wrong version, damaged,
+    /// hostile): the reason names the byte offset.
+    #[error("{}: {source}", .path.display())]
+    Image {
+        path: PathBuf,
+        source: ipfib::image::ImageError,
+    },
+
     /// Reading failed part way through an uncompressed input (or a line
     /// was longer than any table line); `offset` is where the line starts.
     #[error("{}: read error at line {line} (byte {offset}): {source}", .path.display())]
@@ -180,6 +188,17 @@ pub enum ReadError {
         reason: &'static str,
     },
 
+    /// A bad line in a ranges table: an address that does not parse, the
+    /// first address after the last, mixed families, no value column, a
+    /// broken quote.
+    #[error("{}:{line}: {reason} in {text:?}", .path.display())]
+    BadRange {
+        path: PathBuf,
+        line: u64,
+        text: String,
+        reason: String,
+    },
+
     /// More tokens after the value that are not a `#` comment.
     #[error("{}:{line}: unexpected {extra:?} after the value in {text:?}", .path.display())]
     ExtraText {
@@ -200,7 +219,8 @@ impl ReadError {
             | ReadError::MissingValue { line, .. }
             | ReadError::InvalidValue { line, .. }
             | ReadError::ExtraText { line, .. }
-            | ReadError::BadUpdate { line, .. } => Some(*line),
+            | ReadError::BadUpdate { line, .. }
+            | ReadError::BadRange { line, .. } => Some(*line),
             _ => None,
         }
     }

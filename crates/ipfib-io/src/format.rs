@@ -20,6 +20,12 @@ pub enum Format {
     Mrt,
     /// Text updates (the LINX files): `UNIXTIME a|w PREFIX/LEN NEXTHOP`.
     Updates,
+    /// A compiled table file (`ipfib compile`, [`ipfib::image`]).
+    Compiled,
+    /// IP ranges with a value, `FIRST,LAST,VALUE...` (CSV, TSV or
+    /// blank-separated), turned into prefixes; the later range wins where
+    /// two overlap.
+    Ranges,
     /// MaxMind DB (`.mmdb`): every network of the search tree, valued by
     /// its record as JSON or one field of it (see `mmdb/`).
     Mmdb,
@@ -27,13 +33,15 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
         Format::Pfx2as,
         Format::Mrt,
         Format::Updates,
+        Format::Ranges,
+        Format::Compiled,
         Format::Mmdb,
     ];
 
@@ -47,12 +55,14 @@ impl Format {
             Format::Mrt => "mrt",
             Format::Updates => "updates",
             Format::Mmdb => "mmdb",
+            Format::Compiled => "compiled",
+            Format::Ranges => "ranges",
         }
     }
 
     /// Whether the format is read line by line into routes (the
-    /// `read_routes` family); MRT and update streams go through
-    /// [`load_table`](crate::load_table).
+    /// `read_routes` family); MRT, update streams and ranges (painted
+    /// whole) go through [`load_table`](crate::load_table).
     pub fn is_line_table(self) -> bool {
         matches!(
             self,
@@ -74,9 +84,11 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`, `mmdb`.
+/// `updates`, `ranges`, `compiled`, `mmdb`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates or mmdb)")]
+#[error(
+    "unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled or mmdb)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -101,9 +113,11 @@ mod tests {
             assert_eq!(f.to_string().parse::<Format>(), Ok(f));
         }
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
+        assert_eq!("ranges".parse::<Format>(), Ok(Format::Ranges));
+        assert_eq!("MMDB".parse::<Format>(), Ok(Format::Mmdb));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates or mmdb)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled or mmdb)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }

@@ -8,6 +8,8 @@
 //!                                 │   policy.rs picks the value         MRT stats)
 //!                                 ├─► mmdb/ (tree, decode, render) ─► Vec<Route>
 //!                                 │   MaxMind DB, read whole            (record JSON or a field)
+//!                                 ├─► ranges/ (fields, paint) ─────►
+//!                                 │   FIRST,LAST,VALUE to prefixes
 //!                                 └─► linx.rs: text updates ─┐
 //!                         mrt/updates.rs: BGP4MP ────────────┴─► Event iterator (update.rs)
 //! ```
@@ -30,6 +32,9 @@
 //!   with its aliases under a node-visit bound), `decode.rs` (the data
 //!   section under the spec's resource limits), `render.rs` (a record as
 //!   JSON, or a field by dot path); [`load_mmdb_fields`] for several fields.
+//! - `ranges/`: `FIRST,LAST,VALUE` range tables: `fields.rs` (CSV / TSV
+//!   columns, quotes), `paint.rs` (later range wins, minimal CIDR cover),
+//!   `mod.rs` (the line loop).
 //! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
 //! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
 //! - `format.rs`: [`Format`].
@@ -55,6 +60,11 @@
 //! - **mmdb**: MaxMind DB; every network of the search tree, valued by its
 //!   record as compact JSON or by one field ([`TableOptions::field`]);
 //!   `auto` recognises it by the metadata marker at the file's end.
+//! - **ranges**: `FIRST,LAST,VALUE...` as CSV, TSV or blank-separated
+//!   columns (quotes as in CSV), the value from
+//!   [`TableOptions::value_column`]; overlapping ranges: the later line
+//!   wins. Read only through [`load_table`] (the ranges are painted whole
+//!   before they become prefixes).
 //!
 //! Lines may end in `\n` or `\r\n`; a UTF-8 byte order mark on the first
 //! line is ignored; no line may exceed [`MAX_LINE_BYTES`]. A prefix with
@@ -97,6 +107,7 @@ mod mmdb;
 mod mrt;
 mod parse;
 mod policy;
+mod ranges;
 mod read;
 mod sniff;
 mod table;
@@ -119,6 +130,7 @@ pub use mmdb::{
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
 pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
 pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
+pub use ranges::{RangeStats, DEFAULT_VALUE_COLUMN};
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,

@@ -135,7 +135,7 @@ fn check_supported(format: Format) -> Result<(), ReadError> {
     }
 }
 
-const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+pub(crate) const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
 pub(crate) fn read_lines<R, F>(
     reader: &mut R,
@@ -183,6 +183,10 @@ where
                 ));
             }
             format = Format::sniff(start);
+            if !format.is_line_table() {
+                // Ranges are painted whole, not read line by line.
+                return Err(ReadError::UnsupportedFormat { format });
+            }
         }
         let result = match std::str::from_utf8(bytes) {
             Err(_) => Err(ReadError::InvalidUtf8 {
@@ -227,7 +231,7 @@ where
 }
 
 /// `line` is the line being read, `offset` where it starts.
-fn read_failed(
+pub(crate) fn read_failed(
     source: io::Error,
     path: &Path,
     line: u64,
@@ -260,7 +264,7 @@ fn read_failed(
 /// decode the rest, and if the stream is damaged, report that, with the line
 /// the decoder failed at. Costs the rest of the decompression, on the error
 /// path only.
-fn damage_behind<R: BufRead + ?Sized>(
+pub(crate) fn damage_behind<R: BufRead + ?Sized>(
     error: ReadError,
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -284,7 +288,7 @@ fn damage_behind<R: BufRead + ?Sized>(
 
 /// The line without its `\n` or `\r\n`.
 #[inline]
-fn trim_line_end(buf: &[u8]) -> &[u8] {
+pub(crate) fn trim_line_end(buf: &[u8]) -> &[u8] {
     let line = buf.strip_suffix(b"\n").unwrap_or(buf);
     line.strip_suffix(b"\r").unwrap_or(line)
 }

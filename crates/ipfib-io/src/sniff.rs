@@ -7,6 +7,9 @@
 //!   does);
 //! - then the first data line (after `#` comments) decides:
 //!   `UNIXTIME a|w PREFIX/LEN NEXTHOP` is **updates**,
+//!   two addresses of one family as its first two fields (separated by a
+//!   comma, a tab or blanks) is **ranges**, and so is a first line that is
+//!   a ranges header (`start,end,asn`) followed by such a line,
 //!   `ADDR LEN ASN` (an address without `/`, then a length) is **pfx2as**,
 //!   anything else **text** (whose reader names the line if it is not
 //!   `PREFIX/LEN VALUE`).
@@ -23,6 +26,9 @@ pub(crate) const HEAD_BYTES: usize = 64 * 1024;
 
 /// The format of a stream starting with `head`, or why none fits.
 pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
+    if ipfib::image::is_image(head) {
+        return Ok(Format::Compiled);
+    }
     let binary = head
         .iter()
         .take(512)
@@ -32,10 +38,13 @@ pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
         return match mrt {
             Ok(()) => Ok(Format::Mrt),
             Err(why) => Err(format!(
-                "mrt ({why}); ipasn, pfx2as, updates, text (binary input, not text)"
+                "mrt ({why}); ipasn, pfx2as, updates, text, ranges (binary input, not text)"
             )),
         };
     }
+    // As the readers do, a UTF-8 byte order mark is no part of the first
+    // line (spreadsheet CSV exports start with one).
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     let first = head
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
@@ -46,11 +55,21 @@ pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
     if first.starts_with(b";") {
         return Ok(Format::Ipasn);
     }
-    let data = head
+    let mut data = head
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
-        .find(|l| !l.is_empty() && !l.starts_with(b"#"));
-    Ok(data.map_or(Format::Text, line_format))
+        .filter(|l| !l.is_empty() && !l.starts_with(b"#"));
+    let Some(first) = data.next() else {
+        return Ok(Format::Text);
+    };
+    let format = line_format(first);
+    if format == Format::Text
+        && crate::ranges::is_header(&String::from_utf8_lossy(first))
+        && data.next().map(line_format) == Some(Format::Ranges)
+    {
+        return Ok(Format::Ranges);
+    }
+    Ok(format)
 }
 
 /// The format a data line reads as (no `;` check: see `sniff`).
@@ -59,6 +78,9 @@ pub(crate) fn line_format(line: &[u8]) -> Format {
         return Format::Ipasn;
     }
     let text = String::from_utf8_lossy(line);
+    if crate::ranges::looks_like_range(&text) {
+        return Format::Ranges;
+    }
     let tokens: Vec<&str> = text.split_ascii_whitespace().take(5).collect();
     match tokens.as_slice() {
         [time, "a" | "w", prefix, _]
@@ -105,6 +127,26 @@ mod tests {
             sniff(b"1418774413 w 202.70.88.0/21 0.0.0.0\n"),
             Ok(Format::Updates)
         );
+        assert_eq!(
+            sniff(b"1.0.0.0,1.0.0.255,13335,\"Cloudflare, Inc.\"\n"),
+            Ok(Format::Ranges)
+        );
+        assert_eq!(
+            sniff(b"# c\n2001::\t2001::ff\t6939\tUS\tHE\n"),
+            Ok(Format::Ranges)
+        );
+        assert_eq!(sniff(b"1.0.0.0 1.0.0.255 1\n"), Ok(Format::Ranges));
+        assert_eq!(
+            sniff(b"\xef\xbb\xbf1.0.0.0,1.0.0.255,1\r\n"),
+            Ok(Format::Ranges)
+        );
+        assert_eq!(sniff(b"\xef\xbb\xbf1.0.0.0\t24\t1\n"), Ok(Format::Pfx2as));
+        assert_eq!(
+            sniff(b"start,end,asn\n1.0.0.0,1.0.0.255,1\n"),
+            Ok(Format::Ranges)
+        );
+        assert_eq!(sniff(b"start,end,asn\n1.0.0.0/24 1\n"), Ok(Format::Text));
+        assert_eq!(sniff(b"1.0.0.0,::1,1\n"), Ok(Format::Text));
         let mrt = [0, 0, 0, 1, 0, 13, 0, 1, 0, 0, 0, 4, 1, 2, 3, 4];
         assert_eq!(sniff(&mrt), Ok(Format::Mrt));
     }
@@ -113,7 +155,7 @@ mod tests {
     fn binary_that_is_not_mrt_lists_what_was_tried() {
         let e = sniff(&[0, 0, 0, 1, 0, 99, 0, 1, 0, 0, 0, 4]).unwrap_err();
         assert!(e.contains("type 99 is not an MRT type"), "{e}");
-        assert!(e.contains("ipasn, pfx2as, updates, text"), "{e}");
+        assert!(e.contains("ipasn, pfx2as, updates, text, ranges"), "{e}");
         let e = sniff(&[0, 0, 0, 1, 0, 13]).unwrap_err();
         assert!(e.contains("shorter than an MRT header"), "{e}");
     }

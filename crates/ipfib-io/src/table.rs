@@ -1,5 +1,6 @@
 //! The lenient front door: any table format (text, ipasn, pfx2as, MRT,
-//! text updates, MaxMind DB), any compression, damage reported instead of fatal
+//! text updates, ranges, MaxMind DB), any compression, damage reported
+//! instead of fatal
 //! ([`load_table`]); and update streams as typed events ([`read_updates`]).
 
 use crate::damage::{Damage, DamageKind, Report};
@@ -37,6 +38,10 @@ pub struct TableOptions {
     /// path); `None` for the whole record as compact JSON. A network whose
     /// record lacks the field gets no route.
     pub field: Option<FieldPath>,
+    /// Ranges tables: the 1-based column holding the value; `None` for
+    /// [`DEFAULT_VALUE_COLUMN`](crate::DEFAULT_VALUE_COLUMN) (3). Other
+    /// formats refuse it.
+    pub value_column: Option<usize>,
 }
 
 impl TableOptions {
@@ -86,6 +91,7 @@ impl TableOptions {
             value,
             strict,
             field,
+            value_column: None,
         })
     }
 }
@@ -193,6 +199,12 @@ fn load_mmdb(
     opts: &TableOptions,
 ) -> Result<TableLoad, ReadError> {
     policy_for(Format::Mmdb, opts, path)?;
+    if opts.value_column.is_some() {
+        return Err(ReadError::Policy {
+            path: path.to_path_buf(),
+            reason: "--value-column applies to ranges tables, not to a mmdb table".into(),
+        });
+    }
     let (routes, mut report) = crate::mmdb::load(file, path, opts.field.as_ref(), opts.strict)?;
     report.compression = compression;
     Ok(TableLoad { routes, report })
@@ -231,6 +243,12 @@ fn load_stream(
         return load_mmdb(&file, compression, path, opts);
     }
     let policy = policy_for(format, opts, path)?;
+    if format != Format::Ranges && opts.value_column.is_some() {
+        return Err(ReadError::Policy {
+            path: path.to_path_buf(),
+            reason: format!("--value-column applies to ranges tables, not to a {format} table"),
+        });
+    }
     let mut loaded = match format {
         Format::Mrt => {
             let (routes, report) =
@@ -249,10 +267,51 @@ fn load_stream(
             report.mrt = Some(stats);
             Ok(TableLoad { routes, report })
         }
+        Format::Compiled => load_image(reader, path),
+        Format::Ranges => crate::ranges::load(&mut reader, compression, path, opts),
         _ => load_lines(reader, compression, path, format, opts),
     }?;
     loaded.report.compression = compression;
     Ok(loaded)
+}
+
+/// A compiled table file read whole (what a command that wants routes gets;
+/// `ipfib lookup` and Python's `Table.open` map it instead): its routes,
+/// IPv4 first, each family in address order.
+fn load_image(mut reader: Box<dyn BufRead + Send>, path: &Path) -> Result<TableLoad, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).map_err(io_err)?;
+    let img = ipfib::image::ImageTable::from_bytes(&bytes).map_err(|source| ReadError::Image {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut routes = Vec::with_capacity(img.v4.len() + img.v6.len());
+    let mut push = |prefix: ipfib::prefix::AnyPrefix, value: &str| {
+        let line = routes.len() as u64 + 1;
+        routes.push(Route {
+            prefix,
+            value: value.to_owned(),
+            line,
+        });
+    };
+    for o in 0..img.v4.len() as u32 {
+        if let Some((p, v)) = img.v4.route(o) {
+            push(p.into(), v);
+        }
+    }
+    for o in 0..img.v6.len() as u32 {
+        if let Some((p, v)) = img.v6.route(o) {
+            push(p.into(), v);
+        }
+    }
+    let mut report = Report::new(Format::Compiled);
+    report.records = routes.len() as u64;
+    report.bytes = bytes.len() as u64;
+    Ok(TableLoad { routes, report })
 }
 
 /// The format to read: as asked, or sniffed from the head of the stream
@@ -388,18 +447,33 @@ fn load_lines(
             report.records = summary.lines;
             report.bytes = summary.bytes;
         }
-        Err(ReadError::DamagedStream {
+        Err(e) => {
+            let damage = line_damage(e, strict)?;
+            report.records = damage.records_before;
+            report.bytes = damage.offset;
+            report.damage = Some(damage);
+        }
+    }
+    Ok(TableLoad { routes, report })
+}
+
+/// A line read that failed: damage when the stream broke (a damaged or
+/// truncated stream, a line too long to be text) and the read is lenient,
+/// keeping the complete lines before it; otherwise the error itself.
+pub(crate) fn line_damage(error: ReadError, strict: bool) -> Result<Damage, ReadError> {
+    match error {
+        ReadError::DamagedStream {
             line,
             offset,
             source,
             ..
-        })
-        | Err(ReadError::Read {
+        }
+        | ReadError::Read {
             line,
             source,
             offset,
             ..
-        }) if !strict => {
+        } if !strict => {
             let kind = if source.get_ref().is_some_and(|e| e.is::<LineTooLong>()) {
                 DamageKind::LineTooLong {
                     limit: MAX_LINE_BYTES,
@@ -407,18 +481,15 @@ fn load_lines(
             } else {
                 DamageKind::Stream
             };
-            report.records = line - 1;
-            report.bytes = offset;
-            report.damage = Some(Damage {
+            Ok(Damage {
                 offset,
                 records_before: line - 1,
                 kind,
                 stream_error: Some(source.to_string()),
-            });
+            })
         }
-        Err(e) => return Err(e),
+        e => Err(e),
     }
-    Ok(TableLoad { routes, report })
 }
 
 /// Update events from an MRT (BGP4MP) or text update stream, lazily, in

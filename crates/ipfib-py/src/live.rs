@@ -23,8 +23,26 @@ use pyo3::{PyResult, Python};
 use std::sync::{Arc, Mutex};
 
 pub struct Live {
-    table: Mutex<Table<Value>>,
+    /// `None` for a table opened from a compiled file until something
+    /// needs the route table (a change, an exact-prefix query): it is then
+    /// built from the published snapshot.
+    table: Mutex<Option<Table<Value>>>,
     published: ArcSwap<Snapshot>,
+}
+
+/// The route table under the lock, built from `snap` if it was not yet.
+fn ensure<'a>(
+    slot: &'a mut Option<Table<Value>>,
+    snap: &Snapshot,
+) -> PyResult<&'a mut Table<Value>> {
+    if slot.is_none() {
+        let mut t = Table::new();
+        t.v4 = snap.v4.route_table().map_err(build_error)?;
+        t.v6 = snap.v6.route_table().map_err(build_error)?;
+        *slot = Some(t);
+    }
+    slot.as_mut()
+        .ok_or_else(|| PyValueError::new_err("ipfib: route table unavailable"))
 }
 
 impl Live {
@@ -37,9 +55,18 @@ impl Live {
             spec,
         };
         Ok(Live {
-            table: Mutex::new(table),
+            table: Mutex::new(Some(table)),
             published: ArcSwap::from_pointee(snap),
         })
+    }
+
+    /// A table opened from a compiled file: its snapshot, mapped; the
+    /// route table is built only when needed.
+    pub fn from_snapshot(snap: Snapshot) -> Self {
+        Live {
+            table: Mutex::new(None),
+            published: ArcSwap::from_pointee(snap),
+        }
     }
 
     /// The current snapshot.
@@ -66,7 +93,14 @@ impl Live {
     /// that had to wait re-attaches holding it, but then whoever holds the
     /// GIL and wants the lock also waits detached, releasing the GIL.
     pub fn with_table<R>(&self, py: Python<'_>, f: impl FnOnce(&Table<Value>) -> R) -> PyResult<R> {
-        Ok(f(&*self.table.lock_py_attached(py).map_err(poisoned)?))
+        let mut guard = self.table.lock_py_attached(py).map_err(poisoned)?;
+        if guard.is_none() {
+            // Built without the GIL, under the lock (pure Rust).
+            let snap = self.snapshot();
+            let slot: &mut Option<Table<Value>> = &mut guard;
+            py.detach(|| ensure(slot, &snap).map(|_| ()))?;
+        }
+        Ok(f(ensure(&mut guard, &self.snapshot())?))
     }
 
     /// Apply `f` and republish the family of `prefix` when it changed the
@@ -79,9 +113,10 @@ impl Live {
         prefix: AnyPrefix,
         f: impl FnOnce(&mut Table<Value>) -> PyResult<Option<Value>>,
     ) -> PyResult<Option<Value>> {
-        let mut table = self.table.lock().map_err(poisoned)?;
+        let mut guard = self.table.lock().map_err(poisoned)?;
+        let table = ensure(&mut guard, &self.published.load_full())?;
         let before = table.len();
-        let old = f(&mut table)?;
+        let old = f(table)?;
         if old.is_none() && table.len() == before {
             return Ok(None); // a remove of an absent prefix: nothing to publish
         }

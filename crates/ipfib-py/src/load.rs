@@ -1,7 +1,8 @@
 //! `Table.from_file`: any format ipfib-io reads, leniently as the CLI does
 //! (bad lines in text tables raise naming file and line; damage in MRT or
 //! compressed streams loads what is complete and warns with the byte
-//! offset; `strict=True` raises instead).
+//! offset, and bad lines of a ranges table are skipped with a warning
+//! naming file and line; `strict=True` raises instead).
 
 use crate::value::Value;
 use ipfib::table::Table;
@@ -113,9 +114,36 @@ fn problems(path: &Path, report: &Report) -> Vec<String> {
 /// A read error as a Python exception: missing files are
 /// `FileNotFoundError`, other I/O `OSError`, the rest [`TableFileError`];
 /// every message names the file (and line or byte offset).
+/// Whether `path` is a compiled table file: named so, or `auto` and
+/// starting with the file magic.
+pub fn is_compiled(path: &std::path::Path, format: ipfib_io::Format) -> Result<bool, ReadError> {
+    match format {
+        ipfib_io::Format::Compiled => Ok(true),
+        ipfib_io::Format::Auto => {
+            let mut head = [0u8; 8];
+            let n = std::fs::File::open(path)
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+                .map_err(|source| ReadError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            Ok(ipfib::image::is_image(&head[..n]))
+        }
+        _ => Ok(false),
+    }
+}
+
 pub fn to_py_err(e: ReadError) -> PyErr {
     let msg = e.to_string();
     match &e {
+        ReadError::Image {
+            source: ipfib::image::ImageError::Io(io),
+            ..
+        } if io.kind() == std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        ReadError::Image {
+            source: ipfib::image::ImageError::Io(_),
+            ..
+        } => PyOSError::new_err(msg),
         ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(msg)
         }

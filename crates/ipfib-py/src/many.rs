@@ -441,10 +441,19 @@ pub fn lookup_many<'py>(
         }
         None => (values, lens),
     };
-    match lens {
-        Some(l) => Ok(PyTuple::new(py, [values, l])?.into_any()),
-        None => Ok(values),
+    let result = match lens {
+        Some(l) => PyTuple::new(py, [values, l])?.into_any(),
+        None => values,
+    };
+    // polars in, polars out (named after the input Series).
+    let module = addrs.get_type().module()?;
+    if module.to_cow()?.starts_with("polars") {
+        let name = addrs.getattr("name")?;
+        return py
+            .import("ipfib._inputs")?
+            .call_method1("to_polars", (result, name));
     }
+    Ok(result)
 }
 
 /// `Table.lookup_fields`: one array per field of a table loaded with

@@ -18,7 +18,9 @@ use crate::value::Value;
 use ipfib::engine::auto::{AutoEngine, AutoOptions, Choice, Kind, Pick};
 use ipfib::engine::poptrie::PoptrieOptions;
 use ipfib::engine::{Engine, Family, NO_ROUTE};
+use ipfib::image::FamilyImage;
 use ipfib::intervals::compile;
+use ipfib::mem::LookupBuf;
 use ipfib::prefix::Prefix;
 use ipfib::route_table::RouteTable;
 use pyo3::Python;
@@ -194,10 +196,11 @@ pub struct FamilySnap<A: Family> {
     /// The previous snapshot's route-ordinal choice, if it had built one:
     /// reused by `by_route` like `by_value`'s (one change, one build).
     route_reuse: Option<Choice>,
-    /// Ordinal -> prefix (ordered walk: address, then shorter first).
-    pub prefixes: Vec<Prefix<A>>,
+    /// Ordinal -> prefix (ordered walk: address, then shorter first);
+    /// borrowed from the mapping for a table opened from a compiled file.
+    pub prefixes: LookupBuf<Prefix<A>>,
     /// Ordinal -> value slot.
-    slot_of: Vec<u32>,
+    slot_of: LookupBuf<u32>,
     /// Value slot -> value (`None`: a slot free in the route table).
     pub values: Vec<Option<Value>>,
     /// Value slot -> integer, when every value is an `Int`.
@@ -225,6 +228,48 @@ impl<A: Family> FamilySnap<A> {
             .and_then(Compiled::choice)
             .cloned();
         let values = table.values().to_vec();
+        let (prefixes, slot_of): (Vec<_>, Vec<_>) = routes.into_iter().unzip();
+        Ok(Self::assemble(
+            spec,
+            by_value,
+            OnceLock::new(),
+            route_reuse,
+            LookupBuf::from_slice(&prefixes),
+            LookupBuf::from_slice(&slot_of),
+            values,
+        ))
+    }
+
+    /// A snapshot of one family of a compiled table file: its engines and
+    /// route list used in place, its values converted as a table file's
+    /// are (`Value::from_file_text`).
+    pub fn from_image(img: FamilyImage<A>) -> Self {
+        let (by_value, by_route, prefixes, slot_of, values) = img.into_parts();
+        let route_reuse = Some(by_route.choice().clone());
+        let values = values
+            .into_iter()
+            .map(|v| Some(Value::from_file_text(v)))
+            .collect();
+        Self::assemble(
+            EngineSpec::Auto,
+            Compiled::Engine(by_value),
+            OnceLock::from(Ok(Compiled::Engine(by_route))),
+            route_reuse,
+            prefixes,
+            slot_of,
+            values,
+        )
+    }
+
+    fn assemble(
+        spec: EngineSpec,
+        by_value: Compiled<A>,
+        by_route: OnceLock<Result<Compiled<A>, String>>,
+        route_reuse: Option<Choice>,
+        prefixes: LookupBuf<Prefix<A>>,
+        slot_of: LookupBuf<u32>,
+        values: Vec<Option<Value>>,
+    ) -> Self {
         let ints = values
             .iter()
             .map(|v| match v {
@@ -240,18 +285,30 @@ impl<A: Family> FamilySnap<A> {
                 _ => None,
             })
             .reduce(|(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
-        let (prefixes, slot_of) = routes.into_iter().unzip();
-        Ok(FamilySnap {
+        FamilySnap {
             spec,
             by_value,
-            by_route: OnceLock::new(),
+            by_route,
             route_reuse,
             prefixes,
             slot_of,
             values,
             ints,
             int_range,
-        })
+        }
+    }
+
+    /// The route table this snapshot answers for (what a table opened from
+    /// a compiled file builds on its first change or exact-prefix query).
+    pub fn route_table(&self) -> Result<RouteTable<A, Value>, String> {
+        let mut t = RouteTable::new();
+        for (p, &slot) in self.prefixes.iter().zip(self.slot_of.iter()) {
+            if let Some(Some(v)) = self.values.get(slot as usize) {
+                t.insert(*p, v.clone()).map_err(|e| e.to_string())?;
+            }
+        }
+        t.compact();
+        Ok(t)
     }
 
     /// Routes compiled in.
@@ -280,8 +337,8 @@ impl<A: Family> FamilySnap<A> {
         };
         self.by_value.footprint_bytes()
             + by_route
-            + self.prefixes.capacity() * std::mem::size_of::<Prefix<A>>()
-            + self.slot_of.capacity() * 4
+            + std::mem::size_of_val(&self.prefixes[..])
+            + self.slot_of.len() * 4
     }
 
     /// The route-ordinal engine, built now if it was not yet.

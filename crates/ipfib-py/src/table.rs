@@ -60,6 +60,32 @@ fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
 }
 
 impl Table {
+    fn open_image(py: Python<'_>, path: &std::path::Path, verify: bool) -> PyResult<Self> {
+        let opts = ipfib::image::OpenOptions {
+            verify_checksums: verify,
+        };
+        let snap = py
+            .detach(|| {
+                let img = ipfib::image::ImageTable::open_with(path, opts)?;
+                Ok::<_, ipfib::image::ImageError>(Snapshot {
+                    v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
+                    v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
+                    spec: EngineSpec::Auto,
+                })
+            })
+            .map_err(|source| {
+                load::to_py_err(ipfib_io::ReadError::Image {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            })?;
+        Ok(Table {
+            live: Live::from_snapshot(snap),
+            objects: Objects::new(py),
+            fields: None,
+        })
+    }
+
     fn build(
         py: Python<'_>,
         table: RouteTables<Value>,
@@ -174,7 +200,7 @@ impl Table {
     }
 
     #[classmethod]
-    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "auto", mask_host_bits = false, strict = false))]
+    #[pyo3(signature = (path, format = "auto", value = None, *, peer = None, engine = "auto", mask_host_bits = false, strict = false, value_column = None))]
     #[allow(clippy::too_many_arguments)]
     fn from_file(
         _cls: &Bound<'_, pyo3::types::PyType>,
@@ -186,6 +212,7 @@ impl Table {
         engine: &str,
         mask_host_bits: bool,
         strict: bool,
+        value_column: Option<usize>,
     ) -> PyResult<Self> {
         let spec = engine_spec(engine)?;
         let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
@@ -204,9 +231,9 @@ impl Table {
                     "several fields (value=[...]) are for MaxMind DB files, not format {format:?}"
                 )));
             }
-            if peer.is_some() {
+            if peer.is_some() || value_column.is_some() {
                 return Err(PyValueError::new_err(
-                    "peer applies to MRT dumps, not a MaxMind DB",
+                    "peer and value_column do not apply to a MaxMind DB",
                 ));
             }
             if names.is_empty() {
@@ -234,14 +261,25 @@ impl Table {
                 })
             })
             .transpose()?;
-        let opts = TableOptions::from_names(
-            format,
-            value.as_deref(),
-            peer.as_deref(),
-            mask_host_bits,
-            strict,
-        )
-        .map_err(PyValueError::new_err)?;
+        let opts = TableOptions {
+            value_column,
+            ..TableOptions::from_names(
+                format,
+                value.as_deref(),
+                peer.as_deref(),
+                mask_host_bits,
+                strict,
+            )
+            .map_err(PyValueError::new_err)?
+        };
+        // A compiled table file is mapped (its engines are in it), unless
+        // another engine is asked for: then it is read as routes.
+        if spec == EngineSpec::Auto
+            && opts.value.is_none()
+            && load::is_compiled(&path, opts.format).map_err(load::to_py_err)?
+        {
+            return Self::open_image(py, &path, true);
+        }
         let (table, problems) = py
             .detach(|| load::read(&path, &opts))
             .map_err(load::to_py_err)?;
@@ -268,6 +306,18 @@ impl Table {
     ) -> PyResult<Bound<'py, PyAny>> {
         let default = default.unwrap_or_else(|| py.None());
         crate::many::lookup_fields(self, py, addrs, default, frame, errors)
+    }
+
+    /// Open a compiled table file (`ipfib compile`) memory-mapped.
+    #[classmethod]
+    #[pyo3(signature = (path, *, verify_checksums = true))]
+    fn open(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        path: PathBuf,
+        verify_checksums: bool,
+    ) -> PyResult<Self> {
+        Self::open_image(py, &path, verify_checksums)
     }
 
     #[classmethod]

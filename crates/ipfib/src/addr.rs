@@ -40,6 +40,9 @@ pub trait Addr:
     fn checked_succ(self) -> Option<Self>;
     /// `self - 1`, or `None` at zero.
     fn checked_pred(self) -> Option<Self>;
+    /// Whether the bits after the first `len` are all zero (`len >= BITS`:
+    /// true), without a branch.
+    fn host_bits_clear(self, len: u8) -> bool;
     /// Widen to `u128`, keeping the numeric value.
     fn to_u128(self) -> u128;
     /// Narrow from `u128`, keeping the low `BITS` bits.
@@ -96,6 +99,10 @@ macro_rules! impl_addr {
             #[inline(always)]
             fn checked_pred(self) -> Option<Self> {
                 self.checked_sub(1)
+            }
+            #[inline(always)]
+            fn host_bits_clear(self, len: u8) -> bool {
+                self.checked_shl(u32::from(len)).unwrap_or(0) == 0
             }
             #[inline(always)]
             fn to_u128(self) -> u128 {

@@ -63,6 +63,7 @@ pub mod engine;
 mod fault;
 pub mod fib;
 pub mod gen;
+pub mod image;
 pub mod intervals;
 pub mod mem;
 pub mod oracle;

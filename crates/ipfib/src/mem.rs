@@ -11,14 +11,19 @@
 use std::alloc::{alloc, dealloc, Layout};
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 const HUGE: usize = 2 << 20;
 
-/// A fixed-size, 64-byte (or 2 MiB) aligned array of plain-old-data `T`.
+/// A fixed-size, 64-byte (or 2 MiB) aligned array of plain-old-data `T`,
+/// owned, or borrowed from a read-only mapping of a compiled table file
+/// ([`crate::image`]) that it keeps alive.
 pub struct LookupBuf<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
     layout: Option<Layout>,
+    /// The mapping the elements live in (`None`: owned).
+    mapped: Option<Arc<dyn Send + Sync>>,
 }
 
 // SAFETY: LookupBuf owns its allocation exclusively, like a Box<[T]>.
@@ -35,6 +40,7 @@ impl<T: Copy> LookupBuf<T> {
                 ptr: NonNull::dangling(),
                 len: 0,
                 layout: None,
+                mapped: None,
             };
         }
         let align = if bytes >= HUGE { HUGE } else { 64 }.max(std::mem::align_of::<T>());
@@ -61,7 +67,34 @@ impl<T: Copy> LookupBuf<T> {
             ptr,
             len: items.len(),
             layout: Some(layout),
+            mapped: None,
         }
+    }
+
+    /// Borrow `len` elements at `ptr` inside a mapping that `owner` keeps
+    /// alive and never changes.
+    ///
+    /// # Safety
+    /// `ptr` must be aligned for `T` and valid for reads of `len` elements
+    /// for as long as `owner` lives; the memory must never be written while
+    /// any `LookupBuf` borrows it; every bit pattern of those bytes must be
+    /// a valid `T` ([`crate::image::Plain`] types only).
+    pub(crate) unsafe fn borrowed(
+        ptr: NonNull<T>,
+        len: usize,
+        owner: Arc<dyn Send + Sync>,
+    ) -> Self {
+        LookupBuf {
+            ptr,
+            len,
+            layout: None,
+            mapped: Some(owner),
+        }
+    }
+
+    /// Whether the elements live in a mapped file (not owned).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
     }
 
     fn fallback(items: &[T]) -> Self {
@@ -73,6 +106,7 @@ impl<T: Copy> LookupBuf<T> {
             ptr: unsafe { NonNull::new_unchecked(raw) },
             len,
             layout: None,
+            mapped: None,
         }
     }
 }
@@ -154,9 +188,13 @@ impl<T: Copy> Deref for LookupBuf<T> {
 
 impl<T: Copy> std::ops::DerefMut for LookupBuf<T> {
     /// Writable only through `&mut`: a dynamic FIB rewrites the copy of a
-    /// structure no reader can reach (see `crate::fib`).
+    /// structure no reader can reach (see `crate::fib`). A buffer borrowed
+    /// from a mapped file is first copied (the file is never written).
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
+        if self.mapped.is_some() {
+            *self = LookupBuf::from_slice(&self[..]);
+        }
         // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
@@ -164,6 +202,9 @@ impl<T: Copy> std::ops::DerefMut for LookupBuf<T> {
 
 impl<T: Copy> Drop for LookupBuf<T> {
     fn drop(&mut self) {
+        if self.mapped.is_some() {
+            return; // borrowed: the mapping's owner frees it
+        }
         match self.layout {
             // SAFETY: allocated in `from_slice` with exactly this layout.
             Some(layout) => unsafe { dealloc(self.ptr.as_ptr() as *mut u8, layout) },

@@ -44,11 +44,39 @@ pub enum HostBits {
 /// Ordering is by address, then by length (shorter first): the order of a
 /// pre-order walk of a binary trie, which is the order the interval compiler
 /// needs.
+///
+/// `repr(C)` (address, then length, then padding): the layout compiled
+/// table files store the route list in ([`crate::image`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[repr(C)]
 pub struct Prefix<A: Addr> {
     addr: A,
     len: u8,
 }
+
+/// `Plain::put` for prefixes: the address's little-endian bytes, the
+/// length, zero padding (never the padding's own bytes, which are
+/// uninitialised).
+macro_rules! plain_prefix {
+    ($($a:ty),*) => {$(
+        // SAFETY: `repr(C)` of an integer and a `u8`: every bit pattern of
+        // the fields is valid and padding is never read as a value (a
+        // prefix from a file is checked with `is_well_formed` before use);
+        // alignment is the integer's (at most 16).
+        unsafe impl crate::image::Plain for Prefix<$a> {
+            fn put(items: &[Self], out: &mut Vec<u8>) {
+                let size = std::mem::size_of::<Self>();
+                for p in items {
+                    let start = out.len();
+                    out.extend_from_slice(&p.addr.to_le_bytes());
+                    out.push(p.len);
+                    out.resize(start + size, 0);
+                }
+            }
+        }
+    )*};
+}
+plain_prefix!(u32, u128);
 
 impl<A: Addr> Prefix<A> {
     /// The prefix `addr/len`; an error if `len` is too long or host bits are set.
@@ -77,6 +105,16 @@ impl<A: Addr> Prefix<A> {
             });
         }
         Ok(Prefix { addr: masked, len })
+    }
+
+    /// Whether the length is within the family and no host bit is set
+    /// (always, for a prefix made by this module; checked for prefixes
+    /// read from a file).
+    #[inline]
+    pub fn is_well_formed(&self) -> bool {
+        // Branch-free: `checked_shl` past the width gives `None`, read as
+        // zero host bits (a host route has none).
+        (self.len <= A::BITS) & self.addr.host_bits_clear(self.len)
     }
 
     /// The host route `addr/BITS`.

@@ -5,6 +5,7 @@
 //! then its route's tail.
 
 use ipfib::engine::{Engine, NO_ROUTE};
+use ipfib::image::ImageTable;
 use ipfib::prefix::{AnyPrefix, Prefix};
 use ipfib::table::{CompiledTable, Table};
 use std::io::Write as _;
@@ -38,6 +39,30 @@ impl<E4: Engine<u32>, E6: Engine<u128>> Answer for CompiledTable<String, E4, E6>
     }
     fn route_v6(&self, ordinal: u32) -> Option<(Prefix<u128>, &str)> {
         self.v6.route(ordinal).map(|(p, v)| (p, v.as_str()))
+    }
+    fn routes_v4(&self) -> usize {
+        self.v4.len()
+    }
+    fn routes_v6(&self) -> usize {
+        self.v6.len()
+    }
+}
+
+/// A compiled table file, answering from its mapping.
+impl Answer for ImageTable {
+    #[inline]
+    fn batch_v4(&self, addrs: &[u32], ordinals: &mut [u32]) {
+        self.v4.lookup_batch::<LANES>(addrs, ordinals)
+    }
+    #[inline]
+    fn batch_v6(&self, addrs: &[u128], ordinals: &mut [u32]) {
+        self.v6.lookup_batch::<LANES>(addrs, ordinals)
+    }
+    fn route_v4(&self, ordinal: u32) -> Option<(Prefix<u32>, &str)> {
+        self.v4.route(ordinal)
+    }
+    fn route_v6(&self, ordinal: u32) -> Option<(Prefix<u128>, &str)> {
+        self.v6.route(ordinal)
     }
     fn routes_v4(&self) -> usize {
         self.v4.len()

@@ -71,6 +71,7 @@ pub fn triples(loaded: &ipfib_io::LoadedRoutes) -> Vec<(ipfib_io::AnyPrefix, &st
 }
 
 pub mod mrt;
+pub mod ranges;
 
 pub const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
 

@@ -309,6 +309,133 @@ impl<A: Family> Built<A> {
     fn validate(&self) -> Result<(), String> {
         each!(self, e => <_ as Engine<A>>::validate(e))
     }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Built::Planb(_) => Kind::Planb,
+            Built::Poptrie(_) => Kind::Poptrie,
+            Built::Poptrie5(_) => Kind::Poptrie5,
+            Built::Flat(_) => Kind::Flat,
+        }
+    }
+
+    /// Write the engine's kind, then the engine (see `crate::image`).
+    fn save(&self, w: &mut crate::image::Writer) {
+        w.meta(&[self.kind() as u64]);
+        each!(self, e => e.save(w))
+    }
+
+    /// Read what `save` wrote (each engine validates itself).
+    fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let kind = r.meta("engine kind", 1)?[0];
+        Ok(match kind {
+            k if k == Kind::Planb as u64 => Built::Planb(PlanB::load(r)?),
+            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r)?),
+            k if k == Kind::Poptrie5 as u64 => Built::Poptrie5(Poptrie::load(r)?),
+            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r)?),
+            k => {
+                return Err(crate::image::invalid(
+                    at,
+                    "engine kind",
+                    format!("unknown kind {k}"),
+                ))
+            }
+        })
+    }
+}
+
+/// A pick as two scalars (`u64::MAX`: no direct-pointing bits named).
+fn pick_meta(p: Pick) -> [u64; 2] {
+    [p.0 as u64, p.1.map_or(u64::MAX, u64::from)]
+}
+
+fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
+    let kind = [Kind::Planb, Kind::Poptrie, Kind::Poptrie5, Kind::Flat]
+        .into_iter()
+        .find(|k| *k as u64 == kind)?;
+    let s = match s {
+        u64::MAX => None,
+        s => Some(u8::try_from(s).ok()?),
+    };
+    Some((kind, s))
+}
+
+impl<A: Family> AutoEngine<A> {
+    /// Keep only the batch engine, for single lookups too (what a compiled
+    /// table file stores: half the bytes to map and check on open; a
+    /// single lookup through the batch engine is at most a few ns slower,
+    /// nothing beside a Python call or a formatted line).
+    pub(crate) fn batch_only(self) -> Self {
+        let Some(batch) = self.batch else {
+            return self;
+        };
+        AutoEngine {
+            single: batch,
+            batch: None,
+            choice: Choice {
+                single: self.choice.batch,
+                reason: format!(
+                    "{}; compiled file: the batch engine serves single lookups too",
+                    self.choice.reason
+                ),
+                ..self.choice
+            },
+            forced: self.forced,
+        }
+    }
+
+    /// Write the choice and the engines (see `crate::image`).
+    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
+        let [k1, s1] = pick_meta(self.choice.single);
+        let [k2, s2] = pick_meta(self.choice.batch);
+        w.meta(&[
+            k1,
+            s1,
+            k2,
+            s2,
+            self.choice.intervals as u64,
+            u64::from(self.forced),
+            u64::from(self.batch.is_some()),
+        ]);
+        w.text(self.choice.reason.as_bytes());
+        self.single.save(w);
+        if let Some(b) = &self.batch {
+            b.save(w);
+        }
+    }
+
+    /// Read what `save` wrote; every engine is validated.
+    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let m = r.meta("auto choice", 7)?;
+        let bad = |why: &str| crate::image::invalid(at, "auto choice", why);
+        let single = meta_pick(m[0], m[1]).ok_or_else(|| bad("unknown single engine"))?;
+        let batch = meta_pick(m[2], m[3]).ok_or_else(|| bad("unknown batch engine"))?;
+        let reason = r.text("auto reason")?;
+        let reason = String::from_utf8_lossy(&reason).into_owned();
+        let first = Built::load(r)?;
+        let second = match m[6] {
+            0 => None,
+            _ => Some(Built::load(r)?),
+        };
+        if first.kind() != single.0
+            || second.as_ref().map_or(single, |b| (b.kind(), batch.1)).0 != batch.0
+        {
+            return Err(bad("the engines stored are not the ones the choice names"));
+        }
+        Ok(AutoEngine {
+            single: first,
+            batch: second,
+            choice: Choice {
+                single,
+                batch,
+                reason,
+                intervals: m[4] as usize,
+            },
+            forced: m[5] != 0,
+        })
+    }
 }
 
 /// What [`AutoEngine`] built for one family, and why.

@@ -251,6 +251,48 @@ impl<A: Family> PlanB<A> {
         self.kernel
     }
 
+    /// Write the engine's scalars and arrays (see `crate::image`).
+    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
+        w.meta(&[
+            u64::from(self.direct_shift),
+            u64::from(self.sub_shift),
+            self.intervals as u64,
+            self.max_levels as u64,
+        ]);
+        w.array(&self.leaves);
+        w.array(&self.inner);
+        w.array(&self.descs);
+        w.array(&self.direct);
+        w.array(&self.sub);
+        w.array(&self.payloads);
+        self.stage2.save(w);
+    }
+
+    /// Read what `save` wrote, borrowing the arrays in place, with the
+    /// best kernel of this CPU; refused unless [`PlanB::validate`] passes.
+    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let m = r.meta("planb scalars", 4)?;
+        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let e = PlanB {
+            direct_shift: small(m[0]),
+            sub_shift: small(m[1]),
+            intervals: m[2] as usize,
+            max_levels: m[3] as usize,
+            leaves: r.array("planb keys")?,
+            inner: r.array("planb inner lines")?,
+            descs: r.array("planb tree descriptors")?,
+            direct: r.array("planb direct table")?,
+            sub: r.array("planb sub-tables")?,
+            payloads: r.array("planb payloads")?,
+            stage2: Stage2::load(r)?,
+            kernel: Kernel::detect(),
+        };
+        e.validate()
+            .map_err(|why| crate::image::invalid(at, "planb engine", why))?;
+        Ok(e)
+    }
+
     /// Direct-pointing bits `s`.
     pub fn direct_bits(&self) -> u8 {
         (A::Key::BITS - self.direct_shift) as u8

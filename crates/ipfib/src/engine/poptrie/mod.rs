@@ -66,7 +66,9 @@ const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
 /// a 32-ary one (`K = 5`, 16 bytes) that packs each vector with a base in
 /// one 64-bit word, so the AVX-512 batch reads a level with one gather
 /// instead of two (`avx512.rs`); it takes one more level for a /48.
-pub trait Stride: Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static {
+pub trait Stride:
+    Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static + crate::image::Plain
+{
     /// Address bits per level.
     const K: u32;
     /// Name suffix of the engine (`poptrie` or `poptrie5`).
@@ -96,6 +98,8 @@ pub struct Node {
     /// Index of this node's first child.
     base1: u32,
 }
+
+crate::image::plain_bytes!(Node, Node32);
 
 impl Stride for Node {
     const K: u32 = 6;
@@ -401,6 +405,52 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             leafvec: opts.leafvec,
             _family: std::marker::PhantomData,
         })
+    }
+
+    /// Write the trie's scalars and arrays (see `crate::image`).
+    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
+        let f = &self.focus;
+        w.meta(&[
+            u64::from(self.s),
+            u64::from(f.bits),
+            f.first as u64,
+            (f.first >> 64) as u64,
+            f.first_top,
+            u64::from(f.below),
+            u64::from(f.above),
+            u64::from(self.leafvec),
+        ]);
+        w.array(&self.direct);
+        w.array(&self.nodes);
+        w.array(&self.leaves);
+    }
+
+    /// Read what `save` wrote, borrowing the arrays in place, with the
+    /// best kernel of this CPU; refused unless [`Poptrie::validate`]
+    /// passes.
+    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let m = r.meta("poptrie scalars", 8)?;
+        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let e = Poptrie {
+            s: small(m[0]),
+            focus: build::Focus {
+                bits: small(m[1]),
+                first: u128::from(m[2]) | u128::from(m[3]) << 64,
+                first_top: m[4],
+                below: small(m[5]),
+                above: small(m[6]),
+            },
+            leafvec: m[7] != 0,
+            direct: r.array("poptrie direct table")?,
+            nodes: r.array("poptrie nodes")?,
+            leaves: r.array("poptrie leaves")?,
+            kernel: Kernel::detect(),
+            _family: std::marker::PhantomData,
+        };
+        e.validate()
+            .map_err(|why| crate::image::invalid(at, "poptrie engine", why))?;
+        Ok(e)
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`].

@@ -112,6 +112,38 @@ impl<A: Chunks> FlatPoptrie<A> {
         })
     }
 
+    /// Write the trie's scalars and entries (see `crate::image`).
+    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
+        w.meta(&[
+            u64::from(self.s),
+            u64::from(self.focus.bits),
+            self.focus.first_top,
+        ]);
+        w.array(&self.entries);
+    }
+
+    /// Read what `save` wrote, borrowing the entries in place, with the
+    /// best kernel of this CPU; refused unless [`FlatPoptrie::validate`]
+    /// passes.
+    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let m = r.meta("flat poptrie scalars", 3)?;
+        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let e = FlatPoptrie {
+            s: small(m[0]),
+            focus: Focus {
+                bits: small(m[1]),
+                first_top: m[2],
+            },
+            entries: r.array("flat poptrie entries")?,
+            kernel: Kernel::detect(),
+            _family: std::marker::PhantomData,
+        };
+        e.validate()
+            .map_err(|why| crate::image::invalid(at, "flat poptrie engine", why))?;
+        Ok(e)
+    }
+
     /// Payload for `addr`, or [`NO_ROUTE`].
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {

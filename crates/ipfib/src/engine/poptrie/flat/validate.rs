@@ -14,8 +14,9 @@
 //! - leaf payloads are `NO_ROUTE` or at most `MAX_PAYLOAD`, with nothing
 //!   else set in a leaf entry.
 //!
-//! Each node's block is reached once (a tree, as `build.rs` lays it out),
-//! which also bounds the walk.
+//! Each node's block is reached once (a tree, as `build.rs` lays it out)
+//! and lies after its node's entry, which also bounds every descent; the
+//! check is one pass in array order.
 
 use super::{FlatPoptrie, K, LEAF};
 use crate::engine::poptrie::{Chunks, PoptrieOptions, MAX_PAYLOAD};
@@ -43,46 +44,53 @@ impl<A: Chunks> FlatPoptrie<A> {
                 self.entries.len()
             ));
         }
-        let mut reached = vec![false; self.entries.len()];
-        for i in 0..tables {
-            let off = if i < self.focus_len() { s } else { f };
-            self.entry(&mut reached, tables, i, off)
-                .map_err(|e| format!("direct entry {i}: {e}"))?;
-        }
-        Ok(())
-    }
-
-    /// Check entry `i`, read at bit offset `off`, and its subtree.
-    fn entry(&self, reached: &mut [bool], tables: usize, i: usize, off: u32) -> Result<(), String> {
-        let x = self.entries[i];
-        if x & LEAF != 0 {
-            let p = x as u32;
-            if x & !(LEAF | 0xffff_ffff) != 0 || (p != NO_ROUTE && p > MAX_PAYLOAD) {
-                return Err(format!("leaf entry {i}: {x:#x} is not a valid payload"));
+        // One pass in array order. Every node's block lies after the node
+        // entry itself (the build appends a block when it reaches the
+        // entry), so when entry `i` comes up, every entry pointing at it
+        // has been seen and its bit offset is known; an entry reached
+        // twice, or a block before its node, is refused. That bounds every
+        // descent (indices strictly increase), keeps each at one offset,
+        // and checks exactly the entries a lookup can reach. Linear and
+        // sequential: this is what opening a compiled table file costs.
+        const UNREACHED: u8 = u8::MAX;
+        let mut off = vec![UNREACHED; self.entries.len()];
+        let focus = self.focus_len();
+        off[..focus].fill(s as u8);
+        off[focus..tables].fill(f as u8);
+        for i in 0..self.entries.len() {
+            let o = off[i];
+            if o == UNREACHED {
+                continue;
             }
-            return Ok(());
-        }
-        if off >= A::BITS as u32 {
-            return Err(format!("node entry {i} at bit {off}, past the address"));
-        }
-        let runs = x as u32;
-        if runs & 1 == 0 {
-            return Err(format!("node entry {i}: slot 0 starts no run"));
-        }
-        // Slot v reads entries[base - 1 + popcnt(runs & slots 0..=v)].
-        let first = (x >> 32) as usize + 1;
-        let end = first + runs.count_ones() as usize;
-        if first < tables || end > self.entries.len() {
-            return Err(format!(
-                "node entry {i}: block {first}..{end} outside {tables}..{}",
-                self.entries.len()
-            ));
-        }
-        for j in first..end {
-            if std::mem::replace(&mut reached[j], true) {
-                return Err(format!("entry {j} is reached twice"));
+            let x = self.entries[i];
+            if x & LEAF != 0 {
+                let p = x as u32;
+                if x & !(LEAF | 0xffff_ffff) != 0 || (p != NO_ROUTE && p > MAX_PAYLOAD) {
+                    return Err(format!("leaf entry {i}: {x:#x} is not a valid payload"));
+                }
+                continue;
             }
-            self.entry(reached, tables, j, off + K)?;
+            if u32::from(o) >= A::BITS as u32 {
+                return Err(format!("node entry {i} at bit {o}, past the address"));
+            }
+            let runs = x as u32;
+            if runs & 1 == 0 {
+                return Err(format!("node entry {i}: slot 0 starts no run"));
+            }
+            // Slot v reads entries[base - 1 + popcnt(runs & slots 0..=v)].
+            let first = (x >> 32) as usize + 1;
+            let end = first + runs.count_ones() as usize;
+            if first <= i || first < tables || end > self.entries.len() {
+                return Err(format!(
+                    "node entry {i}: block {first}..{end} not after it inside {tables}..{}",
+                    self.entries.len()
+                ));
+            }
+            let block = &mut off[first..end];
+            if let Some(j) = block.iter().position(|&b| b != UNREACHED) {
+                return Err(format!("entry {} is reached twice", first + j));
+            }
+            block.fill(o + K as u8);
         }
         Ok(())
     }

@@ -1,0 +1,399 @@
+//! The table a compiled file holds: per family, two engines (over value
+//! slots, and over route ordinals), the route list and the value text.
+
+use super::{invalid, ImageError, Reader, Writer};
+use crate::engine::auto::{AutoEngine, AutoOptions};
+use crate::engine::{Engine, Family};
+use crate::intervals::compile;
+use crate::mem::LookupBuf;
+use crate::prefix::{AnyAddr, AnyPrefix, Prefix};
+use crate::route_table::RouteTable;
+use crate::table::Table;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+/// One family of a compiled table file, answering from the mapping.
+///
+/// - `by_value` answers a value slot (equal neighbours merged: the
+///   smaller, faster engine for value-only lookups);
+/// - `by_route` answers a route ordinal, whose prefix and value slot the
+///   route list gives.
+pub struct FamilyImage<A: Family> {
+    by_value: AutoEngine<A>,
+    by_route: AutoEngine<A>,
+    prefixes: LookupBuf<Prefix<A>>,
+    slots: LookupBuf<u32>,
+    /// Value `i` is `text[ends[i - 1]..ends[i]]` (`ends[-1]` = 0).
+    ends: LookupBuf<u64>,
+    text: LookupBuf<u8>,
+}
+
+/// Both families of an opened compiled table file.
+pub struct ImageTable {
+    pub v4: FamilyImage<u32>,
+    pub v6: FamilyImage<u128>,
+    /// What the file was compiled from (free text, e.g. the source path,
+    /// its format and the value chosen).
+    pub source: String,
+}
+
+impl<A: Family> FamilyImage<A> {
+    /// Longest-prefix match: the matching route's prefix and value.
+    #[inline]
+    pub fn lookup(&self, addr: A) -> Option<(Prefix<A>, &str)> {
+        self.route(self.by_route.lookup(addr))
+    }
+
+    /// The value slot matching `addr` ([`NO_ROUTE`] on a miss).
+    #[inline]
+    pub fn value_slot(&self, addr: A) -> u32 {
+        self.by_value.lookup(addr)
+    }
+
+    /// Route ordinals for a batch (resolve each with [`FamilyImage::route`]).
+    #[inline]
+    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        self.by_route.lookup_batch::<M>(addrs, out)
+    }
+
+    /// The route at an ordinal (`None` for [`NO_ROUTE`]).
+    #[inline]
+    pub fn route(&self, ordinal: u32) -> Option<(Prefix<A>, &str)> {
+        let i = ordinal as usize;
+        let p = *self.prefixes.get(i)?;
+        Some((p, self.value(*self.slots.get(i)?)?))
+    }
+
+    /// The text of value slot `slot`.
+    #[inline]
+    pub fn value(&self, slot: u32) -> Option<&str> {
+        let i = slot as usize;
+        let end = *self.ends.get(i)? as usize;
+        let start = match i {
+            0 => 0,
+            _ => *self.ends.get(i - 1)? as usize,
+        };
+        // Checked UTF-8 on char boundaries when the file was opened.
+        std::str::from_utf8(self.text.get(start..end)?).ok()
+    }
+
+    /// Routes held.
+    pub fn len(&self) -> usize {
+        self.prefixes.len()
+    }
+
+    /// No routes.
+    pub fn is_empty(&self) -> bool {
+        self.prefixes.is_empty()
+    }
+
+    /// Distinct values (value slots are `0..values()`).
+    pub fn values(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The route list in walk order (address, then shorter first).
+    pub fn prefixes(&self) -> &[Prefix<A>] {
+        &self.prefixes
+    }
+
+    /// Route ordinal -> value slot.
+    pub fn slots(&self) -> &[u32] {
+        &self.slots
+    }
+
+    /// The engine over value slots.
+    pub fn by_value(&self) -> &AutoEngine<A> {
+        &self.by_value
+    }
+
+    /// The engine over route ordinals.
+    pub fn by_route(&self) -> &AutoEngine<A> {
+        &self.by_route
+    }
+
+    /// The parts, for a caller that keeps its own snapshot type: (value
+    /// engine, route engine, prefixes, value slot per route).
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(
+        self,
+    ) -> (
+        AutoEngine<A>,
+        AutoEngine<A>,
+        LookupBuf<Prefix<A>>,
+        LookupBuf<u32>,
+        Vec<String>,
+    ) {
+        let values = (0..self.values() as u32)
+            .map(|i| self.value(i).unwrap_or_default().to_owned())
+            .collect();
+        (
+            self.by_value,
+            self.by_route,
+            self.prefixes,
+            self.slots,
+            values,
+        )
+    }
+
+    /// Bytes of the mapped structures.
+    pub fn footprint_bytes(&self) -> usize {
+        self.by_value.footprint_bytes()
+            + self.by_route.footprint_bytes()
+            + std::mem::size_of_val(&self.prefixes[..])
+            + self.slots.len() * 4
+            + self.ends.len() * 8
+            + self.text.len()
+    }
+
+    /// Write `t`; returns the names of the two engines built.
+    fn save(
+        w: &mut Writer,
+        t: &RouteTable<A, impl AsRef<str>>,
+        opts: &AutoOptions,
+    ) -> Result<(String, String), ImageError>
+    where
+        Prefix<A>: super::Plain,
+    {
+        // Value slots renumbered densely, in order of first use.
+        let mut dense: HashMap<u32, u32> = HashMap::new();
+        let mut texts: Vec<&str> = Vec::new();
+        let mut prefixes = Vec::with_capacity(t.len());
+        let mut slots = Vec::with_capacity(t.len());
+        for (p, vi) in t.iter_indices() {
+            let next = dense.len() as u32;
+            let slot = *dense.entry(vi).or_insert(next);
+            if slot == next {
+                let v = t.values().get(vi).map_or("", |v| v.as_ref());
+                texts.push(v);
+            }
+            prefixes.push(p);
+            slots.push(slot);
+        }
+        let build = |payloads: &mut dyn Iterator<Item = (Prefix<A>, u32)>| {
+            AutoEngine::build(&compile(payloads), opts)
+                .map(AutoEngine::batch_only)
+                .map_err(|e| ImageError::Build(e.to_string()))
+        };
+        let by_value = build(&mut prefixes.iter().copied().zip(slots.iter().copied()))?;
+        let by_route = build(&mut prefixes.iter().copied().zip(0..))?;
+        let mut ends = Vec::with_capacity(texts.len());
+        let mut text = Vec::new();
+        for v in &texts {
+            text.extend_from_slice(v.as_bytes());
+            ends.push(text.len() as u64);
+        }
+        w.meta(&[u64::from(A::BITS), prefixes.len() as u64, ends.len() as u64]);
+        by_value.save(w);
+        by_route.save(w);
+        w.array(&prefixes);
+        w.array(&slots);
+        w.array(&ends);
+        w.text(&text);
+        Ok((by_value.name(), by_route.name()))
+    }
+
+    fn read(r: &mut Reader) -> Result<Self, ImageError>
+    where
+        Prefix<A>: super::Plain,
+    {
+        let at = r.offset_of_next();
+        let m = r.meta("family header", 3)?;
+        if m[0] != u64::from(A::BITS) {
+            return Err(invalid(
+                at,
+                "family header",
+                format!("family of {} bits where {} was expected", m[0], A::BITS),
+            ));
+        }
+        let by_value = AutoEngine::load(r)?;
+        let by_route = AutoEngine::load(r)?;
+        let at = r.offset_of_next();
+        let prefixes: LookupBuf<Prefix<A>> = r.array("prefixes")?;
+        if prefixes.len() as u64 != m[1] {
+            return Err(invalid(
+                at,
+                "prefixes",
+                format!("{} routes, the header says {}", prefixes.len(), m[1]),
+            ));
+        }
+        // A branch-free pass first (it vectorises); the position only on
+        // failure.
+        if !prefixes.iter().fold(true, |ok, p| ok & p.is_well_formed()) {
+            let i = prefixes
+                .iter()
+                .position(|p| !p.is_well_formed())
+                .unwrap_or(0);
+            return Err(invalid(
+                at,
+                "prefixes",
+                format!("route {i} has a bad length or host bits set"),
+            ));
+        }
+        let at = r.offset_of_next();
+        let slots: LookupBuf<u32> = r.array("value slots")?;
+        if slots.len() != prefixes.len() {
+            return Err(invalid(
+                at,
+                "value slots",
+                format!("{} slots for {} routes", slots.len(), prefixes.len()),
+            ));
+        }
+        let top = slots.iter().fold(0u32, |a, &s| a.max(s));
+        if !slots.is_empty() && u64::from(top) >= m[2] {
+            let i = slots.iter().position(|&s| s == top).unwrap_or(0);
+            return Err(invalid(
+                at,
+                "value slots",
+                format!("route {i} names value {top} of {}", m[2]),
+            ));
+        }
+        let at = r.offset_of_next();
+        let ends: LookupBuf<u64> = r.array("value ends")?;
+        let text = r.text("value text")?;
+        if ends.len() as u64 != m[2] {
+            return Err(invalid(
+                at,
+                "value ends",
+                format!("{} values, the header says {}", ends.len(), m[2]),
+            ));
+        }
+        let s = std::str::from_utf8(&text).map_err(|e| invalid(at, "value text", e))?;
+        let mut prev = 0u64;
+        for (i, &e) in ends.iter().enumerate() {
+            if e < prev || e > text.len() as u64 || !s.is_char_boundary(e as usize) {
+                return Err(invalid(at, "value ends", format!("value {i} ends at {e}")));
+            }
+            prev = e;
+        }
+        Ok(FamilyImage {
+            by_value,
+            by_route,
+            prefixes,
+            slots,
+            ends,
+            text,
+        })
+    }
+}
+
+impl ImageTable {
+    /// Longest-prefix match for an address of either family.
+    pub fn lookup(&self, addr: AnyAddr) -> Option<(AnyPrefix, &str)> {
+        match addr {
+            AnyAddr::V4(a) => self.v4.lookup(a).map(|(p, v)| (p.into(), v)),
+            AnyAddr::V6(a) => self.v6.lookup(a).map(|(p, v)| (p.into(), v)),
+        }
+    }
+
+    /// Bytes of the mapped structures.
+    pub fn footprint_bytes(&self) -> usize {
+        self.v4.footprint_bytes() + self.v6.footprint_bytes()
+    }
+
+    /// The two families are read (and checked) on two threads: opening
+    /// costs the larger of the two, not their sum.
+    pub(super) fn read(r: &mut Reader) -> Result<Self, ImageError> {
+        let at = r.offset_of_next();
+        let source = r.text("source description")?;
+        let source = std::str::from_utf8(&source)
+            .map_err(|e| invalid(at, "source description", e))?
+            .to_owned();
+        let m = r.meta("family section counts", 2)?;
+        let (n4, n6) = (m[0] as usize, m[1] as usize);
+        let mut r6 = r.split(n4, n6)?;
+        let (v4, v6) = std::thread::scope(|s| {
+            let v6 = s.spawn(move || {
+                let f = FamilyImage::<u128>::read(&mut r6)?;
+                r6.finish()?;
+                Ok::<_, ImageError>(f)
+            });
+            let v4 = FamilyImage::<u32>::read(r);
+            let v6 = v6
+                .join()
+                .unwrap_or_else(|_| Err(ImageError::Build("IPv6 reader panicked".into())));
+            (v4, v6)
+        });
+        Ok(ImageTable {
+            v4: v4?,
+            v6: v6?,
+            source,
+        })
+    }
+}
+
+/// What [`write_table`] wrote.
+#[derive(Clone, Debug)]
+pub struct WriteStats {
+    pub bytes: u64,
+    /// The engines chosen, per family: (value engine, route engine).
+    pub engines_v4: (String, String),
+    pub engines_v6: (String, String),
+}
+
+/// The compiled table file of `table` (engines chosen by `opts`), as
+/// bytes. `source` is free text kept in the file (e.g. what it was
+/// compiled from).
+pub fn to_bytes<V: AsRef<str>>(
+    table: &Table<V>,
+    opts: &AutoOptions,
+    source: &str,
+) -> Result<Vec<u8>, ImageError> {
+    Ok(encode(table, opts, source)?.0)
+}
+
+fn encode<V: AsRef<str>>(
+    table: &Table<V>,
+    opts: &AutoOptions,
+    source: &str,
+) -> Result<(Vec<u8>, WriteStats), ImageError> {
+    let mut w4 = Writer::default();
+    let engines_v4 = FamilyImage::save(&mut w4, &table.v4, opts)?;
+    let mut w6 = Writer::default();
+    let engines_v6 = FamilyImage::save(&mut w6, &table.v6, opts)?;
+    let mut w = Writer::default();
+    w.text(source.as_bytes());
+    w.meta(&[w4.len() as u64, w6.len() as u64]);
+    w.append(w4);
+    w.append(w6);
+    let bytes = w.finish();
+    let stats = WriteStats {
+        bytes: bytes.len() as u64,
+        engines_v4,
+        engines_v6,
+    };
+    Ok((bytes, stats))
+}
+
+/// Write the compiled table file of `table` to `path`: into a temporary
+/// file beside it, then renamed over `path`, so a reader never maps a
+/// half-written file and a failed write leaves nothing behind.
+pub fn write_table<V: AsRef<str>>(
+    table: &Table<V>,
+    path: &Path,
+    opts: &AutoOptions,
+    source: &str,
+) -> Result<WriteStats, ImageError> {
+    let (bytes, stats) = encode(table, opts, source)?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.into());
+    }
+    Ok(stats)
+}
