@@ -171,8 +171,10 @@ class Table:
         the longest matching network, ``default`` where nothing matches or
         the network's record lacks the field). A field is an ``int64``
         array when all its values in the table are ints and ``default`` is
-        an int, else an object array. ``frame="pandas"`` or ``"polars"``
-        returns a DataFrame of those columns instead. ``TypeError`` for a
+        an int, else an object array. ``frame="pandas"`` returns a pandas
+        DataFrame of those columns instead; ``frame="polars"`` a polars
+        DataFrame whose misses are nulls (polars' way; ``default`` is not
+        used) and whose column types polars infers. ``TypeError`` for a
         table without ``fields``.
 
         >>> asn = Table.from_file("GeoLite2-ASN.mmdb", value=[           # doctest: +SKIP

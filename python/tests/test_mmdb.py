@@ -301,6 +301,14 @@ def test_several_fields_as_arrays_and_frames() -> None:
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == ["autonomous_system_number", "autonomous_system_organization"]
     assert df["autonomous_system_number"].tolist() == want
+    pl = pytest.importorskip("polars")
+    # polars: misses are nulls (the default is not used).
+    dfp = asn.lookup_fields(probe, 0, frame="polars")
+    assert isinstance(dfp, pl.DataFrame)
+    assert dfp["autonomous_system_number"].to_list() == [
+        r.get("autonomous_system_number") for r in recs
+    ]
+    assert dfp["autonomous_system_organization"].dtype == pl.String
     with pytest.raises(ValueError, match="frame"):
         asn.lookup_fields(probe, frame="excel")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="several fields"):

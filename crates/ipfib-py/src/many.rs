@@ -459,8 +459,9 @@ pub fn lookup_many<'py>(
 /// `Table.lookup_fields`: one array per field of a table loaded with
 /// several MaxMind DB fields (see `_ipfib.pyi`). Each field's array is
 /// `int64` when every value of that field in the table is an `int` and
-/// `default` is one, else `object`; `frame="pandas"` or `"polars"` makes a
-/// DataFrame of them (one column per field, in field order).
+/// `default` is one, else `object`; `frame="pandas"` makes a DataFrame of
+/// them (one column per field, in field order), `frame="polars"` a polars
+/// DataFrame with nulls for misses (its types inferred, `default` unused).
 pub fn lookup_fields<'py>(
     table: &Table,
     py: Python<'py>,
@@ -527,6 +528,16 @@ pub fn lookup_fields<'py>(
                     .filter(|x| !x.is_none())
             })
             .collect();
+        if frame == Some("polars") {
+            // polars: a miss is null (polars' own way; `default` is not
+            // used), and the column's type is inferred from the values.
+            let column: Vec<Option<Bound<'py, PyAny>>> = slots
+                .iter()
+                .map(|&s| items.get(s as usize).cloned().flatten())
+                .collect();
+            out.set_item(name, PyList::new(py, column)?)?;
+            continue;
+        }
         let ints: Option<Vec<i64>> = default_int.and_then(|d| {
             items
                 .iter()
@@ -561,6 +572,11 @@ pub fn lookup_fields<'py>(
         out.set_item(name, column)?;
     }
     match maker {
+        Some(make) if frame == Some("polars") => {
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("strict", false)?;
+            make.call((out,), Some(&kwargs))
+        }
         Some(make) => make.call1((out,)),
         None => Ok(out.into_any()),
     }
