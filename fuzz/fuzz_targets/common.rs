@@ -6,7 +6,8 @@
 #![allow(dead_code)]
 
 use ipfib_io::{
-    load_table_from, read_updates_from, Format, HostBits, PeerSelector, TableOptions, ValuePolicy,
+    load_table_from, read_updates_from, FieldPath, Format, HostBits, PeerSelector, TableOptions,
+    ValuePolicy,
 };
 use std::io::Cursor;
 
@@ -18,6 +19,7 @@ pub fn run(name: &str, data: &[u8]) {
         "pfx2as" => lines(data, Format::Pfx2as),
         "updates" => updates(data),
         "mrt" => mrt(data),
+        "mmdb" => mmdb(data),
         "ranges" => ranges(data),
         other => panic!("no fuzz target {other}"),
     }
@@ -33,7 +35,7 @@ pub fn lines(data: &[u8], format: Format) {
 /// `Auto`.
 pub fn ranges(data: &[u8]) {
     for column in [None, Some(4)] {
-        table_with(data, Format::Ranges, None, column);
+        table_with(data, Format::Ranges, None, column, None);
     }
     table(data, Format::Auto, None);
 }
@@ -55,8 +57,17 @@ pub fn mrt(data: &[u8]) {
     events(data, Format::Mrt);
 }
 
+/// A MaxMind DB: the whole record, a field, and `Auto` (which must see it
+/// too when the bytes end with the metadata marker).
+pub fn mmdb(data: &[u8]) {
+    table(data, Format::Mmdb, None);
+    let field = FieldPath::parse("a.0").expect("a valid path");
+    table_with(data, Format::Mmdb, None, None, Some(field));
+    table(data, Format::Auto, None);
+}
+
 fn table(data: &[u8], format: Format, value: Option<ValuePolicy>) {
-    table_with(data, format, value, None);
+    table_with(data, format, value, None, None);
 }
 
 fn table_with(
@@ -64,12 +75,14 @@ fn table_with(
     format: Format,
     value: Option<ValuePolicy>,
     value_column: Option<usize>,
+    field: Option<FieldPath>,
 ) {
     let opts = |strict| TableOptions {
         format,
         host_bits: HostBits::Reject,
         value,
         strict,
+        field: field.clone(),
         value_column,
     };
     let lenient = load_table_from(Cursor::new(data.to_vec()), "fuzz", &opts(false));

@@ -72,7 +72,7 @@ class Table:
         cls,
         path: str | os.PathLike[str],
         format: str = "auto",
-        value: str | None = None,
+        value: str | list[str] | tuple[str, ...] | None = None,
         *,
         peer: str | int | None = None,
         engine: Engine = "auto",
@@ -87,9 +87,20 @@ class Table:
         (RIB dumps, BGP4MP), ``"updates"``, ``"ranges"`` (``FIRST,LAST,
         VALUE...`` as CSV, TSV or blank-separated columns; the value from
         column ``value_column``, 1-based, default 3; where ranges overlap
-        the later line wins). For MRT and update streams
+        the later line wins), ``"mmdb"`` (MaxMind DB; ``auto`` recognises
+        it by its end). For MRT and update streams
         ``value`` picks each prefix's value: ``"origin-asn"`` (MRT default),
         ``"next-hop"`` (with ``peer``: index or address), ``"peer-count"``.
+        For a MaxMind DB, every network of the search tree is a prefix
+        (answers as the official reader's; IPv4-mapped addresses are
+        answered from the IPv4 table, as everywhere in ipfib) and ``value``
+        is a field by dot path (``"country.iso_code"``,
+        ``"subdivisions.0.iso_code"``; a record without it gives no route),
+        or ``None`` for the whole record as compact JSON text (bytes as hex,
+        floats as their shortest float32 text). A list of paths keeps
+        several fields: each value is a tuple, one item per field (``None``
+        where the record lacks it), the names are in ``fields``, and
+        ``lookup_fields`` answers one array per field.
         Values that are canonical decimal integers become ``int``, others
         stay ``str`` (exactly what ``ipfib lookup`` prints).
 
@@ -137,6 +148,40 @@ class Table:
         >>> df = pd.DataFrame({"prefix": ["10.0.0.0/8"], "value": [7]})  # doctest: +SKIP
         >>> Table.from_pandas(df).lookup("10.0.0.1")                    # doctest: +SKIP
         7
+        """
+
+    @property
+    def fields(self) -> list[str] | None:
+        """The field names of a table loaded from a MaxMind DB with several
+        fields (``from_file(path, value=[...])``), in the order of each
+        value's tuple; ``None`` for other tables."""
+
+    def lookup_fields(
+        self,
+        addrs: Any,
+        default: Any = None,
+        *,
+        frame: Literal["pandas", "polars"] | None = None,
+        errors: Literal["raise", "coerce"] = "raise",
+    ) -> Any:
+        """One answer per address and field, for a table with ``fields``.
+
+        ``addrs``: anything ``lookup_many`` takes. Returns a dict from
+        field name to a numpy array (one entry per address: the field of
+        the longest matching network, ``default`` where nothing matches or
+        the network's record lacks the field). A field is an ``int64``
+        array when all its values in the table are ints and ``default`` is
+        an int, else an object array. ``frame="pandas"`` returns a pandas
+        DataFrame of those columns instead; ``frame="polars"`` a polars
+        DataFrame whose misses are nulls (polars' way; ``default`` is not
+        used) and whose column types polars infers. ``TypeError`` for a
+        table without ``fields``.
+
+        >>> asn = Table.from_file("GeoLite2-ASN.mmdb", value=[           # doctest: +SKIP
+        ...     "autonomous_system_number", "autonomous_system_organization"])
+        >>> asn.lookup_fields(["1.128.0.1", "10.0.0.1"], 0)               # doctest: +SKIP
+        {'autonomous_system_number': array([1221, 0]),
+         'autonomous_system_organization': array(['Telstra Pty Ltd', 0], dtype=object)}
         """
 
     def lookup(self, addr: Addr) -> Any:

@@ -30,6 +30,7 @@ TABLES = [
     "mrt-samples/bird6-mrtdump_rib",
     "mrt-samples/openbgpd_rib_table-v2",
     "mrt-samples/quagga_bgp",
+    "mmdb/iptoasn-country.mmdb",
 ]
 
 

@@ -23,13 +23,14 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled.
+    /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled, mmdb.
     #[arg(long, default_value = "auto")]
     format: String,
     /// Clear host bits instead of counting the line as bad.
     #[arg(long)]
     mask_host_bits: bool,
-    /// MRT / updates value policy (see `ipfib lookup --help`).
+    /// MRT / updates value policy, or a MaxMind DB field path (see
+    /// `ipfib lookup --help`).
     #[arg(long)]
     value: Option<String>,
     /// With --value next-hop: the peer, by index or address.
@@ -199,6 +200,20 @@ fn histogram_json(h: &BTreeMap<u8, u64>) -> Value {
 
 fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Value {
     let mrt = r.mrt.as_ref();
+    let mmdb = r.mmdb.as_ref().map(|m| {
+        json!({
+            "database_type": m.database_type,
+            "ip_version": m.ip_version,
+            "record_size": m.record_size,
+            "node_count": m.node_count,
+            "build_epoch": m.build_epoch,
+            "binary_format_major_version": m.binary_format.0,
+            "binary_format_minor_version": m.binary_format.1,
+            "distinct_records": m.records,
+            "networks_without_field": m.without_field,
+            "node_visits": m.node_visits,
+        })
+    });
     let ranges = r.ranges.as_ref();
     let peers: Vec<Value> = mrt.map_or_else(Vec::new, |m| {
         m.peers
@@ -241,6 +256,7 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
         "header_line": ranges.and_then(|g| g.header_line),
         "value_column": ranges.map(|g| g.value_column),
         "load_ms": load_ms,
+        "mmdb": mmdb,
     })
 }
 
@@ -265,6 +281,17 @@ fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
         println!(
             "multi-origin prefixes: {}; AS_SET origins: {}; prefixes without a value: {}",
             m.reduce.multi_origin, m.reduce.as_set_origins, m.reduce.without_value
+        );
+    }
+    if let Some(m) = &r.mmdb {
+        let epoch = m.build_epoch.map_or("unknown".into(), |e| e.to_string());
+        println!(
+            "MaxMind DB: type {:?}, ip_version {}, record_size {}, {} nodes, build epoch {epoch}",
+            m.database_type, m.ip_version, m.record_size, m.node_count
+        );
+        println!(
+            "networks: {} ({} distinct records; {} without the --value field)",
+            r.records, m.records, m.without_field
         );
     }
     if let Some(g) = &r.ranges {

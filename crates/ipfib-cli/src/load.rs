@@ -19,12 +19,13 @@ use std::time::{Duration, Instant};
 pub struct TableArgs {
     /// Routing table file: text (`PREFIX/LEN VALUE`), pyasn IPASN, CAIDA
     /// pfx2as, MRT (RIB dump or BGP4MP updates), text updates, IP ranges
-    /// (`FIRST,LAST,VALUE...`); gzip, bzip2 and zstd are read
+    /// (`FIRST,LAST,VALUE...`), MaxMind DB; gzip, bzip2 and zstd are read
     /// transparently.
     #[arg(long)]
     pub table: PathBuf,
     /// File format: auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled
-    /// (an `ipfib compile` output, which `lookup` maps instead of loading).
+    /// (an `ipfib compile` output, which `lookup` maps instead of loading),
+    /// mmdb.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Clear host bits (`10.0.0.1/8` becomes `10.0.0.0/8`) instead of
@@ -33,7 +34,10 @@ pub struct TableArgs {
     pub mask_host_bits: bool,
     /// MRT / updates: the value of a prefix: origin-asn (the origin announced
     /// by the most peers, ties to the lowest ASN; the MRT default),
-    /// next-hop (of the peer given by --peer), peer-count.
+    /// next-hop (of the peer given by --peer), peer-count. MaxMind DB: the
+    /// record field by dot path (country.iso_code, subdivisions.0.iso_code;
+    /// without it the whole record as JSON); a network whose record lacks
+    /// the field has no route.
     #[arg(long)]
     pub value: Option<String>,
     /// With --value next-hop: the peer, by index (PEER_INDEX_TABLE order,

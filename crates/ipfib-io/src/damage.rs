@@ -114,6 +114,8 @@ pub struct Report {
     pub bytes: u64,
     /// MRT detail (peers, multi-origin prefixes, ...); `None` for text.
     pub mrt: Option<crate::mrt::MrtStats>,
+    /// MaxMind DB detail (metadata, distinct records); `None` otherwise.
+    pub mmdb: Option<crate::mmdb::MmdbInfo>,
     /// Ranges detail (overlaps, the header, ...); `None` for other formats.
     pub ranges: Option<crate::ranges::RangeStats>,
 }

@@ -133,6 +133,26 @@ pub enum ReadError {
     #[error("{}: {reason}", .path.display())]
     Policy { path: PathBuf, reason: String },
 
+    /// A MaxMind DB whose layout is unusable (no or bad metadata, a search
+    /// tree past the data, a tree that multiplies past the visit bound);
+    /// `offset` is a byte of the file.
+    #[error("{}: MaxMind DB, byte {offset}: {reason}", .path.display())]
+    Mmdb {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+
+    /// One network of a MaxMind DB whose record is unusable (skipped and
+    /// counted, or in strict mode the end of the load); `reason` names the
+    /// byte offset.
+    #[error("{}: MaxMind DB network {prefix}: {reason}", .path.display())]
+    MmdbRecord {
+        path: PathBuf,
+        prefix: String,
+        reason: String,
+    },
+
     /// The line is not valid UTF-8 (`text` shows it lossily).
     #[error("{}:{line}: line is not valid UTF-8: {text:?}", .path.display())]
     InvalidUtf8 {

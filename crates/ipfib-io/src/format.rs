@@ -26,11 +26,14 @@ pub enum Format {
     /// blank-separated), turned into prefixes; the later range wins where
     /// two overlap.
     Ranges,
+    /// MaxMind DB (`.mmdb`): every network of the search tree, valued by
+    /// its record as JSON or one field of it (see `mmdb/`).
+    Mmdb,
 }
 
 impl Format {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Auto,
         Format::Text,
         Format::Ipasn,
@@ -39,6 +42,7 @@ impl Format {
         Format::Updates,
         Format::Ranges,
         Format::Compiled,
+        Format::Mmdb,
     ];
 
     /// The name used on the command line and in messages.
@@ -50,6 +54,7 @@ impl Format {
             Format::Pfx2as => "pfx2as",
             Format::Mrt => "mrt",
             Format::Updates => "updates",
+            Format::Mmdb => "mmdb",
             Format::Compiled => "compiled",
             Format::Ranges => "ranges",
         }
@@ -79,10 +84,10 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
-/// `updates`, `ranges`, `compiled`.
+/// `updates`, `ranges`, `compiled`, `mmdb`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges or compiled)"
+    "unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled or mmdb)"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -109,9 +114,10 @@ mod tests {
         }
         assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
         assert_eq!("ranges".parse::<Format>(), Ok(Format::Ranges));
+        assert_eq!("MMDB".parse::<Format>(), Ok(Format::Mmdb));
         assert_eq!(
             "csv".parse::<Format>().unwrap_err().to_string(),
-            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges or compiled)"
+            "unknown format 'csv' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled or mmdb)"
         );
         assert_eq!(Format::default(), Format::Auto);
     }

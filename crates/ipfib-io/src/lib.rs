@@ -6,6 +6,8 @@
 //!          zstd by      auto      ├─► mrt/ (frame, body, rib) ─────►    + Report
 //!          magic bytes            │   MRT via bgpkit-parser,           (damage, skipped,
 //!                                 │   policy.rs picks the value         MRT stats)
+//!                                 ├─► mmdb/ (tree, decode, render) ─► Vec<Route>
+//!                                 │   MaxMind DB, read whole            (record JSON or a field)
 //!                                 ├─► ranges/ (fields, paint) ─────►
 //!                                 │   FIRST,LAST,VALUE to prefixes
 //!                                 └─► linx.rs: text updates ─┐
@@ -26,6 +28,10 @@
 //!   to one value), `updates.rs` (BGP4MP to events), `mod.rs` (the loops).
 //! - `policy.rs`: [`ValuePolicy`]: origin-asn, next-hop of a peer, peer-count.
 //! - `linx.rs`: `UNIXTIME a|w PREFIX NEXTHOP` update lines.
+//! - `mmdb/`: MaxMind DB files: `tree.rs` (metadata, the search tree walked
+//!   with its aliases under a node-visit bound), `decode.rs` (the data
+//!   section under the spec's resource limits), `render.rs` (a record as
+//!   JSON, or a field by dot path); [`load_mmdb_fields`] for several fields.
 //! - `ranges/`: `FIRST,LAST,VALUE` range tables: `fields.rs` (CSV / TSV
 //!   columns, quotes), `paint.rs` (later range wins, minimal CIDR cover),
 //!   `mod.rs` (the line loop).
@@ -53,6 +59,9 @@
 //!   BGP4MP / BGP4MP_ET (messages, AS4, ADD-PATH, state changes). One value
 //!   per prefix by [`ValuePolicy`].
 //! - **updates**: `UNIXTIME a|w PREFIX/LEN NEXTHOP` (the LINX files).
+//! - **mmdb**: MaxMind DB; every network of the search tree, valued by its
+//!   record as compact JSON or by one field ([`TableOptions::field`]);
+//!   `auto` recognises it by the metadata marker at the file's end.
 //! - **ranges**: `FIRST,LAST,VALUE...` as CSV, TSV or blank-separated
 //!   columns (quotes as in CSV), the value from
 //!   [`TableOptions::value_column`]; overlapping ranges: the later line
@@ -96,6 +105,7 @@ mod error;
 mod format;
 mod input;
 mod linx;
+mod mmdb;
 pub mod mmdb_write;
 mod mrt;
 mod parse;
@@ -112,6 +122,13 @@ pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
 pub use input::{open_maybe_compressed, Compression, MAX_LINE_BYTES};
 pub use ipfib::prefix::{AnyPrefix, HostBits};
+/// MaxMind DB: the field path of `--value`, what `info` shows, and the
+/// resource limits (per record: depth, values, payload; per tree: node
+/// visits per node).
+pub use mmdb::{
+    FieldPath, MmdbInfo, MmdbNetwork, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
+    MAX_VALUES as MMDB_MAX_VALUES, MAX_VISITS_PER_NODE as MMDB_MAX_VISITS_PER_NODE,
+};
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
 pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
@@ -122,8 +139,8 @@ pub use read::{
     ReadSummary, Route,
 };
 pub use table::{
-    load_table, load_table_from, load_table_with_progress, read_updates, read_updates_from,
-    TableLoad, TableOptions, UpdateReader,
+    load_mmdb_fields, load_table, load_table_from, load_table_with_progress, read_updates,
+    read_updates_from, TableLoad, TableOptions, UpdateReader,
 };
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
 pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

@@ -1,5 +1,6 @@
 //! The lenient front door: any table format (text, ipasn, pfx2as, MRT,
-//! text updates, ranges), any compression, damage reported instead of fatal
+//! text updates, ranges, MaxMind DB), any compression, damage reported
+//! instead of fatal
 //! ([`load_table`]); and update streams as typed events ([`read_updates`]).
 
 use crate::damage::{Damage, DamageKind, Report};
@@ -7,6 +8,7 @@ use crate::error::ReadError;
 use crate::format::Format;
 use crate::input::{open_input, Compression, LineTooLong, MAX_LINE_BYTES};
 use crate::linx::TextEvents;
+use crate::mmdb::FieldPath;
 use crate::mrt::{MrtEvents, Replayer};
 use crate::policy::{PeerSelector, ValuePolicy};
 use crate::read::{read_lines, LoadOptions, Route};
@@ -19,7 +21,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// How to load a table with [`load_table`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableOptions {
     /// The format; `Auto` (the default) sniffs the content.
     pub format: Format,
@@ -32,6 +34,10 @@ pub struct TableOptions {
     /// Fail at the first bad line or record, or at damage, instead of
     /// skipping, counting and reporting it.
     pub strict: bool,
+    /// MaxMind DB: the field of each record that becomes the value (a dot
+    /// path); `None` for the whole record as compact JSON. A network whose
+    /// record lacks the field gets no route.
+    pub field: Option<FieldPath>,
     /// Ranges tables: the 1-based column holding the value; `None` for
     /// [`DEFAULT_VALUE_COLUMN`](crate::DEFAULT_VALUE_COLUMN) (3). Other
     /// formats refuse it.
@@ -42,7 +48,10 @@ impl TableOptions {
     /// The options named as on the command line (and in the Python
     /// bindings): a format name, a `--value` policy name, a `--peer` (index
     /// or address; alone it means `next-hop`), host-bit masking, strictness.
-    /// The error says what was wrong.
+    /// For a MaxMind DB (`mmdb`) the value is a field path instead; with
+    /// `auto`, a value that is not a policy name is kept as a field path
+    /// (and one that is, as both: which applies depends on the format the
+    /// file turns out to be). The error says what was wrong.
     pub fn from_names(
         format: &str,
         value: Option<&str>,
@@ -52,10 +61,25 @@ impl TableOptions {
     ) -> Result<Self, String> {
         let format: Format = format.parse().map_err(|e| format!("{e}"))?;
         let peer = peer.map(str::parse::<PeerSelector>).transpose()?;
-        let value = match (value, peer) {
-            (None, None) => None,
-            (None, Some(p)) => Some(ValuePolicy::NextHop(p)),
-            (Some(name), p) => Some(ValuePolicy::from_name(name, p)?),
+        if format == Format::Mmdb && peer.is_some() {
+            return Err(
+                "--peer applies to MRT dumps and update streams, not to a MaxMind DB".into(),
+            );
+        }
+        let field = match (format, value) {
+            (Format::Mmdb, Some(path)) => Some(FieldPath::parse(path)?),
+            (Format::Auto, Some(path)) => FieldPath::parse(path).ok(),
+            _ => None,
+        };
+        let value = match (format, value, peer) {
+            (Format::Mmdb, _, _) | (_, None, None) => None,
+            (_, None, Some(p)) => Some(ValuePolicy::NextHop(p)),
+            // Not a policy: under auto, a field path (checked against the
+            // format once it is known).
+            (Format::Auto, Some(name), None) if field.is_some() => {
+                ValuePolicy::from_name(name, None).ok()
+            }
+            (_, Some(name), p) => Some(ValuePolicy::from_name(name, p)?),
         };
         Ok(TableOptions {
             format,
@@ -66,6 +90,7 @@ impl TableOptions {
             },
             value,
             strict,
+            field,
             value_column: None,
         })
     }
@@ -99,8 +124,90 @@ pub fn load_table_with_progress(
     opts: &TableOptions,
     progress: Option<Arc<AtomicU64>>,
 ) -> Result<TableLoad, ReadError> {
+    // A MaxMind DB is recognised by its end, which a stream's head cannot
+    // show: look at the file's tail first, and read the file whole.
+    if matches!(opts.format, Format::Auto | Format::Mmdb) && mmdb_tail(path)? {
+        let file = std::fs::read(path).map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(p) = &progress {
+            p.fetch_add(file.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        return load_mmdb(&file, Compression::None, path, opts);
+    }
     let input = open_input(path, progress)?;
     load_stream(input.reader, input.compression, path, opts)
+}
+
+/// Load the MaxMind DB at `path` (uncompressed, or gzip, bzip2, zstd) with
+/// several fields per network: one entry per field of `fields`, `None`
+/// where the record lacks it; networks with none of them are left out
+/// (counted in [`MmdbInfo::without_field`](crate::MmdbInfo)). Lenient
+/// unless `strict`, as [`load_table`].
+pub fn load_mmdb_fields(
+    path: &Path,
+    fields: &[FieldPath],
+    strict: bool,
+) -> Result<(Vec<crate::mmdb::MmdbNetwork>, Report), ReadError> {
+    let file = if mmdb_tail(path)? {
+        std::fs::read(path).map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+    } else {
+        let mut input = open_input(path, None)?;
+        let mut file = Vec::new();
+        input
+            .reader
+            .read_to_end(&mut file)
+            .map_err(|source| ReadError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        file
+    };
+    crate::mmdb::load_fields(&file, path, fields, strict)
+}
+
+/// Whether the file at `path`, as stored, ends with MaxMind DB metadata.
+fn mmdb_tail(path: &Path) -> Result<bool, ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let io_error = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io_error)?;
+    let len = file.metadata().map_err(io_error)?.len();
+    if !file.metadata().map_err(io_error)?.is_file() {
+        return Ok(false);
+    }
+    let from = len.saturating_sub(crate::mmdb::METADATA_MAX as u64);
+    file.seek(SeekFrom::Start(from)).map_err(io_error)?;
+    let mut tail = Vec::new();
+    file.take(crate::mmdb::METADATA_MAX as u64)
+        .read_to_end(&mut tail)
+        .map_err(io_error)?;
+    Ok(crate::mmdb::looks_like_mmdb(&tail))
+}
+
+/// A MaxMind DB in memory (decompressed) into routes.
+fn load_mmdb(
+    file: &[u8],
+    compression: Compression,
+    path: &Path,
+    opts: &TableOptions,
+) -> Result<TableLoad, ReadError> {
+    policy_for(Format::Mmdb, opts, path)?;
+    if opts.value_column.is_some() {
+        return Err(ReadError::Policy {
+            path: path.to_path_buf(),
+            reason: "--value-column applies to ranges tables, not to a mmdb table".into(),
+        });
+    }
+    let (routes, mut report) = crate::mmdb::load(file, path, opts.field.as_ref(), opts.strict)?;
+    report.compression = compression;
+    Ok(TableLoad { routes, report })
 }
 
 /// [`load_table`] for uncompressed bytes already in hand; `name` stands for
@@ -120,7 +227,22 @@ fn load_stream(
     opts: &TableOptions,
 ) -> Result<TableLoad, ReadError> {
     let (format, mut reader) = resolve(reader, path, opts.format)?;
-    let policy = policy_for(format, opts.value, path)?;
+    if format == Format::Mmdb {
+        let mut file = Vec::new();
+        reader
+            .read_to_end(&mut file)
+            .map_err(|source| ReadError::Damaged {
+                path: path.to_path_buf(),
+                damage: Damage {
+                    offset: file.len() as u64,
+                    records_before: 0,
+                    kind: DamageKind::Stream,
+                    stream_error: Some(source.to_string()),
+                },
+            })?;
+        return load_mmdb(&file, compression, path, opts);
+    }
+    let policy = policy_for(format, opts, path)?;
     if format != Format::Ranges && opts.value_column.is_some() {
         return Err(ReadError::Policy {
             path: path.to_path_buf(),
@@ -209,10 +331,33 @@ fn resolve(
         .take(HEAD_BYTES as u64)
         .read_to_end(&mut head)
         .err();
-    let format = sniff(&head).map_err(|tried| ReadError::UnknownFormat {
-        path: path.to_path_buf(),
-        tried,
-    })?;
+    let format = match sniff(&head) {
+        Ok(f) => f,
+        // Binary and not MRT: a MaxMind DB shows only at its end (a
+        // compressed one, or bytes handed in: read it all to see).
+        Err(tried) if failure.is_none() => {
+            let mut all = head;
+            reader
+                .read_to_end(&mut all)
+                .map_err(|source| ReadError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            if crate::mmdb::looks_like_mmdb(&all) {
+                return Ok((Format::Mmdb, Box::new(Cursor::new(all))));
+            }
+            return Err(ReadError::UnknownFormat {
+                path: path.to_path_buf(),
+                tried: format!("{tried}; mmdb (no MaxMind DB metadata marker at the end)"),
+            });
+        }
+        Err(tried) => {
+            return Err(ReadError::UnknownFormat {
+                path: path.to_path_buf(),
+                tried,
+            })
+        }
+    };
     let rest: Box<dyn BufRead + Send> = match failure {
         None => reader,
         Some(e) => Box::new(io::BufReader::new(Failing(e.kind(), e.to_string()))),
@@ -232,13 +377,34 @@ impl Read for Failing {
 /// The value policy, checked against the format.
 fn policy_for(
     format: Format,
-    value: Option<ValuePolicy>,
+    opts: &TableOptions,
     path: &Path,
 ) -> Result<Option<ValuePolicy>, ReadError> {
     let refuse = |reason: &str| ReadError::Policy {
         path: path.to_path_buf(),
         reason: reason.to_string(),
     };
+    let value = opts.value;
+    match (format, value, &opts.field) {
+        // A field path, which only a MaxMind DB takes.
+        (Format::Mmdb, None, _) | (Format::Mmdb, Some(_), Some(_)) => return Ok(None),
+        (Format::Mmdb, Some(_), None) => {
+            return Err(refuse(
+                "a MaxMind DB takes a field path (--value country.iso_code), not a value policy",
+            ))
+        }
+        (Format::Mrt | Format::Updates, None, Some(f)) => {
+            let e = ValuePolicy::from_name(f.as_str(), None).err().unwrap_or_default();
+            return Err(refuse(&e));
+        }
+        (_, None, Some(f)) => {
+            return Err(refuse(&format!(
+                "--value {} applies to MRT, update streams and MaxMind DBs; a {format} table carries its own value",
+                f.as_str()
+            )))
+        }
+        _ => {}
+    }
     match (format, value) {
         (_, None) | (Format::Mrt, _) => Ok(value),
         (Format::Updates, Some(ValuePolicy::OriginAsn)) => Err(refuse(

@@ -6,10 +6,12 @@
 
 use crate::value::Value;
 use ipfib::table::Table;
-use ipfib_io::{load_table, ReadError, Report, TableOptions};
+use ipfib_io::{load_mmdb_fields, load_table, FieldPath, ReadError, Report, TableOptions};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 pyo3::create_exception!(
     ipfib,
@@ -41,6 +43,42 @@ pub fn read(path: &Path, opts: &TableOptions) -> Result<(Table<Value>, Vec<Strin
             .insert(r.prefix, Value::from_file_text(r.value))
             .is_err()
         {
+            return Err(ReadError::Policy {
+                path: path.to_path_buf(),
+                reason: "more than 2^30 distinct values".into(),
+            });
+        }
+    }
+    Ok((table, problems))
+}
+
+/// Read a MaxMind DB with several fields per network: each route's value
+/// is [`Value::Fields`], one entry per field.
+pub fn read_fields(
+    path: &Path,
+    fields: &[FieldPath],
+    strict: bool,
+) -> Result<(Table<Value>, Vec<String>), ReadError> {
+    let (networks, report) = load_mmdb_fields(path, fields, strict)?;
+    let problems = problems(path, &report);
+    let mut table = Table::new();
+    // Networks with one record share one `Arc` (all alive while `networks`
+    // is): convert each record once, keyed by its address.
+    let mut converted: HashMap<usize, Value> = HashMap::new();
+    for n in &networks {
+        let key = Arc::as_ptr(&n.fields) as *const () as usize;
+        let value = converted
+            .entry(key)
+            .or_insert_with(|| {
+                Value::Fields(
+                    n.fields
+                        .iter()
+                        .map(|f| f.clone().map(Value::from_file_text))
+                        .collect(),
+                )
+            })
+            .clone();
+        if table.insert(n.prefix, value).is_err() {
             return Err(ReadError::Policy {
                 path: path.to_path_buf(),
                 reason: "more than 2^30 distinct values".into(),

@@ -455,3 +455,129 @@ pub fn lookup_many<'py>(
     }
     Ok(result)
 }
+
+/// `Table.lookup_fields`: one array per field of a table loaded with
+/// several MaxMind DB fields (see `_ipfib.pyi`). Each field's array is
+/// `int64` when every value of that field in the table is an `int` and
+/// `default` is one, else `object`; `frame="pandas"` makes a DataFrame of
+/// them (one column per field, in field order), `frame="polars"` a polars
+/// DataFrame with nulls for misses (its types inferred, `default` unused).
+pub fn lookup_fields<'py>(
+    table: &Table,
+    py: Python<'py>,
+    addrs: &Bound<'py, PyAny>,
+    default: Py<PyAny>,
+    frame: Option<&str>,
+    errors: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(names) = &table.fields else {
+        return Err(PyTypeError::new_err(
+            "lookup_fields: this table was not loaded with several fields \
+             (Table.from_file(path, value=[\"country.iso_code\", ...]))",
+        ));
+    };
+    let maker = match frame {
+        None => None,
+        Some(lib @ ("pandas" | "polars")) => Some(py.import(lib)?.getattr("DataFrame")?),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "lookup_fields: frame must be None, \"pandas\" or \"polars\", not {other:?}"
+            )))
+        }
+    };
+    let on_error = OnError::parse(errors)?;
+    let input = classify(addrs, on_error)?;
+    let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err(
+            "lookup_fields: at most 2^32 - 1 addresses per call",
+        ));
+    }
+    let snap = table.live.snapshot();
+    let mut slots = vec![NO_ROUTE; n];
+    let v6_base = snap.v4.values.len() as u32;
+    let extra = Extra {
+        lens: None,
+        miss: None,
+    };
+    let mut sink = SlotSink::new(&mut slots, v6_base, extra);
+    run(py, &snap, &input, on_error, false, &mut sink)?;
+    // Per value slot: its tuple (a route whose value is not a tuple of
+    // one item per field answers `default` in every field).
+    let objs = slot_objects(py, &table.objects, &snap)?;
+    let tuples: Vec<Option<Bound<'py, PyTuple>>> = objs
+        .into_iter()
+        .map(|o| {
+            o.into_bound(py)
+                .cast_into::<PyTuple>()
+                .ok()
+                .filter(|t| t.len() == names.len())
+        })
+        .collect();
+    let default = default.into_bound(py);
+    let default_int = (default.is_exact_instance_of::<pyo3::types::PyInt>())
+        .then(|| default.extract::<i64>().ok())
+        .flatten();
+    let out = pyo3::types::PyDict::new(py);
+    for (i, name) in names.iter().enumerate() {
+        let items: Vec<Option<Bound<'py, PyAny>>> = tuples
+            .iter()
+            .map(|t| {
+                t.as_ref()
+                    .and_then(|t| t.get_item(i).ok())
+                    .filter(|x| !x.is_none())
+            })
+            .collect();
+        if frame == Some("polars") {
+            // polars: a miss is null (polars' own way; `default` is not
+            // used), and the column's type is inferred from the values.
+            let column: Vec<Option<Bound<'py, PyAny>>> = slots
+                .iter()
+                .map(|&s| items.get(s as usize).cloned().flatten())
+                .collect();
+            out.set_item(name, PyList::new(py, column)?)?;
+            continue;
+        }
+        let ints: Option<Vec<i64>> = default_int.and_then(|d| {
+            items
+                .iter()
+                .map(|x| match x {
+                    None => Some(d),
+                    Some(o) if o.is_exact_instance_of::<pyo3::types::PyInt>() => {
+                        o.extract::<i64>().ok()
+                    }
+                    Some(_) => None,
+                })
+                .collect()
+        });
+        let column = match (ints, default_int) {
+            (Some(ints), Some(d)) => PyArray1::from_iter(
+                py,
+                slots
+                    .iter()
+                    .map(|&s| ints.get(s as usize).copied().unwrap_or(d)),
+            )
+            .into_any(),
+            _ => {
+                let objects: Vec<Py<PyAny>> = slots
+                    .iter()
+                    .map(|&s| match items.get(s as usize) {
+                        Some(Some(o)) => o.clone().unbind(),
+                        _ => default.clone().unbind(),
+                    })
+                    .collect();
+                PyArray1::from_vec(py, objects).into_any()
+            }
+        };
+        out.set_item(name, column)?;
+    }
+    match maker {
+        Some(make) if frame == Some("polars") => {
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item("strict", false)?;
+            make.call((out,), Some(&kwargs))
+        }
+        Some(make) => make.call1((out,)),
+        None => Ok(out.into_any()),
+    }
+}

@@ -139,6 +139,11 @@ pub fn record(
             .get(i)
             .cloned()
             .unwrap_or_else(|| Err("an unknown object value".to_string())),
+        Value::Fields(_) => Err(
+            "a value of several fields (Table.from_file(value=[...])): export the table \
+             read with one field, or with the whole record (the default JSON value)"
+                .to_string(),
+        ),
     }
 }
 

@@ -10,7 +10,7 @@ use ipfib::addr::Addr;
 use ipfib::engine::{Family, NO_ROUTE};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
 use ipfib::table::Table as RouteTables;
-use ipfib_io::TableOptions;
+use ipfib_io::{FieldPath, TableOptions};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -22,6 +22,10 @@ use std::path::PathBuf;
 pub struct Table {
     pub(crate) live: Live,
     pub(crate) objects: Objects,
+    /// The field names of a MaxMind DB loaded with several fields (each
+    /// route's value is a tuple, one item per field): `lookup_fields`
+    /// answers one array per field.
+    pub(crate) fields: Option<Vec<String>>,
 }
 
 /// Text of a prefix or address argument: `str`, or anything whose `str()`
@@ -78,6 +82,7 @@ impl Table {
         Ok(Table {
             live: Live::from_snapshot(snap),
             objects: Objects::new(py),
+            fields: None,
         })
     }
 
@@ -88,7 +93,11 @@ impl Table {
         spec: EngineSpec,
     ) -> PyResult<Self> {
         let live = py.detach(|| Live::new(table, spec))?;
-        Ok(Table { live, objects })
+        Ok(Table {
+            live,
+            objects,
+            fields: None,
+        })
     }
 
     /// `(prefix, value)` for a family's ordinal.
@@ -198,7 +207,7 @@ impl Table {
         py: Python<'_>,
         path: PathBuf,
         format: &str,
-        value: Option<&str>,
+        value: Option<Bound<'_, PyAny>>,
         peer: Option<Bound<'_, PyAny>>,
         engine: &str,
         mask_host_bits: bool,
@@ -207,10 +216,61 @@ impl Table {
     ) -> PyResult<Self> {
         let spec = engine_spec(engine)?;
         let peer = peer.map(|p| p.str().map(|s| s.to_string())).transpose()?;
+        // Several MaxMind DB fields: a list or tuple of dot paths.
+        let names: Option<Vec<String>> = match &value {
+            Some(v) if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() => {
+                Some(v.extract().map_err(|_| {
+                    PyTypeError::new_err("value: a str, or a list of str (MaxMind DB field paths)")
+                })?)
+            }
+            _ => None,
+        };
+        if let Some(names) = names {
+            if !matches!(format.to_ascii_lowercase().as_str(), "auto" | "mmdb") {
+                return Err(PyValueError::new_err(format!(
+                    "several fields (value=[...]) are for MaxMind DB files, not format {format:?}"
+                )));
+            }
+            if peer.is_some() || value_column.is_some() {
+                return Err(PyValueError::new_err(
+                    "peer and value_column do not apply to a MaxMind DB",
+                ));
+            }
+            if names.is_empty() {
+                return Err(PyValueError::new_err("value=[]: name at least one field"));
+            }
+            let paths = names
+                .iter()
+                .map(|n| FieldPath::parse(n))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(PyValueError::new_err)?;
+            let (table, problems) = py
+                .detach(|| load::read_fields(&path, &paths, strict))
+                .map_err(load::to_py_err)?;
+            warn_problems(py, &problems)?;
+            let mut t = Self::build(py, table, Objects::new(py), spec)?;
+            t.fields = Some(names);
+            return Ok(t);
+        }
+        let value: Option<String> = value
+            .map(|v| {
+                v.extract().map_err(|_| {
+                    PyTypeError::new_err(
+                        "value: a str (a value policy or a MaxMind DB field path), or a list of str",
+                    )
+                })
+            })
+            .transpose()?;
         let opts = TableOptions {
             value_column,
-            ..TableOptions::from_names(format, value, peer.as_deref(), mask_host_bits, strict)
-                .map_err(PyValueError::new_err)?
+            ..TableOptions::from_names(
+                format,
+                value.as_deref(),
+                peer.as_deref(),
+                mask_host_bits,
+                strict,
+            )
+            .map_err(PyValueError::new_err)?
         };
         // A compiled table file is mapped (its engines are in it), unless
         // another engine is asked for: then it is read as routes.
@@ -223,13 +283,29 @@ impl Table {
         let (table, problems) = py
             .detach(|| load::read(&path, &opts))
             .map_err(load::to_py_err)?;
-        if !problems.is_empty() {
-            let category = py.get_type::<load::DamagedTableWarning>();
-            let msg = std::ffi::CString::new(problems.join("\n").replace('\0', " "))
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            PyErr::warn(py, &category, &msg, 2)?;
-        }
+        warn_problems(py, &problems)?;
         Self::build(py, table, Objects::new(py), spec)
+    }
+
+    /// The field names of a table loaded with several MaxMind DB fields
+    /// (each value a tuple in this order), else `None`.
+    #[getter]
+    fn fields(&self) -> Option<Vec<String>> {
+        self.fields.clone()
+    }
+
+    /// One result per field (see `_ipfib.pyi`).
+    #[pyo3(signature = (addrs, default = None, *, frame = None, errors = "raise"))]
+    fn lookup_fields<'py>(
+        &self,
+        py: Python<'py>,
+        addrs: &Bound<'py, PyAny>,
+        default: Option<Py<PyAny>>,
+        frame: Option<&str>,
+        errors: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let default = default.unwrap_or_else(|| py.None());
+        crate::many::lookup_fields(self, py, addrs, default, frame, errors)
     }
 
     /// Open a compiled table file (`ipfib compile`) memory-mapped.
@@ -580,7 +656,8 @@ impl Table {
     /// Pickle as the route list: `ipfib._unpickle(state)` rebuilds it.
     /// State: (engine, IPv4 addresses as big-endian u32 bytes, IPv4
     /// lengths, IPv6 addresses as 16-byte big-endian, IPv6 lengths,
-    /// value index per route as little-endian u32 bytes, distinct values).
+    /// value index per route as little-endian u32 bytes, distinct values,
+    /// the field names of a several-field MaxMind DB table or None).
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
@@ -602,6 +679,10 @@ impl Table {
                 PyBytes::new(py, &l6).into_any(),
                 PyBytes::new(py, &slots).into_any(),
                 PyList::new(py, values)?.into_any(),
+                match &self.fields {
+                    Some(f) => PyList::new(py, f)?.into_any(),
+                    None => py.None().into_bound(py),
+                },
             ],
         )?;
         let rebuild = py.import("ipfib")?.getattr("_unpickle")?;
@@ -612,6 +693,12 @@ impl Table {
     #[staticmethod]
     fn _from_state(py: Python<'_>, state: &Bound<'_, PyTuple>) -> PyResult<Self> {
         let bad = || PyValueError::new_err("ipfib: malformed pickle state");
+        // Seven items from before several-field tables, eight since.
+        let fields: Option<Vec<String>> = match state.len() {
+            8 => state.get_item(7)?.extract()?,
+            _ => None,
+        };
+        let state = state.get_slice(0, 7);
         let (engine, a4, l4, a6, l6, slots, values): PickleState<'_> = state.extract()?;
         let (a4, l4, a6, l6, slots) = (
             a4.as_bytes(),
@@ -648,7 +735,9 @@ impl Table {
             let p = Prefix::new(u128::from_be_bytes(b), len).map_err(|_| bad())?;
             table.v6.insert(p, slot(l4.len() + i)?).map_err(|_| bad())?;
         }
-        Self::build(py, table, objects, engine_spec(&engine)?)
+        let mut t = Self::build(py, table, objects, engine_spec(&engine)?)?;
+        t.fields = fields;
+        Ok(t)
     }
 }
 
@@ -694,4 +783,15 @@ fn packed<A: Family>(
         }
     }
     (addrs, lens, slots)
+}
+
+/// Warn `DamagedTableWarning` with what a lenient load skipped.
+fn warn_problems(py: Python<'_>, problems: &[String]) -> PyResult<()> {
+    if !problems.is_empty() {
+        let category = py.get_type::<load::DamagedTableWarning>();
+        let msg = std::ffi::CString::new(problems.join("\n").replace('\0', " "))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyErr::warn(py, &category, &msg, 2)?;
+    }
+    Ok(())
 }

@@ -23,6 +23,10 @@ pub enum Value {
     Str(Arc<str>),
     /// Index into the table's [`Objects`].
     Obj(u32),
+    /// Several fields of one MaxMind DB record (`Table.from_file(...,
+    /// value=[...])`): a tuple in Python, `None` where the record lacks
+    /// the field.
+    Fields(Arc<[Option<Value>]>),
 }
 
 impl Value {
@@ -147,6 +151,16 @@ impl Objects {
                     Some(o) => o.clone_ref(py),
                     None => py.None(),
                 }
+            }
+            Value::Fields(items) => {
+                let items = items
+                    .iter()
+                    .map(|v| match v {
+                        Some(v) => self.to_py(py, v),
+                        None => Ok(py.None()),
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyTuple::new(py, items)?.into_any().unbind()
             }
         })
     }
