@@ -5,7 +5,7 @@
 //! (batch lookups over route ordinals, uniform and matched traces, median
 //! of several passes).
 //!
-//! `cargo run --release -p ipfib --example image_open -- FILE [RUNS]`
+//! `cargo run --release -p ipfib --example image_open -- FILE [RUNS [open-only]]`
 //! (pin it for stable figures: `taskset -c 1 target/release/examples/image_open FILE`)
 
 use ipfib::engine::auto::{AutoOptions, Pick};
@@ -106,6 +106,9 @@ fn main() {
         println!(
             "open (verify_checksums={verify}): median {med:.2} ms, range {lo:.2}-{hi:.2} ms over {runs} opens"
         );
+    }
+    if args.next().as_deref() == Some("open-only") {
+        return;
     }
     let img = ImageTable::open(path.as_ref()).expect("opened above");
     println!(
