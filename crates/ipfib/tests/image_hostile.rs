@@ -191,11 +191,17 @@ fn shared_tree_file_answers_if_accepted() {
 fn family_section_counts_that_overflow_are_refused() {
     let secs = sections(&planb_file());
     assert_eq!(secs[1].tag, TAG_META);
-    for (n4, n6) in [(u64::MAX, 1), (u64::MAX - 1, 2), (1, u64::MAX), (u64::MAX, u64::MAX)] {
+    for (n4, n6) in [
+        (u64::MAX, 1),
+        (u64::MAX - 1, 2),
+        (1, u64::MAX),
+        (u64::MAX, u64::MAX),
+    ] {
         let mut s = secs.clone();
         s[1].bytes = u64s([n4, n6]);
         let b = assemble(&s);
-        let r = std::panic::catch_unwind(|| ImageTable::from_bytes(&b).err().map(|e| e.to_string()));
+        let r =
+            std::panic::catch_unwind(|| ImageTable::from_bytes(&b).err().map(|e| e.to_string()));
         match r {
             Ok(Some(e)) => eprintln!("({n4}, {n6}) refused: {e}"),
             Ok(None) => panic!("({n4}, {n6}) accepted"),
