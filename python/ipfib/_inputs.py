@@ -111,7 +111,13 @@ def to_polars(result: Any, name: str) -> Any:
             if masked:
                 data = data.copy()
                 data[mask] = None
-            return pl.Series(name + suffix, data, strict=False)
+            try:
+                return pl.Series(name + suffix, data, strict=False)
+            except (TypeError, pl.exceptions.PolarsError):
+                # Values of several types (str and int, say): polars
+                # infers from the first and refuses the others, so the
+                # answer is an Object Series, as the list is.
+                return pl.Series(name + suffix, data.tolist(), dtype=pl.Object)
         s = pl.Series(name + suffix, data)
         if masked:
             s = s.scatter(np.flatnonzero(mask), None)

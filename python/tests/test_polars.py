@@ -69,3 +69,23 @@ def test_lazyframe_pattern() -> None:
     assert out["asn"].to_list() == [64501, 64500, None]
     big = pl.Series("ip", np.full(100_000, "10.1.2.3", dtype=object).tolist())
     assert t.lookup_many(big).sum() == 64501 * 100_000
+
+
+def test_tables_mixing_value_types_answer_polars_too() -> None:
+    """A table whose values mix str and int (or str and bytes) answers a
+    polars Series like a list, whichever type the first answer has: the
+    Series is then of dtype Object (no polars type holds both)."""
+    t = ipfib.Table.from_prefixes(
+        [("10.0.0.0/8", 1), ("10.1.0.0/16", "two"), ("10.2.0.0/16", b"raw"), ("2001:db8::/32", 3)]
+    )
+    for addrs in (
+        ["10.1.0.1", "10.0.0.1", "8.8.8.8", "2001:db8::1"],
+        ["10.0.0.1", "10.1.0.1", "8.8.8.8", "2001:db8::1"],
+        ["10.2.0.1", "10.1.0.1", "10.0.0.1"],
+        ["10.1.0.1", "10.2.0.1"],
+    ):
+        want = t.lookup_many(addrs, masked=True)
+        want_list = [None if m else v for v, m in zip(want.data.tolist(), np.ma.getmaskarray(want))]
+        got: Any = t.lookup_many(pl.Series("ip", addrs), masked=True)
+        assert isinstance(got, pl.Series) and got.name == "ip"
+        assert got.to_list() == want_list, addrs

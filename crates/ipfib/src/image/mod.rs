@@ -486,7 +486,8 @@ impl Reader {
     /// A reader of the `n` sections after the next `skip` ones (a part read
     /// on another thread); this one then ends after those `skip`.
     pub fn split(&mut self, skip: usize, n: usize) -> Result<Reader, ImageError> {
-        let from = self.next + skip;
+        // `skip` and `n` come from the file: any value, so no sum may wrap.
+        let from = self.next.saturating_add(skip);
         let end = from.checked_add(n).filter(|&e| e <= self.entries.len());
         let Some(end) = end else {
             let at = self.offset_of_next();

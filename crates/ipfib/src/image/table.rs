@@ -302,17 +302,26 @@ impl ImageTable {
             .to_owned();
         let m = r.meta("family section counts", 2)?;
         let (n4, n6) = (m[0] as usize, m[1] as usize);
-        let mut r6 = r.split(n4, n6)?;
+        let r6 = std::sync::Mutex::new(Some(r.split(n4, n6)?));
+        let read6 = || {
+            let Some(mut r6) = r6.lock().ok().and_then(|mut g| g.take()) else {
+                return Err(ImageError::Build("IPv6 reader lost".into()));
+            };
+            let f = FamilyImage::<u128>::read(&mut r6)?;
+            r6.finish()?;
+            Ok::<_, ImageError>(f)
+        };
         let (v4, v6) = std::thread::scope(|s| {
-            let v6 = s.spawn(move || {
-                let f = FamilyImage::<u128>::read(&mut r6)?;
-                r6.finish()?;
-                Ok::<_, ImageError>(f)
-            });
+            // `Scope::spawn` panics when no thread can be made (a process
+            // at its thread limit): then the IPv6 family is read here.
+            let v6 = std::thread::Builder::new().spawn_scoped(s, read6).ok();
             let v4 = FamilyImage::<u32>::read(r);
-            let v6 = v6
-                .join()
-                .unwrap_or_else(|_| Err(ImageError::Build("IPv6 reader panicked".into())));
+            let v6 = match v6 {
+                Some(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(ImageError::Build("IPv6 reader panicked".into()))),
+                None => read6(),
+            };
             (v4, v6)
         });
         Ok(ImageTable {

@@ -65,8 +65,17 @@ impl<A: Family> PlanB<A> {
         if self.max_levels > MAX_LEVELS {
             return Err(format!("{} tree levels", self.max_levels));
         }
+        // Nodes the descents may visit in all: a build gives each tree its
+        // own lines (plus the shared all-padding line once per level it
+        // was raised by) and its own leaf blocks, so its trees visit at
+        // most this many. Without the bound, descriptors sharing one wide
+        // tree would make this check quadratic in the file's size.
+        let lanes = <A::Key as Key>::LANES;
+        let mut budget = (self.inner.len() / lines_per_node::<A::Key>())
+            .saturating_add(self.descs.len().saturating_mul(self.max_levels + 1))
+            .saturating_add(keys / lanes + 1);
         for (i, desc) in self.descs.iter().enumerate() {
-            self.check_tree(desc, keys)
+            self.check_tree(desc, keys, &mut budget)
                 .map_err(|e| format!("local tree {i}: {e}"))?;
         }
         let slots = self.stage2.validate()?;
@@ -135,8 +144,14 @@ impl<A: Family> PlanB<A> {
         Ok(())
     }
 
-    /// Every node a descent of `desc` can reach, level by level.
-    fn check_tree(&self, desc: &super::tree::Desc, keys: usize) -> Result<(), String> {
+    /// Every node a descent of `desc` can reach, level by level; each
+    /// node visited is taken from `budget`.
+    fn check_tree(
+        &self,
+        desc: &super::tree::Desc,
+        keys: usize,
+        budget: &mut usize,
+    ) -> Result<(), String> {
         let lanes = <A::Key as Key>::LANES;
         if desc.levels as usize != self.max_levels {
             return Err(format!(
@@ -155,6 +170,9 @@ impl<A: Family> PlanB<A> {
         let mut level = vec![0usize];
         for h in 0..self.max_levels {
             let mut next = Vec::new();
+            *budget = budget
+                .checked_sub(level.len())
+                .ok_or("its trees visit more nodes than their lines and keys hold")?;
             for &node in &level {
                 let line = desc.line[h] as usize + node;
                 if line >= inner_nodes {
@@ -168,6 +186,9 @@ impl<A: Family> PlanB<A> {
             }
             level = next;
         }
+        *budget = budget
+            .checked_sub(level.len())
+            .ok_or("its trees visit more leaf windows than the keys hold")?;
         for &node in &level {
             let pos = desc.r0 as usize + node * lanes;
             if pos > keys {
