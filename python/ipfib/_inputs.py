@@ -87,6 +87,8 @@ def _polars(s: Any) -> Canonical:
             f"lookup_many: unsupported polars object {type(s).__name__} "
             "(collect a LazyFrame, or use the map_batches pattern in the docs)"
         )
+    if str(s.dtype) == "Null":
+        return [None] * len(s)  # nothing but nulls: every answer a miss
     if s.dtype.is_integer():
         if s.null_count():
             raise ValueError("integer address column holds missing values")

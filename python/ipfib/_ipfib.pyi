@@ -51,7 +51,9 @@ class Table:
         ``"radix"`` (the route table itself)."""
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, verify_checksums: bool = True) -> Table:
+    def open(
+        cls, path: str | os.PathLike[str], *, verify_checksums: bool = True, mmap: bool = True
+    ) -> Table:
         """Open a compiled table file (``ipfib compile TABLE -o FILE``)
         memory-mapped: no parsing, no copy of the lookup structures, so it
         takes milliseconds and every process that opens the same file shares
@@ -62,7 +64,14 @@ class Table:
         never crashes; ``verify_checksums=False`` skips only the checksums
         (faster on very large files; a damaged file can then give wrong
         answers, never an out-of-bounds read). ``Table.from_file`` opens
-        compiled files this way too. The table is fully usable: the first
+        compiled files this way too (and refuses loading options, such as
+        ``value_column``, that a compiled file cannot honour).
+
+        A mapped file must never be rewritten in place while open (``cp``
+        or ``curl -o`` over it, ``rsync --inplace``): replace it by renaming
+        a new file over it, as ``ipfib compile`` does. ``mmap=False`` reads
+        a private copy into memory instead (not shared between processes,
+        immune to that). The table is fully usable: the first
         change or exact-prefix query builds its route table (about 0.3 s for
         a full IPv4 table).
         """

@@ -73,6 +73,12 @@ def test_opened_tables_stay_full_tables(tmp_path: Path) -> None:
     assert dict(pickle.loads(pickle.dumps(t)).items()) == dict(t.items())
     # The file itself is unchanged by changes to the opened table.
     assert ipfib.Table.open(out).lookup("10.1.0.1") == "two"
+    # A private in-memory copy answers the same.
+    assert ipfib.Table.open(out, mmap=False).lookup("10.1.0.1") == "two"
+    # Loading options a compiled file cannot honour are refused.
+    for kw in [{"value_column": 3}, {"strict": True}, {"mask_host_bits": True}]:
+        with pytest.raises(ValueError, match="does not apply"):
+            ipfib.Table.from_file(out, **kw)  # type: ignore[arg-type]
 
 
 def test_damaged_files_raise_table_file_error(tmp_path: Path) -> None:

@@ -56,6 +56,8 @@ def test_nulls_bad_addresses_and_string_values() -> None:
     assert got.to_list() == ["a", None, None, "b", None]
     with pytest.raises(ValueError, match="index 1"):
         t.lookup_many(pl.Series(["10.0.0.1", "x"]))
+    nulls: Any = t.lookup_many(pl.Series("z", [None, None]), masked=True)
+    assert nulls.to_list() == [None, None]
     with pytest.raises(TypeError, match="DataFrame"):
         t.lookup_many(pl.DataFrame({"ip": ["10.0.0.1"]}))
 

@@ -90,6 +90,21 @@ pub fn run(args: Args) -> CmdResult {
                     .into(),
             );
         }
+        let t = &args.table;
+        let given = [
+            ("--value", t.value.is_some()),
+            ("--peer", t.peer.is_some()),
+            ("--value-column", t.value_column.is_some()),
+            ("--mask-host-bits", t.mask_host_bits),
+            ("--strict", t.strict),
+        ];
+        if let Some((flag, _)) = given.iter().find(|g| g.1) {
+            return Err(format!(
+                "{flag} does not apply to a compiled table file (its routes and values are \
+                 as compiled: pass it to `ipfib compile`)"
+            )
+            .into());
+        }
         let path = &args.table.table;
         let img =
             ipfib::image::ImageTable::open(path).map_err(|e| format!("{}: {e}", path.display()))?;

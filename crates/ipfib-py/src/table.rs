@@ -60,9 +60,15 @@ fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
 }
 
 impl Table {
-    fn open_image(py: Python<'_>, path: &std::path::Path, verify: bool) -> PyResult<Self> {
+    fn open_image(
+        py: Python<'_>,
+        path: &std::path::Path,
+        verify: bool,
+        map: bool,
+    ) -> PyResult<Self> {
         let opts = ipfib::image::OpenOptions {
             verify_checksums: verify,
+            map,
         };
         let snap = py
             .detach(|| {
@@ -273,12 +279,25 @@ impl Table {
             .map_err(PyValueError::new_err)?
         };
         // A compiled table file is mapped (its engines are in it), unless
-        // another engine is asked for: then it is read as routes.
+        // another engine is asked for: then it is read as routes. Loading
+        // options it cannot honour are refused, not ignored.
         if spec == EngineSpec::Auto
-            && opts.value.is_none()
             && load::is_compiled(&path, opts.format).map_err(load::to_py_err)?
         {
-            return Self::open_image(py, &path, true);
+            let given = [
+                ("value", opts.value.is_some() || opts.field.is_some()),
+                ("value_column", opts.value_column.is_some()),
+                ("mask_host_bits", mask_host_bits),
+                ("strict", strict),
+            ];
+            if let Some((name, _)) = given.iter().find(|g| g.1) {
+                return Err(PyValueError::new_err(format!(
+                    "{}: a compiled table file holds its routes and values as compiled; \
+                     {name}= does not apply (pass it to `ipfib compile`)",
+                    path.display()
+                )));
+            }
+            return Self::open_image(py, &path, true, true);
         }
         let (table, problems) = py
             .detach(|| load::read(&path, &opts))
@@ -310,14 +329,15 @@ impl Table {
 
     /// Open a compiled table file (`ipfib compile`) memory-mapped.
     #[classmethod]
-    #[pyo3(signature = (path, *, verify_checksums = true))]
+    #[pyo3(signature = (path, *, verify_checksums = true, mmap = true))]
     fn open(
         _cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
         path: PathBuf,
         verify_checksums: bool,
+        mmap: bool,
     ) -> PyResult<Self> {
-        Self::open_image(py, &path, verify_checksums)
+        Self::open_image(py, &path, verify_checksums, mmap)
     }
 
     #[classmethod]

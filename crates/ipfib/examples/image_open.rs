@@ -91,6 +91,7 @@ fn main() {
                     path.as_ref(),
                     OpenOptions {
                         verify_checksums: verify,
+                        ..OpenOptions::default()
                     },
                 )
                 .unwrap_or_else(|e| {

@@ -169,6 +169,7 @@ fn open_unverified(bytes: &[u8]) -> Result<ImageTable, ImageError> {
         &path,
         OpenOptions {
             verify_checksums: false,
+            ..OpenOptions::default()
         },
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -539,24 +539,38 @@ pub struct OpenOptions {
     /// checks always run, so a damaged file can give wrong answers but
     /// never an out-of-bounds read.
     pub verify_checksums: bool,
+    /// Map the file (default): shared with every process through the page
+    /// cache, opened in milliseconds. The file must then never be rewritten
+    /// in place while open (`cp` or `curl -o` over it, `rsync --inplace`):
+    /// the checked structures would change under the lookups. Replace it by
+    /// renaming a new file over it, as `ipfib compile` does. `false` reads
+    /// the file into memory instead: a private copy, immune to that.
+    pub map: bool,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             verify_checksums: true,
+            map: true,
         }
     }
 }
 
-fn open_bytes(path: &Path) -> Result<Bytes, ImageError> {
+fn open_bytes(path: &Path, map: bool) -> Result<Bytes, ImageError> {
+    if !map {
+        let bytes = std::fs::read(path)?;
+        return Ok(Bytes::Owned(LookupBuf::from_slice(&bytes)));
+    }
     let file = std::fs::File::open(path)?;
-    // SAFETY: the mapping is read-only and private to this process's view;
-    // the file's contents are validated before use. Another process
-    // truncating or rewriting the file while it is mapped is outside what
-    // Rust can guard against (a truncation raises SIGBUS); `ipfib compile`
-    // never rewrites a file in place (it writes a new one and renames it),
-    // and the docs say to do the same.
+    // SAFETY: the mapping is read-only; the file's contents are validated
+    // before use. Another process truncating or rewriting the file in place
+    // while it is mapped is outside what Rust can guard against (a
+    // truncation raises SIGBUS; a rewrite changes checked structures under
+    // unchecked reads): `ipfib compile` never does it (it writes a new file
+    // and renames it over the old), `OpenOptions::map` and every user-facing
+    // doc (`Table.open`, the README, docs/architecture.md) say to do the
+    // same, and `map: false` reads a private copy for those who cannot.
     let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) };
     match map {
         Ok(m) => Ok(Bytes::Mapped(m)),
@@ -576,7 +590,7 @@ impl ImageTable {
 
     /// [`ImageTable::open`] with options.
     pub fn open_with(path: &Path, opts: OpenOptions) -> Result<Self, ImageError> {
-        let bytes = open_bytes(path)?;
+        let bytes = open_bytes(path, opts.map)?;
         let mut r = Reader::new(bytes, opts.verify_checksums)?;
         let t = ImageTable::read(&mut r)?;
         r.finish()?;
