@@ -210,7 +210,11 @@ fn damaged_and_foreign_files_exit_2_naming_the_offset() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("ipfib compile --engine"), "{}", r.stderr);
     // Loading options a compiled file cannot honour are refused.
-    for flag in [["--strict", ""], ["--value-column", "4"], ["--mask-host-bits", ""]] {
+    for flag in [
+        ["--strict", ""],
+        ["--value-column", "4"],
+        ["--mask-host-bits", ""],
+    ] {
         let mut a = vec!["lookup", "--table", out.to_str().unwrap(), flag[0]];
         if !flag[1].is_empty() {
             a.push(flag[1]);
@@ -218,7 +222,11 @@ fn damaged_and_foreign_files_exit_2_naming_the_offset() {
         a.push("1.1.1.1");
         let r = ipfib(&a, None);
         assert_eq!(r.code, 2, "{a:?}");
-        assert!(r.stderr.contains("does not apply to a compiled"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("does not apply to a compiled"),
+            "{}",
+            r.stderr
+        );
     }
     // An unwritable output exits 2 and leaves no temporary file.
     let r = compile(&table, Path::new("/nonexistent-dir/x.ipfib"), &[]);

@@ -19,6 +19,10 @@
 //! limits of the official readers (a 2 MiB payload, 65,536 values, depth
 //! 512), so an entry they refuse we refuse too.
 
+use crate::mmdb::kind::{
+    ARRAY, BOOLEAN, BYTES, DOUBLE, FLOAT, INT32, MAP, POINTER, STRING, UINT128, UINT16, UINT32,
+    UINT64,
+};
 use std::fmt;
 
 /// Deepest nesting of containers and pointers in one entry.
@@ -67,19 +71,6 @@ fn err<T>(offset: usize, reason: impl Into<String>) -> Result<T, DecodeError> {
 }
 
 /// Field types (MaxMind-DB-spec.md, type numbers).
-const POINTER: u8 = 1;
-const STRING: u8 = 2;
-const DOUBLE: u8 = 3;
-const BYTES: u8 = 4;
-const UINT16: u8 = 5;
-const UINT32: u8 = 6;
-const MAP: u8 = 7;
-const INT32: u8 = 8;
-const UINT64: u8 = 9;
-const UINT128: u8 = 10;
-const ARRAY: u8 = 11;
-const BOOLEAN: u8 = 14;
-const FLOAT: u8 = 15;
 
 /// A field's control information: type, size (pairs, items, bytes or the
 /// boolean's value), and where its payload starts.

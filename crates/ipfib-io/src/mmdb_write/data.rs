@@ -10,6 +10,9 @@
 //! inline, never at another pointer (which the spec forbids).
 
 use super::value::Value;
+use crate::mmdb::kind::{
+    ARRAY, BOOLEAN, DOUBLE, INT32, MAP, POINTER, STRING, UINT128, UINT16, UINT32, UINT64,
+};
 use std::collections::HashMap;
 
 /// Largest payload size (and map or array entry count) a control byte can
@@ -17,17 +20,6 @@ use std::collections::HashMap;
 pub const MAX_SIZE: usize = 65_821 + (1 << 24) - 1;
 
 /// Type numbers (spec, "Output Data Section").
-const POINTER: u8 = 1;
-const STRING: u8 = 2;
-const DOUBLE: u8 = 3;
-const UINT16: u8 = 5;
-const UINT32: u8 = 6;
-const MAP: u8 = 7;
-const INT32: u8 = 8;
-const UINT64: u8 = 9;
-const UINT128: u8 = 10;
-const ARRAY: u8 = 11;
-const BOOLEAN: u8 = 14;
 
 /// A value the encoding cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
