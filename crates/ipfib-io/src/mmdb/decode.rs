@@ -70,8 +70,6 @@ fn err<T>(offset: usize, reason: impl Into<String>) -> Result<T, DecodeError> {
     })
 }
 
-/// Field types (MaxMind-DB-spec.md, type numbers).
-
 /// A field's control information: type, size (pairs, items, bytes or the
 /// boolean's value), and where its payload starts.
 struct Field {

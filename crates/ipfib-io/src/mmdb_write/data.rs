@@ -19,8 +19,6 @@ use std::collections::HashMap;
 /// say: 65,821 + 2^24 - 1.
 pub const MAX_SIZE: usize = 65_821 + (1 << 24) - 1;
 
-/// Type numbers (spec, "Output Data Section").
-
 /// A value the encoding cannot hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodeError {
