@@ -241,7 +241,7 @@ mod tests {
         let e = engine();
         assert_eq!(e.validate(), Ok(()));
         assert!(e.tree_buckets() > 0 && e.sub_entries() > 1 && e.stage2_intervals() > 0);
-        let corruptions: [Corruption; 8] = [
+        let corruptions: [Corruption; 10] = [
             ("window past the keys", |e| {
                 e.direct[0] = (e.payloads.len() + 5) as u32;
             }),
@@ -269,6 +269,13 @@ mod tests {
             }),
             ("payload naming no slot", |e| {
                 e.payloads[0] = STAGE2 + 1_000_000;
+            }),
+            ("a real key equal to the padding key", |e| {
+                let keys = e.payloads.len() - 1;
+                e.leaves[keys - 1] = u64::MAX;
+            }),
+            ("no payloads", |e| {
+                e.payloads = crate::mem::LookupBuf::from_slice(&[]);
             }),
         ];
         for (what, corrupt) in corruptions {
