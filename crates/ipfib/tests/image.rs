@@ -275,7 +275,8 @@ proptest! {
 #[test]
 fn image_fuzz_regressions_replay_clean() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
-    let targets: [(&str, fn(&[u8]) -> Result<(), String>); 2] = [
+    type Check = fn(&[u8]) -> Result<(), String>;
+    let targets: [(&str, Check); 2] = [
         ("image_open", ipfib::check::check_image_bytes),
         ("image_round_trip", ipfib::check::check_image_round_trip),
     ];
