@@ -269,3 +269,249 @@ proptest! {
         check_same(&t, &img);
     }
 }
+
+/// Every input the `image_open` and `image_round_trip` fuzz targets ever
+/// failed on replays clean: `tests/fuzz_regressions/image_open/` and
+/// `image_round_trip/`.
+#[test]
+fn image_fuzz_regressions_replay_clean() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
+    type Check = fn(&[u8]) -> Result<(), String>;
+    let targets: [(&str, Check); 2] = [
+        ("image_open", ipfib::check::check_image_bytes),
+        ("image_round_trip", ipfib::check::check_image_round_trip),
+    ];
+    for (target, check) in targets {
+        let dir = root.join(target);
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            if let Err(e) = check(&bytes) {
+                panic!("{}: {e}", path.display());
+            }
+            n += 1;
+        }
+        assert!(n > 0, "no regression inputs in {}", dir.display());
+    }
+}
+
+/// Small tables that reach every part of every engine's layout: PlanB
+/// windows, sub-tables, local trees and the IPv6 second stage; Poptrie
+/// and flat Poptrie with and without a focus prefix (and the flat one's
+/// outer table); empty and one-family files. Direct tables stay small: a seed
+/// is at most a few tens of KB (`auto` would pick 2^12 and more entries).
+fn seed_tables() -> Vec<(&'static str, Table<String>, AutoOptions)> {
+    // Routes inside 10.0.0.0/8 and 2001:db8::/32: the tries get a focus.
+    let inside4: Vec<(Prefix<u32>, u32)> = synthetic_v4(120, 21)
+        .into_iter()
+        .map(|(p, v)| {
+            let a = 0x0a00_0000 | (p.addr() & 0x00ff_ffff);
+            (Prefix::new_masked(a, p.len().max(8)).unwrap(), v)
+        })
+        .collect();
+    let inside6: Vec<(Prefix<u128>, u32)> = synthetic_v6(60, 22)
+        .into_iter()
+        .map(|(p, v)| {
+            let a = 0x2001_0db8u128 << 96 | (p.addr() & (u128::MAX >> 32));
+            (Prefix::new_masked(a, p.len().max(32)).unwrap(), v)
+        })
+        .collect();
+    // Longer than /64: PlanB's second stage.
+    let mut long6 = synthetic_v6(40, 23);
+    for (i, (p, v)) in synthetic_v6(20, 24).into_iter().enumerate() {
+        let len = 65 + (i as u8 * 3) % 64;
+        long6.push((Prefix::new_masked(p.addr() | 0x1234_5678, len).unwrap(), v));
+    }
+    let small = table_of(&synthetic_v4(40, 25), &synthetic_v6(30, 26));
+    // More than 272 keys in one bucket at s = 1: sub-tables; 17 to 272 at
+    // s = 4: local trees.
+    let heavy = table_of(&synthetic_v4(400, 27), &synthetic_v6(300, 28));
+    let focused = table_of(&inside4, &inside6);
+    let planb = |s| forced(Some((Kind::Planb, Some(s))));
+    vec![
+        ("empty-planb1", table_of(&[], &[]), planb(1)),
+        (
+            "empty-poptrie0",
+            table_of(&[], &[]),
+            forced(Some((Kind::Poptrie, Some(0)))),
+        ),
+        ("small-planb4", small.clone(), planb(4)),
+        ("heavy-planb1", heavy.clone(), planb(1)),
+        ("heavy-planb4", heavy, planb(4)),
+        ("long6-planb2", table_of(&[], &long6), planb(2)),
+        (
+            "long6-poptrie0",
+            table_of(&[], &long6),
+            forced(Some((Kind::Poptrie, Some(0)))),
+        ),
+        (
+            "small-poptrie6",
+            small.clone(),
+            forced(Some((Kind::Poptrie, Some(6)))),
+        ),
+        (
+            "focused-poptrie12",
+            focused.clone(),
+            forced(Some((Kind::Poptrie, Some(12)))),
+        ),
+        (
+            "small-poptrie5-0",
+            small.clone(),
+            forced(Some((Kind::Poptrie5, Some(0)))),
+        ),
+        (
+            "small-poptrie5-5",
+            small.clone(),
+            forced(Some((Kind::Poptrie5, Some(5)))),
+        ),
+        (
+            "focused-poptrie5-10",
+            focused.clone(),
+            forced(Some((Kind::Poptrie5, Some(10)))),
+        ),
+        (
+            "small-flat0",
+            small.clone(),
+            forced(Some((Kind::Flat, Some(0)))),
+        ),
+        ("small-flat4", small, forced(Some((Kind::Flat, Some(4))))),
+        (
+            "focused-flat8",
+            focused.clone(),
+            forced(Some((Kind::Flat, Some(8)))),
+        ),
+        (
+            "focused-flat10",
+            focused,
+            forced(Some((Kind::Flat, Some(10)))),
+        ),
+        (
+            "v4only-flat0",
+            table_of(&synthetic_v4(50, 29), &[]),
+            forced(Some((Kind::Flat, Some(0)))),
+        ),
+    ]
+}
+
+/// Write the `image_open` fuzz target's seeds (one compiled file per
+/// `seed_tables` entry, behind the mode byte: resealed, so mutations reach
+/// the structural checks; the empty table also as-is, verified and not).
+/// Run: `cargo test -p ipfib --test image -- --ignored write_image_fuzz_seeds`
+/// (into `fuzz/seeds/image_open/`, or `$IPFIB_IMAGE_SEEDS`).
+#[test]
+#[ignore]
+fn write_image_fuzz_seeds() {
+    let dir = std::env::var_os("IPFIB_IMAGE_SEEDS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/image_open")
+        });
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut total = 0;
+    for (name, t, opts) in seed_tables() {
+        let file = to_bytes(&t, &opts, name).unwrap();
+        // The seed opens: the fuzzer starts from files that pass.
+        check_same(&t, &ImageTable::from_bytes(&file).unwrap());
+        let modes: &[u8] = if name.starts_with("empty") {
+            &[0, 1, 2]
+        } else {
+            &[2]
+        };
+        for &mode in modes {
+            let mut seed = vec![mode];
+            seed.extend_from_slice(&file);
+            ipfib::check::check_image_bytes(&seed).unwrap();
+            total += seed.len();
+            std::fs::write(dir.join(format!("{name}-{mode}")), seed).unwrap();
+        }
+    }
+    eprintln!("{total} bytes of seeds in {}", dir.display());
+}
+
+/// The seed tables answer like their route tables and, together, hold
+/// every layout feature `seed_tables` promises (so the fuzzer starts from
+/// each).
+#[test]
+fn seed_tables_answer_and_cover_every_layout() {
+    use ipfib::engine::auto::Built;
+    use std::collections::BTreeSet;
+    fn features<A: ipfib::engine::Family>(b: &Built<A>, seen: &mut BTreeSet<&'static str>) {
+        match b {
+            Built::Planb(e) => {
+                seen.insert("planb");
+                if e.sub_entries() > 1 {
+                    seen.insert("planb sub-tables");
+                }
+                if e.tree_buckets() > 0 {
+                    seen.insert("planb local trees");
+                }
+                if e.stage2_intervals() > 0 {
+                    seen.insert("planb second stage");
+                }
+            }
+            Built::Poptrie(e) => {
+                seen.insert(["poptrie", "poptrie focus"][(e.focus_bits() > 0) as usize]);
+            }
+            Built::Poptrie5(e) => {
+                seen.insert(["poptrie5", "poptrie5 focus"][(e.focus_bits() > 0) as usize]);
+            }
+            Built::Flat(e) => {
+                seen.insert(["flat", "flat focus"][(e.focus_bits() > 0) as usize]);
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (name, t, opts) in seed_tables() {
+        let img = ImageTable::from_bytes(&to_bytes(&t, &opts, name).unwrap()).unwrap();
+        check_same(&t, &img);
+        for e in [img.v4.by_value(), img.v4.by_route()] {
+            features(e.single(), &mut seen);
+        }
+        for e in [img.v6.by_value(), img.v6.by_route()] {
+            features(e.single(), &mut seen);
+        }
+    }
+    let want = [
+        "flat",
+        "flat focus",
+        "planb",
+        "planb local trees",
+        "planb second stage",
+        "planb sub-tables",
+        "poptrie",
+        "poptrie focus",
+        "poptrie5",
+        "poptrie5 focus",
+    ];
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), want);
+}
+
+/// The section counts of the two families are scalars of the file: huge
+/// ones (which overflowed the reader's `next + skip` before) are refused
+/// by name, whatever the checksums say; only the written pair opens.
+#[test]
+fn hostile_family_section_counts_are_refused() {
+    let (_, bytes) = small_file();
+    // Section 1 is the family section counts (after the source text).
+    let le = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let at = le(64 + 32 + 8) as usize;
+    let (n4, n6) = (le(at), le(at + 8));
+    let sections = le(24) & 0xffff_ffff;
+    let counts = [0, 1, n4, n6, sections, u64::MAX, u64::MAX - 1, 1 << 63];
+    for a in counts {
+        for b in counts {
+            let mut f = bytes.clone();
+            f[at..at + 8].copy_from_slice(&a.to_le_bytes());
+            f[at + 8..at + 16].copy_from_slice(&b.to_le_bytes());
+            ipfib::image::reseal(&mut f);
+            match ImageTable::from_bytes(&f) {
+                Ok(_) => assert_eq!((a, b), (n4, n6), "opened with counts {a}, {b}"),
+                Err(e) => {
+                    assert!((a, b) != (n4, n6), "{e}");
+                    assert!(matches!(e, ImageError::Corrupt { .. }), "{e}");
+                }
+            }
+        }
+    }
+}

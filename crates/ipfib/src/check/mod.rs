@@ -9,9 +9,11 @@
 mod bytes;
 mod engines;
 mod fib;
+mod image;
 
 pub use engines::{check_engine_bytes, EngineCase};
 pub use fib::{check_fib_script, FibOp, FibScript, FIB_FUZZ_MAX_OPS};
+pub use image::{check_image_bytes, check_image_round_trip, IMAGE_MODES};
 
 use crate::compiled::Compiled;
 use crate::engine::auto::{self, AutoEngine, AutoOptions};

@@ -486,10 +486,14 @@ impl Reader {
     /// A reader of the `n` sections after the next `skip` ones (a part read
     /// on another thread); this one then ends after those `skip`.
     pub fn split(&mut self, skip: usize, n: usize) -> Result<Reader, ImageError> {
-        // `skip` and `n` come from the file: any value, so no sum may wrap.
-        let from = self.next.saturating_add(skip);
-        let end = from.checked_add(n).filter(|&e| e <= self.entries.len());
-        let Some(end) = end else {
+        // `skip` and `n` come from the file: checked arithmetic throughout.
+        let range = self
+            .next
+            .checked_add(skip)
+            .and_then(|from| Some((from, from.checked_add(n)?)))
+            .filter(|&(_, end)| end <= self.entries.len());
+        let Some((from, end)) = range else {
+            let from = self.next.saturating_add(skip);
             let at = self.offset_of_next();
             return Err(ImageError::corrupt(
                 at,

@@ -26,7 +26,7 @@ use super::kernel::Count;
 /// One cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-pub struct Line([u8; 64]);
+pub struct Line(pub(super) [u8; 64]);
 
 crate::image::plain_bytes!(Line, Desc);
 

@@ -15,7 +15,8 @@
 //! - every descriptor has the equalised `max_levels <= 6` levels, and every
 //!   node a descent can reach (a node's child is `node * (LANES + 1) + c`
 //!   for `c` up to its non-padding keys) lies inside `inner`, and ends at a
-//!   window whose first rank is at most `keys`;
+//!   window whose first rank is at most `keys`; no node with separators is
+//!   reached twice (which keeps this check linear in a hostile file);
 //! - payloads are `NO_ROUTE`, below 2^31, or (IPv6) name a second-stage
 //!   slot, whose starts begin at 0 and increase.
 
@@ -65,17 +66,11 @@ impl<A: Family> PlanB<A> {
         if self.max_levels > MAX_LEVELS {
             return Err(format!("{} tree levels", self.max_levels));
         }
-        // Nodes the descents may visit in all: a build gives each tree its
-        // own lines (plus the shared all-padding line once per level it
-        // was raised by) and its own leaf blocks, so its trees visit at
-        // most this many. Without the bound, descriptors sharing one wide
-        // tree would make this check quadratic in the file's size.
-        let lanes = <A::Key as Key>::LANES;
-        let mut budget = (self.inner.len() / lines_per_node::<A::Key>())
-            .saturating_add(self.descs.len().saturating_mul(self.max_levels + 1))
-            .saturating_add(keys / lanes + 1);
+        // Inner nodes with separators, claimed by the first descent that
+        // reaches them: see `check_tree`.
+        let mut claimed = vec![false; self.inner.len() / lines_per_node::<A::Key>()];
         for (i, desc) in self.descs.iter().enumerate() {
-            self.check_tree(desc, keys, &mut budget)
+            self.check_tree(desc, keys, &mut claimed)
                 .map_err(|e| format!("local tree {i}: {e}"))?;
         }
         let slots = self.stage2.validate()?;
@@ -144,13 +139,22 @@ impl<A: Family> PlanB<A> {
         Ok(())
     }
 
-    /// Every node a descent of `desc` can reach, level by level; each
-    /// node visited is taken from `budget`.
+    /// Every node a descent of `desc` can reach, level by level.
+    ///
+    /// A node with separators (one that can send a descent to more than one
+    /// child) belongs to one tree and is reached once: the build gives
+    /// every tree its own lines and shares only the all-padding node that
+    /// tops shallow trees (`equalise_levels`), which has one child. Without
+    /// this, descriptors repeating one deep tree would each cost the whole
+    /// tree, so a file of `n` descriptors and `m` tree nodes would take
+    /// `n * m` steps to check; with it the check is linear (each claimed
+    /// node adds at most `LANES` nodes to the next level, and an unclaimed
+    /// one a single node).
     fn check_tree(
         &self,
         desc: &super::tree::Desc,
         keys: usize,
-        budget: &mut usize,
+        claimed: &mut [bool],
     ) -> Result<(), String> {
         let lanes = <A::Key as Key>::LANES;
         if desc.levels as usize != self.max_levels {
@@ -170,9 +174,6 @@ impl<A: Family> PlanB<A> {
         let mut level = vec![0usize];
         for h in 0..self.max_levels {
             let mut next = Vec::new();
-            *budget = budget
-                .checked_sub(level.len())
-                .ok_or("its trees visit more nodes than their lines and keys hold")?;
             for &node in &level {
                 let line = desc.line[h] as usize + node;
                 if line >= inner_nodes {
@@ -182,13 +183,13 @@ impl<A: Family> PlanB<A> {
                     .iter()
                     .filter(|&&k| k != pad)
                     .count();
+                if c > 0 && std::mem::replace(&mut claimed[line], true) {
+                    return Err(format!("level {h} node {line} is reached twice"));
+                }
                 next.extend((0..=c).map(|i| node * (lanes + 1) + i));
             }
             level = next;
         }
-        *budget = budget
-            .checked_sub(level.len())
-            .ok_or("its trees visit more leaf windows than the keys hold")?;
         for &node in &level {
             let pos = desc.r0 as usize + node * lanes;
             if pos > keys {
@@ -240,7 +241,7 @@ mod tests {
         let e = engine();
         assert_eq!(e.validate(), Ok(()));
         assert!(e.tree_buckets() > 0 && e.sub_entries() > 1 && e.stage2_intervals() > 0);
-        let corruptions: [Corruption; 8] = [
+        let corruptions: [Corruption; 10] = [
             ("window past the keys", |e| {
                 e.direct[0] = (e.payloads.len() + 5) as u32;
             }),
@@ -269,11 +270,57 @@ mod tests {
             ("payload naming no slot", |e| {
                 e.payloads[0] = STAGE2 + 1_000_000;
             }),
+            ("a real key equal to the padding key", |e| {
+                let keys = e.payloads.len() - 1;
+                e.leaves[keys - 1] = u64::MAX;
+            }),
+            ("no payloads", |e| {
+                e.payloads = crate::mem::LookupBuf::from_slice(&[]);
+            }),
         ];
         for (what, corrupt) in corruptions {
             let mut e = engine();
             corrupt(&mut e);
             assert!(e.validate().is_err(), "{what}");
         }
+    }
+
+    /// Descriptors that all name one deep tree: each is a valid descent,
+    /// but checking them one by one would cost descriptors x tree nodes
+    /// (a file of a few MB: minutes). The second one is refused at once.
+    #[test]
+    fn validate_refuses_descriptors_sharing_a_tree() {
+        use super::super::tree::{Desc, Line};
+        use crate::mem::LookupBuf;
+        // Three levels of all-zero separators (17, then 289 children) over
+        // 17^3 windows of 16 keys each.
+        let keys = 17usize.pow(3) * 16;
+        let mut leaves: Vec<u32> = (0..keys as u32).collect();
+        leaves.resize(keys + 16, u32::MAX);
+        let tree = Desc {
+            r0: 0,
+            levels: 3,
+            line: [0, 1, 18, 0, 0, 0],
+        };
+        let mut e = PlanB::<u32> {
+            leaves: LookupBuf::from_slice(&leaves),
+            inner: LookupBuf::from_slice(&vec![Line([0; 64]); 1 + 17 + 289]),
+            descs: LookupBuf::from_slice(&[tree]),
+            direct: LookupBuf::from_slice(&[DP_PAYLOAD | 1; 2]),
+            direct_shift: 31,
+            sub: LookupBuf::from_slice(&[]),
+            sub_shift: 33,
+            payloads: LookupBuf::from_slice(&vec![0; keys + 1]),
+            stage2: Default::default(),
+            kernel: Kernel::Scalar,
+            intervals: keys + 1,
+            max_levels: 3,
+        };
+        assert_eq!(e.validate(), Ok(()));
+        e.descs = LookupBuf::from_slice(&vec![tree; 100_000]);
+        let t = std::time::Instant::now();
+        let err = e.validate().unwrap_err();
+        assert!(err.contains("reached twice"), "{err}");
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
     }
 }
