@@ -124,8 +124,20 @@ def bench_file(spec: str, args: argparse.Namespace, texts: list[str]) -> list[di
         args.n,
         timed(lambda: t.lookup_many(series, masked=True), args.passes),
     )
+    v4 = np.array([int(ipaddress.IPv4Address(a)) for a in texts if ":" not in a], np.uint32)
+    v6 = np.array(
+        [divmod(int(ipaddress.IPv6Address(a)), 1 << 64) for a in texts if ":" in a], np.uint64
+    ).reshape(-1, 2)
+    rate(
+        "ipfib lookup_many(numpy packed v4 + v6)",
+        len(v4) + len(v6),
+        timed(
+            lambda: (t.lookup_many(v4, default=None), t.lookup_many(v6, default=None)), args.passes
+        ),
+    )
     # Peers.
     rdr = maxminddb_rust.open_database(path)
+    rate("maxminddb-rust get_many (whole records)", args.n, timed(lambda: rdr.get_many(texts), 1))
     path_key = field.split(".")
     theirs = rate(
         "maxminddb-rust get_many_path(list of str)",

@@ -9,11 +9,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 data=${IPFIB_DATA:-$root/../shared/data}
-venv=${IPFIB_VENV:-$root/target/pyvenv}
+# A venv of its own: maxminddb-polars pins the polars it was built for,
+# which need not be the one the test venv pins.
+venv=${IPFIB_BENCH_VENV:-$root/target/formats-venv}
 n=${1:-10000000}
 cargo build --release -q -p ipfib-cli -p ipfib --example image_open
-"$venv/bin/python" -m pip install -q maxminddb==3.2.0 maxminddb-rust==0.8.0 maxminddb-polars==0.3.0 polars==2.1.0
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q numpy pyarrow maturin maxminddb==3.2.0 maxminddb-rust==0.8.0 maxminddb-polars==0.3.0
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps .
+"$venv/bin/python" -c 'import polars; print("polars", polars.__version__)'
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (zcat "$data/routeviews-rv2-20260730-1400.pfx2as.txt.gz"; zcat "$data/routeviews-rv6-20260730-1400.pfx2as.txt.gz") > "$work/rv.pfx2as"
