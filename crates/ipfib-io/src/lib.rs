@@ -128,6 +128,8 @@ pub use ipfib::prefix::{AnyPrefix, HostBits};
 pub use mmdb::{
     FieldPath, MmdbInfo, MmdbNetwork, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
     MAX_VALUES as MMDB_MAX_VALUES, MAX_VISITS_PER_NODE as MMDB_MAX_VISITS_PER_NODE,
+    VALUE_BYTES_FLOOR as MMDB_VALUE_BYTES_FLOOR,
+    VALUE_BYTES_PER_FILE_BYTE as MMDB_VALUE_BYTES_PER_FILE_BYTE,
 };
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
 /// readers of MRT records other than ours (the RIB's `mrt::load`).

@@ -394,3 +394,67 @@ fn crafted_trees_follow_the_official_semantics() {
         .to_string()
         .contains("below the last address bit"));
 }
+
+/// A record of 32 pointers to one 64 KiB string of control characters
+/// (2 MiB of strings: within the decoder's payload limit; 12 MiB of JSON
+/// once escaped) under a full tree of `depth` levels: 2^depth networks
+/// share it. Each route holds its own copy of the text, so without a
+/// bound on the values' total a 68 KB file asks for 12 MiB x 2^depth.
+fn shared_heavy_record(depth: u32) -> Vec<u8> {
+    let n = (1u32 << depth) - 1;
+    let data_ptr = n + 16; // data offset 0
+    let nodes: Vec<(u32, u32)> = (0..n)
+        .map(|i| {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            if l >= n {
+                (data_ptr, data_ptr)
+            } else {
+                (l, r)
+            }
+        })
+        .collect();
+    // Array (extended type 4) of 32 items: size 29 + 3.
+    let mut data = vec![29, 4, 3];
+    for _ in 0..32 {
+        data.extend([0x28, 0, 0]); // pointer (size 1) to data byte 2048
+    }
+    data.resize(2048, 0);
+    data.extend([0x5e, 0xfe, 0xe3]); // string of 285 + 0xfee3 = 65,536 bytes
+    data.extend(std::iter::repeat_n(1u8, 65_536));
+    build(4, &nodes, &data)
+}
+
+#[test]
+fn values_shared_by_many_networks_are_bounded() {
+    let scratch = Scratch::new("mmdb-shared-heavy");
+    // 2 networks: 24 MiB of values, within the floor; the record reads
+    // back whole (32 strings of 65,536 escaped characters).
+    let path = scratch.write("two.mmdb", &shared_heavy_record(1));
+    let l = load(&path, None, true).unwrap();
+    assert_eq!(l.routes.len(), 2);
+    let per = 2 + 32 * (2 + 6 * 65_536) + 31;
+    assert!(l.routes.iter().all(|r| r.value.len() == per));
+    // 1,024 networks (12 GiB of copies) from a 68 KB file: refused at
+    // the budget, naming the record's byte, before the memory is taken.
+    let file = shared_heavy_record(10);
+    assert!(file.len() < 100_000);
+    let path = scratch.write("many.mmdb", &file);
+    let start = Instant::now();
+    for strict in [false, true] {
+        let e = load(&path, None, strict).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, ReadError::Mmdb { offset, .. } if offset == u64::from((1u32 << 10) - 1) * 6 + 16)
+                && msg.contains("values take more than"),
+            "{msg}"
+        );
+    }
+    assert!(start.elapsed() < TIME_BOUND);
+    let budget = ipfib_io::MMDB_VALUE_BYTES_FLOOR
+        .max(ipfib_io::MMDB_VALUE_BYTES_PER_FILE_BYTE * file.len() as u64);
+    assert!(budget < (per as u64) * 1024);
+    // One field of it (an item of the array) is small: loads.
+    let l = load(&path, Some("0"), true).unwrap();
+    assert_eq!(l.routes.len(), 1024);
+    assert!(l.routes.iter().all(|r| r.value.len() == 65_536));
+}

@@ -209,7 +209,7 @@ impl<'a> Decoder<'a> {
             let depth = deeper(depth, at)?;
             let target = self.field(f.size).map_err(|e| DecodeError {
                 offset: at,
-                reason: format!("pointer to byte {}: {}", f.size, e.reason),
+                reason: format!("pointer to offset {} of the section: {}", f.size, e.reason),
             })?;
             if target.kind == POINTER {
                 return err(at, "pointer to a pointer");
@@ -457,7 +457,7 @@ mod tests {
             (b"\x00\x00", "unknown extended type 7"),
             (b"\xe1\xc1\x01\xc1\x01", "map key is not a string"),
             (b"\x20\x02\x20\x00", "pointer to a pointer"),
-            (b"\x20\x09", "pointer to byte 9"),
+            (b"\x20\x09", "pointer to offset 9 of the section"),
             (b"\xfd\xff", "cannot fit"),
         ] {
             let e = one(bytes).unwrap_err();

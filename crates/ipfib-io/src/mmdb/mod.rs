@@ -106,8 +106,24 @@ pub struct MmdbNetwork {
     pub fields: Arc<[Option<String>]>,
 }
 
+/// The bytes the routes' values of one [`load`] may take in all: at least
+/// this many,
+pub const VALUE_BYTES_FLOOR: u64 = 256 << 20;
+/// or this many per byte of the file, whichever is more.
+///
+/// A record is decoded and rendered once per distinct data offset, but
+/// every network's route holds its own copy of the text. A small file
+/// whose many networks share one record of megabytes (the decoder's limits
+/// allow 2 MiB of strings per record, 12 MiB of JSON once control
+/// characters are escaped) would otherwise take gigabytes: a 68 KB file of
+/// 1,024 networks, 12 GiB. Real databases stay far below the bound
+/// (iptoasn-country: 2.9 bytes of values per byte of file; MaxMind's
+/// City and Country test databases: 11-14).
+pub const VALUE_BYTES_PER_FILE_BYTE: u64 = 64;
+
 /// Load a whole MaxMind DB file held in memory as routes: the record as
-/// JSON, or one field.
+/// JSON, or one field. Refused (a layout error) when the values would take
+/// more than the budget above.
 pub(crate) fn load(
     file: &[u8],
     path: &Path,
@@ -117,15 +133,44 @@ pub(crate) fn load(
     let fields = field.map(std::slice::from_ref);
     let select = fields.map_or(Select::Whole, Select::Fields);
     let mut routes = Vec::new();
-    let report = walk_networks(file, path, &select, strict, |prefix, values, ordinal| {
-        if let Some(Some(v)) = values.first() {
-            routes.push(Route {
-                prefix,
-                value: v.clone(),
-                line: ordinal,
-            });
-        }
-    })?;
+    let budget = VALUE_BYTES_FLOOR.max(VALUE_BYTES_PER_FILE_BYTE.saturating_mul(file.len() as u64));
+    let mut total = 0u64;
+    let mut over: Option<(u64, AnyPrefix)> = None;
+    let report = walk_networks(
+        file,
+        path,
+        &select,
+        strict,
+        |prefix, values, ordinal, record_at| {
+            if over.is_some() {
+                return;
+            }
+            if let Some(Some(v)) = values.first() {
+                total += v.len() as u64;
+                if total > budget {
+                    over = Some((record_at, prefix));
+                    return;
+                }
+                routes.push(Route {
+                    prefix,
+                    value: v.clone(),
+                    line: ordinal,
+                });
+            }
+        },
+    )?;
+    if let Some((offset, prefix)) = over {
+        return Err(ReadError::Mmdb {
+            path: path.to_path_buf(),
+            offset,
+            reason: format!(
+                "the networks' values take more than {budget} bytes in all (the larger of \
+                 {VALUE_BYTES_FLOOR} and {VALUE_BYTES_PER_FILE_BYTE} per byte of the file), \
+                 reached at network {prefix} whose record is at this byte: records shared by \
+                 many networks are copied into each; refused (pick a field with --value)"
+            ),
+        });
+    }
     Ok((routes, report))
 }
 
@@ -143,7 +188,7 @@ pub(crate) fn load_fields(
         path,
         &Select::Fields(fields),
         strict,
-        |prefix, values, _| {
+        |prefix, values, _, _| {
             out.push(MmdbNetwork {
                 prefix,
                 fields: Arc::clone(values),
@@ -154,13 +199,14 @@ pub(crate) fn load_fields(
 }
 
 /// Walk both tables' networks, calling `emit` for each network with a
-/// value (the network's ordinal among all networks, 1-based).
+/// value (the network's ordinal among all networks, 1-based, and the file
+/// offset of its record).
 fn walk_networks(
     file: &[u8],
     path: &Path,
     select: &Select<'_>,
     strict: bool,
-    mut emit: impl FnMut(AnyPrefix, &Arc<[Option<String>]>, u64),
+    mut emit: impl FnMut(AnyPrefix, &Arc<[Option<String>]>, u64, u64),
 ) -> Result<Report, ReadError> {
     let layout_err = |e: tree::LayoutError| ReadError::Mmdb {
         path: path.to_path_buf(),
@@ -259,7 +305,12 @@ fn walk_networks(
             match outcome {
                 Outcome::Values(values) => {
                     if values.iter().any(Option::is_some) {
-                        emit(prefix, values, ordinal);
+                        emit(
+                            prefix,
+                            values,
+                            ordinal,
+                            layout.data_start + u64::from(offset),
+                        );
                     } else {
                         info.without_field += 1;
                     }
