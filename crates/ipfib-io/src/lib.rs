@@ -142,7 +142,7 @@ pub use read::{
 };
 pub use table::{
     load_mmdb_fields, load_table, load_table_from, load_table_with_progress, read_updates,
-    read_updates_from, TableLoad, TableOptions, UpdateReader,
+    read_updates_from, TableLoad, TableOptions, UpdateReader, MMDB_SNIFF_BYTES, MMDB_STREAM_BYTES,
 };
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
 pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

@@ -157,15 +157,7 @@ pub fn load_mmdb_fields(
         })?
     } else {
         let mut input = open_input(path, None)?;
-        let mut file = Vec::new();
-        input
-            .reader
-            .read_to_end(&mut file)
-            .map_err(|source| ReadError::Io {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        file
+        read_capped(&mut input.reader, MMDB_STREAM_BYTES, path, "a MaxMind DB")?
     };
     crate::mmdb::load_fields(&file, path, fields, strict)
 }
@@ -229,7 +221,8 @@ fn load_stream(
     let (format, mut reader) = resolve(reader, path, opts.format)?;
     if format == Format::Mmdb {
         let mut file = Vec::new();
-        reader
+        (&mut reader)
+            .take(MMDB_STREAM_BYTES)
             .read_to_end(&mut file)
             .map_err(|source| ReadError::Damaged {
                 path: path.to_path_buf(),
@@ -314,6 +307,42 @@ fn load_image(mut reader: Box<dyn BufRead + Send>, path: &Path) -> Result<TableL
     Ok(TableLoad { routes, report })
 }
 
+/// Most decompressed bytes read to find a MaxMind DB by its trailing
+/// marker when the format is not named: a few MB of zstd can expand to
+/// gigabytes of zeros, so sniffing a binary stream stops here (name the
+/// format with `--format mmdb` for a larger one).
+pub const MMDB_SNIFF_BYTES: u64 = 256 << 20;
+/// Most decompressed bytes of a MaxMind DB read through a stream (the
+/// format's 32-bit pointers put its data section under 4 GiB).
+pub const MMDB_STREAM_BYTES: u64 = 4 << 30;
+
+/// Read `reader` to its end, refusing more than `cap` bytes.
+fn read_capped(
+    reader: &mut dyn Read,
+    cap: u64,
+    path: &Path,
+    what: &str,
+) -> Result<Vec<u8>, ReadError> {
+    let mut all = Vec::new();
+    reader
+        .take(cap + 1)
+        .read_to_end(&mut all)
+        .map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if all.len() as u64 > cap {
+        return Err(ReadError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{what}: more than {cap} bytes after decompression"),
+            ),
+        });
+    }
+    Ok(all)
+}
+
 /// The format to read: as asked, or sniffed from the head of the stream
 /// (which is put back in front of the rest).
 fn resolve(
@@ -337,12 +366,13 @@ fn resolve(
         // compressed one, or bytes handed in: read it all to see).
         Err(tried) if failure.is_none() => {
             let mut all = head;
-            reader
-                .read_to_end(&mut all)
-                .map_err(|source| ReadError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
+            let rest = read_capped(
+                &mut reader,
+                MMDB_SNIFF_BYTES,
+                path,
+                "binary input that is not MRT, looked at as a MaxMind DB (name the format with --format for a larger one)",
+            )?;
+            all.extend_from_slice(&rest);
             if crate::mmdb::looks_like_mmdb(&all) {
                 return Ok((Format::Mmdb, Box::new(Cursor::new(all))));
             }

@@ -458,3 +458,29 @@ fn values_shared_by_many_networks_are_bounded() {
     assert_eq!(l.routes.len(), 1024);
     assert!(l.routes.iter().all(|r| r.value.len() == 65_536));
 }
+
+/// Binary input that is not MRT is looked at as a MaxMind DB, whose marker
+/// is at the end; a stream that decompresses to far more than any MaxMind
+/// DB is refused once past the sniffing bound, not read whole (a few MB of
+/// zstd can expand to gigabytes of zeros).
+#[test]
+fn sniffing_a_huge_binary_stream_stops_at_the_bound() {
+    struct Zeros(u64);
+    impl std::io::Read for Zeros {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = (buf.len() as u64).min(self.0) as usize;
+            buf[..n].fill(0);
+            self.0 -= n as u64;
+            Ok(n)
+        }
+    }
+    let total = ipfib_io::MMDB_SNIFF_BYTES + (64 << 20);
+    let stream = std::io::Read::chain(Cursor::new(vec![0u8, 1, 2, 3, 0xfe, 0xfd]), Zeros(total));
+    let e = ipfib_io::load_table_from(
+        std::io::BufReader::new(stream),
+        "zeros.bin",
+        &TableOptions::default(),
+    )
+    .expect_err("refused");
+    assert!(e.to_string().contains("after decompression"), "{e}");
+}

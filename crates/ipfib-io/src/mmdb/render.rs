@@ -77,9 +77,12 @@ pub fn json(v: &Val<'_>) -> String {
 }
 
 /// A selected field as route text: strings and bytes unquoted, the rest as
-/// JSON.
+/// JSON. A string that is empty or holds a line break (which would forge
+/// an output line of `ipfib lookup`) is written as a JSON string, quoted
+/// and escaped.
 pub fn field_text(v: &Val<'_>) -> String {
     match v {
+        Val::Str(s) if s.is_empty() || s.contains(['\n', '\r']) => json(v),
         Val::Str(s) => (*s).to_string(),
         Val::Bytes(b) => hex(b),
         other => json(other),
@@ -163,6 +166,18 @@ fn write_str(s: &str, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn selected_strings_cannot_forge_output_lines() {
+        assert_eq!(field_text(&Val::Str("GB")), "GB");
+        assert_eq!(field_text(&Val::Str("United States")), "United States");
+        assert_eq!(
+            field_text(&Val::Str("a\nb 1.2.3.4 x")),
+            "\"a\\nb 1.2.3.4 x\""
+        );
+        assert_eq!(field_text(&Val::Str("")), "\"\"");
+    }
+
     use super::*;
 
     #[test]
