@@ -217,6 +217,7 @@ class Table:
         with_prefix_len: Literal[False] = False,
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
+        return_index: bool = False,
     ) -> npt.NDArray[Any]: ...
     @overload
     def lookup_many(
@@ -228,6 +229,7 @@ class Table:
         with_prefix_len: Literal[True],
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
+        return_index: bool = False,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int16]]: ...
     @overload
     def lookup_many(
@@ -239,6 +241,7 @@ class Table:
         with_prefix_len: bool = False,
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
+        return_index: bool = False,
     ) -> Any:
         """Vectorised longest-prefix match, one answer per address.
 
@@ -276,6 +279,12 @@ class Table:
         ``masked=True`` returns a ``numpy.ma`` masked array (masked where
         nothing matches); ``with_prefix_len=True`` returns ``(values,
         lengths)`` with ``int16`` lengths (-1: no match).
+
+        ``return_index=True`` answers, instead of values, the matched
+        route's index in ``items()`` order (``int64``; -1: no match): IPv4
+        routes first, so ``list(t)[i]`` is the matched prefix. Gather
+        per-route columns with it (prefix text, several attributes) in one
+        lookup; ``dtype`` must then be ``None``.
 
         A bad address raises ``ValueError`` naming it and its index;
         ``errors="coerce"`` makes it a no-match instead. The lookups run
@@ -410,6 +419,29 @@ class Table:
 
         >>> t.to_mmdb("asn.mmdb", field="autonomous_system_number")  # doctest: +SKIP
         {'ip_version': 6, 'record_size': 24, 'node_count': 2197660, ...}
+        """
+
+    def save(
+        self, path: str | os.PathLike[str], *, source: str = "ipfib.Table.save"
+    ) -> dict[str, Any]:
+        """Write the table as a compiled table file, the format of ``ipfib
+        compile``: ``Table.open`` (or ``ipfib lookup --table``) maps it in
+        milliseconds, and every process that opens it shares one copy in
+        memory. Written to a temporary file beside ``path``, then renamed
+        over it, so a reader never maps a half-written file.
+
+        Values are kept as text and read back as every table file's are: an
+        ``int`` as decimal text (an ``int`` again), a ``str`` as itself.
+        ``ValueError`` for a ``str`` value that would come back as an
+        ``int`` (a canonical decimal such as ``"15169"``), ``TypeError`` for
+        values of other types or a table of several MaxMind DB fields,
+        ``OSError`` when the file cannot be written; each names the prefix
+        or the path. ``source`` is free text kept in the file (``ipfib
+        info`` shows it). Returns ``bytes``, the route counts and the
+        engines chosen per family.
+
+        >>> t.save("rv2.ipfib")                                  # doctest: +SKIP
+        {'bytes': 33005568, 'prefixes_v4': 1102325, 'prefixes_v6': 0, ...}
         """
 
     def info(self) -> dict[str, Any]:

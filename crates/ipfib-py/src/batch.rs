@@ -420,6 +420,55 @@ impl FamilySink for SlotSink<'_> {
     }
 }
 
+/// Answers as route indices: the matched route's position in
+/// `Table.items()` order (IPv4 routes first, each family in walk order,
+/// so an IPv6 route's index is the IPv4 count plus its ordinal), `-1` on
+/// a miss. Fed by the route-ordinal engine (`with_len`).
+pub struct IndexSink<'a> {
+    pub index: &'a mut [i64],
+    /// The first index of the family being answered.
+    base: i64,
+    /// The number of IPv4 routes: the first IPv6 index.
+    v6_base: i64,
+    pub extra: Extra<'a>,
+}
+
+impl<'a> IndexSink<'a> {
+    pub fn new(index: &'a mut [i64], v6_base: i64, extra: Extra<'a>) -> Self {
+        IndexSink {
+            index,
+            base: 0,
+            v6_base,
+            extra,
+        }
+    }
+}
+
+impl Sink for IndexSink<'_> {
+    #[inline]
+    fn put(&mut self, pos: usize, slot: u32, len: u8) {
+        // Only misses come here (matches come through `put_route`).
+        self.index[pos] = -1;
+        self.extra.put(pos, slot, len);
+    }
+
+    #[inline]
+    fn put_route(&mut self, pos: usize, ordinal: u32, slot: u32, len: u8) {
+        self.index[pos] = if slot == NO_ROUTE {
+            -1
+        } else {
+            self.base + i64::from(ordinal)
+        };
+        self.extra.put(pos, slot, len);
+    }
+}
+
+impl FamilySink for IndexSink<'_> {
+    fn family(&mut self, family: u8) {
+        self.base = if family == 4 { 0 } else { self.v6_base };
+    }
+}
+
 /// The optional outputs: matched prefix lengths (-1 on a miss) and the
 /// miss mask (for numpy masked arrays).
 #[derive(Default)]

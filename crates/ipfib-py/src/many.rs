@@ -3,8 +3,8 @@
 //! array, masked, with prefix lengths), and the GIL-free work between.
 
 use crate::batch::{
-    answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IntSink, Items, ManyError,
-    Mixed, OnError, OutInt, SlotSink,
+    answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IndexSink, IntSink, Items,
+    ManyError, Mixed, OnError, OutInt, SlotSink,
 };
 use crate::snapshot::Snapshot;
 use crate::table::{slot_objects, Table};
@@ -325,9 +325,15 @@ pub fn lookup_many<'py>(
     with_prefix_len: bool,
     errors: &str,
     dtype: Option<&Bound<'py, PyAny>>,
+    return_index: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let on_error = OnError::parse(errors)?;
     let out_type = OutType::parse(dtype)?;
+    if return_index && !matches!(out_type, OutType::Auto | OutType::I64) {
+        return Err(PyTypeError::new_err(
+            "lookup_many: return_index=True answers int64 route indices (dtype must be None)",
+        ));
+    }
     let input = classify(addrs, on_error)?;
     let n = input.len();
     if u32::try_from(n).is_err() {
@@ -392,6 +398,18 @@ pub fn lookup_many<'py>(
     let ints_default = ints.zip(default_int);
     let (s, i, w) = (&*snap, &input, with_prefix_len);
     let values: Bound<'py, PyAny> = match (out_type, ints_default) {
+        _ if return_index => {
+            // The route-ordinal engine answers (it knows which route
+            // matched); every position is written once, as for values.
+            let index = PyArray1::<i64>::zeros(py, n, false);
+            {
+                let mut rw = index.try_readwrite().map_err(borrow_err)?;
+                let out = rw.as_slice_mut().map_err(slice_err)?;
+                let mut sink = IndexSink::new(out, snap.v4.len() as i64, extra);
+                run(py, s, i, on_error, true, &mut sink)?;
+            }
+            index.into_any()
+        }
         (OutType::Auto | OutType::I64, Some((ints, d))) => {
             int_answers::<i64>(py, s, i, on_error, w, ints, d, extra)?
         }

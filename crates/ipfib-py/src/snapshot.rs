@@ -85,7 +85,7 @@ impl EngineSpec {
     }
 
     /// The engine `auto` builds for a named one (`None`: choose).
-    fn force(self) -> Option<Pick> {
+    pub(crate) fn force(self) -> Option<Pick> {
         let s = |s: Option<u8>| Some(s.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS));
         match self {
             EngineSpec::Auto | EngineSpec::Radix => None,
@@ -416,7 +416,7 @@ impl<A: Family> FamilySnap<A> {
                     sink.put(p, o, 0);
                 } else {
                     match self.route(o) {
-                        Some((prefix, slot)) => sink.put(p, slot, prefix.len()),
+                        Some((prefix, slot)) => sink.put_route(p, o, slot, prefix.len()),
                         None => sink.put(p, NO_ROUTE, 0),
                     }
                 }
@@ -431,6 +431,15 @@ pub trait Sink {
     /// Address `pos` matched value slot `slot` (`NO_ROUTE`: no match) with
     /// a prefix of length `len`.
     fn put(&mut self, pos: usize, slot: u32, len: u8);
+
+    /// The same answer from the route-ordinal engine (`with_len`), which
+    /// also knows the matched route's `ordinal` in this family's walk
+    /// order; sinks that do not need it answer as [`Sink::put`].
+    #[inline]
+    fn put_route(&mut self, pos: usize, ordinal: u32, slot: u32, len: u8) {
+        let _ = ordinal;
+        self.put(pos, slot, len);
+    }
 }
 
 /// Both families.

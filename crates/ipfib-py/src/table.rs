@@ -458,9 +458,9 @@ impl Table {
     }
 
     /// Vectorised longest-prefix match (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None))]
+    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None, return_index = false))]
     #[pyo3(
-        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise', dtype=None)"
+        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise', dtype=None, return_index=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn lookup_many<'py>(
@@ -472,6 +472,7 @@ impl Table {
         with_prefix_len: bool,
         errors: &str,
         dtype: Option<Bound<'py, PyAny>>,
+        return_index: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::many::lookup_many(
             self,
@@ -482,6 +483,7 @@ impl Table {
             with_prefix_len,
             errors,
             dtype.as_ref(),
+            return_index,
         )
     }
 
@@ -621,6 +623,45 @@ impl Table {
             .detach(|| crate::mmdb::write(&path, &table, &objects, &opts))
             .map_err(crate::mmdb::error)?;
         crate::mmdb::stats(py, &stats)
+    }
+
+    /// Write a compiled table file (`ipfib compile`'s format; see the stub).
+    #[pyo3(signature = (path, *, source = "ipfib.Table.save"))]
+    fn save<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        source: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if self.fields.is_some() {
+            return Err(PyTypeError::new_err(
+                "save: a table of several MaxMind DB fields cannot be written as a compiled \
+                 table file (its values are tuples); load it with one field",
+            ));
+        }
+        let spec = self.live.snapshot().spec;
+        // A copy, so that writing holds neither the table's lock nor the GIL.
+        let table = self.live.with_table(py, |t| t.clone())?;
+        let text = py.detach(|| text_table(&table))?;
+        let opts = ipfib::engine::auto::AutoOptions {
+            force: spec.force(),
+            ..Default::default()
+        };
+        let stats = py
+            .detach(|| ipfib::image::write_table(&text, &path, &opts, source))
+            .map_err(|e| match e {
+                ipfib::image::ImageError::Io(e) => {
+                    pyo3::exceptions::PyOSError::new_err(format!("{}: {e}", path.display()))
+                }
+                e => PyValueError::new_err(format!("{}: {e}", path.display())),
+            })?;
+        let d = PyDict::new(py);
+        d.set_item("bytes", stats.bytes)?;
+        d.set_item("prefixes_v4", text.v4.len())?;
+        d.set_item("prefixes_v6", text.v6.len())?;
+        d.set_item("engines_v4", stats.engines_v4)?;
+        d.set_item("engines_v6", stats.engines_v6)?;
+        Ok(d)
     }
 
     /// Sizes, footprint and engine layout (kernel, direct-pointing bits).
@@ -814,4 +855,40 @@ fn warn_problems(py: Python<'_>, problems: &[String]) -> PyResult<()> {
         PyErr::warn(py, &category, &msg, 2)?;
     }
     Ok(())
+}
+
+/// The table with its values as the text a compiled table file keeps:
+/// `int` as decimal, `str` as itself. A value that would not read back as
+/// itself is refused, naming its prefix: a `str` that is a canonical
+/// decimal integer (it would come back as an `int`, as every table
+/// file's values do), or any other object (only `int` and `str` have a
+/// text form in the file).
+fn text_table(table: &RouteTables<Value>) -> PyResult<RouteTables<String>> {
+    fn text(prefix: AnyPrefix, v: &Value) -> PyResult<String> {
+        match v {
+            Value::Int(i) => Ok(i.to_string()),
+            Value::Str(s) => match Value::from_file_text(s.to_string()) {
+                Value::Str(_) => Ok(s.to_string()),
+                _ => Err(PyValueError::new_err(format!(
+                    "save: the value of {prefix} is the text {s:?}, which a compiled file \
+                     gives back as the int {s} (store it as an int, or as other text)"
+                ))),
+            },
+            Value::Obj(_) | Value::Fields(_) => Err(PyTypeError::new_err(format!(
+                "save: the value of {prefix} is neither an int nor a str (a compiled table \
+                 file keeps values as text)"
+            ))),
+        }
+    }
+    let mut out = RouteTables::new();
+    let too_many = |e: ipfib::values::TooManyValues| PyValueError::new_err(format!("save: {e}"));
+    for (p, v) in table.v4.iter() {
+        let p = AnyPrefix::from(p);
+        out.insert(p, text(p, v)?).map_err(too_many)?;
+    }
+    for (p, v) in table.v6.iter() {
+        let p = AnyPrefix::from(p);
+        out.insert(p, text(p, v)?).map_err(too_many)?;
+    }
+    Ok(out)
 }
