@@ -6,11 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import ipfib
+from ipfib import _enrich
 from ipfib.dask import enrich
 from support import ROOT, random_routes
 
@@ -75,3 +77,68 @@ def test_the_example_script(tmp_path: Path) -> None:
     run_example(str(table), str(tmp_path / "in.parquet"), str(tmp_path / "out"))
     got = dd.read_parquet(tmp_path / "out").compute()
     assert got["asn"].tolist() == [64500, 0, 64501, 0]
+
+
+def test_workers_share_one_mapped_compiled_table(tmp_path: Path) -> None:
+    """Three worker processes open the same compiled file, once each; the
+    answers (several columns, nulls for null, bad and unmatched items)
+    equal the single process's; the table costs one copy in RAM in all
+    (the sum of the workers' Pss of the mapping is about one file)."""
+    table = ipfib.Table.from_prefixes(random_routes(41, 60_000, 20_000))
+    path = tmp_path / "t.ipfib"
+    table.save(path)
+    size_kb = path.stat().st_size // 1024
+    rng = np.random.default_rng(3)
+    n = 30_000
+    src: list[Any] = [
+        f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}"
+        for a in rng.integers(0, 2**32, n).tolist()
+    ]
+    src[5], src[6] = None, "bogus"
+    pd.DataFrame({"src": src, "i": np.arange(n)}).to_parquet(tmp_path / "in.parquet")
+
+    cluster = distributed.LocalCluster(
+        n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as client:
+        out = enrich(
+            dd.read_parquet(tmp_path / "in.parquet").repartition(npartitions=9),
+            str(path),
+            column="src",
+            out={"asn": "value", "net": "prefix", "len": "prefix_len"},
+        ).compute()
+        stats = client.run(_enrich.stats)
+        real = str(path.resolve())
+        mem = client.run(_enrich.mapped_kb, real)
+    assert all(s["opened"] == 1 for s in stats.values()), stats
+    assert len(stats) == 3
+    out = out.sort_values("i")
+    assert str(out["asn"].dtype) == "int64[pyarrow]"
+    for a, asn, net, ln in zip(src, out["asn"], out["net"], out["len"]):
+        hit = table.lookup_prefix(a) if a not in (None, "bogus") else None
+        if hit is None:
+            assert asn is pd.NA and net is pd.NA and ln is pd.NA, a
+        else:
+            assert (asn, net, ln) == (hit[1], hit[0], int(hit[0].split("/")[1])), a
+    # Every worker maps the file and has most of it resident; together they
+    # account for about one copy (Pss shares each page among its mappers).
+    assert all(m["maps"] >= 1 and m["rss"] > size_kb // 2 for m in mem.values()), (mem, size_kb)
+    total_pss = sum(m["pss"] for m in mem.values())
+    assert total_pss < 1.3 * size_kb, (mem, size_kb)
+
+
+def test_a_scattered_table_answers_columns(tmp_path: Path) -> None:
+    table = ipfib.Table.from_prefixes([("10.0.0.0/8", "ten"), ("2001:db8::/32", "doc")])
+    flows = pd.DataFrame({"src": ["10.1.2.3", None, "2001:db8::7", "bad", "192.0.2.1"]})
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as client:
+        ddf = dd.from_pandas(flows, npartitions=2)
+        got = enrich(ddf, table, client, "src", {"name": "value", "len": "prefix_len"}).compute()
+        plain = enrich(ddf, table, client, "src", "name", default=None).compute()
+    assert got["name"].tolist() == ["ten", pd.NA, "doc", pd.NA, pd.NA]
+    assert got["len"].tolist() == [8, pd.NA, 32, pd.NA, pd.NA]
+    assert [None if pd.isna(x) else x for x in plain["name"]] == ["ten", None, "doc", None, None]
+    with pytest.raises(TypeError, match="pass the client"):
+        enrich(ddf, table, None, "src", "x")

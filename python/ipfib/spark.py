@@ -1,0 +1,293 @@
+"""Spark helpers: enrich a DataFrame column of IP addresses (text, or
+packed 4/16-byte binary) with longest-prefix-match answers, Arrow batches
+straight into ``Table.lookup_many`` (no Python per row).
+
+>>> from ipfib.spark import enrich, Counters                     # doctest: +SKIP
+>>> counts = Counters(spark)
+>>> out = enrich(flows, "rv2.ipfib", "src_ip", {"src_asn": "value", "src_net": "prefix"},
+...              counters=counts)
+>>> out.write.parquet("flows-asn/"); counts.value
+{'rows': ..., 'nulls': ..., 'bad': ..., 'matched': ..., 'opened': 2, ...}
+
+How the table reaches the executors (``ship=``):
+
+- ``"file"`` (default): the table as a compiled table file (a ``Table`` is
+  saved as one with ``Table.save``; a table file that is not compiled is
+  compiled on the driver) is added to the job with
+  ``SparkContext.addFile``: Spark copies it once to each executor's
+  machine, and every Python worker process there opens that copy
+  memory-mapped, once, so a machine holds one copy of the table in RAM
+  however many workers it runs.
+- ``"path"``: ``table`` is the path of a table file at the same place on
+  every executor (shared storage, or local mode): opened there directly,
+  memory-mapped when compiled, once per worker process.
+- ``"broadcast"``: the table as a Spark broadcast (its route list), rebuilt
+  once per worker process: one copy per worker. What a table of several
+  MaxMind DB fields always uses (a compiled file keeps one text value per
+  route).
+
+Answers: where the input is null, is not an address, or matches no route,
+the new columns are null. ``Counters`` counts rows, nulls, bad items,
+matches and table opens over every action that computes the DataFrame.
+``register`` makes the same lookup a SQL function (a pandas UDF).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import Table, _enrich
+from ._enrich import (
+    Counts,
+    Outputs,
+    TableLike,
+    TableRef,
+    as_table,
+    enrich_arrow,
+    file_key,
+    is_compiled,
+    outputs_for,
+)
+
+__all__ = ["Counters", "enrich", "register", "ship"]
+
+_temp_dirs: list[str] = []
+# Compiled files already added to a Spark application: addFile takes a
+# name once per application, and one copy per machine is the point.
+_shipped: dict[tuple[Any, ...], TableRef] = {}
+
+
+@atexit.register
+def _clean() -> None:
+    for d in _temp_dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _spark_file(name: str) -> str:
+    """Where a file added with ``addFile`` is on this executor."""
+    from pyspark import SparkFiles
+
+    return str(SparkFiles.get(name))
+
+
+def ship(spark: Any, table: TableLike, how: str = "file") -> TableRef:
+    """A handle on ``table`` for tasks (see the module doc for ``how``):
+    what ``enrich`` and ``register`` use; call it once and pass the handle
+    to several of them to ship the table once."""
+    if how == "path":
+        if isinstance(table, Table):
+            raise TypeError(
+                "ship='path' takes the path of a table file every executor can read, "
+                "not a Table (use ship='file')"
+            )
+        path = os.path.abspath(table)
+        file_key(path)  # exists and is readable here, or raise now
+        return TableRef(path=path)
+    if how not in ("file", "broadcast"):
+        raise ValueError(f"ship must be 'file', 'path' or 'broadcast', not {how!r}")
+    sc = spark.sparkContext
+    if how == "broadcast" or (isinstance(table, Table) and table.fields is not None):
+        # Tables a compiled file cannot hold (several MaxMind DB fields:
+        # tuple values) travel as their route list.
+        t = as_table(table)
+        return TableRef(broadcast=sc.broadcast(t), token=uuid.uuid4().hex)
+    cache_key: tuple[Any, ...] | None = None
+    if not isinstance(table, Table) and is_compiled(table):
+        cache_key = (sc.applicationId, file_key(table))
+        if cache_key in _shipped:
+            return _shipped[cache_key]
+    tmp = tempfile.mkdtemp(prefix="ipfib-spark-")
+    _temp_dirs.append(tmp)
+    if isinstance(table, Table):
+        name = f"ipfib-{uuid.uuid4().hex}.ipfib"
+        table.save(os.path.join(tmp, name))
+    elif not is_compiled(table):
+        name = f"ipfib-{uuid.uuid4().hex}-{Path(table).name}.ipfib"
+        Table.from_file(table).save(os.path.join(tmp, name), source=str(table))
+    else:
+        # A name of its own: addFile refuses a second file of the same name.
+        real = os.path.realpath(table)
+        name = f"ipfib-{abs(hash(file_key(real))):x}-{Path(real).name}"
+        dest = os.path.join(tmp, name)
+        try:
+            os.link(real, dest)
+        except OSError:
+            shutil.copyfile(real, dest)
+    sc.addFile(os.path.join(tmp, name))
+    ref = TableRef(path=name, locate=_spark_file)
+    if cache_key is not None:
+        _shipped[cache_key] = ref
+    return ref
+
+
+def _accumulator_param() -> Any:
+    from pyspark.accumulators import AccumulatorParam
+
+    class _Param(AccumulatorParam):  # type: ignore[type-arg]
+        def zero(self, value: dict[str, Any]) -> dict[str, Any]:
+            return {"rows": 0, "nulls": 0, "bad": 0, "matched": 0, "opened": 0, "pids": set()}
+
+        def addInPlace(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+            for k, v in b.items():
+                a[k] = a[k] | v if k == "pids" else a[k] + v
+            return a
+
+    return _Param()
+
+
+class Counters:
+    """What ``enrich`` saw, summed over the tasks of every action that
+    computed its DataFrame (a Spark accumulator): ``rows``, ``nulls``
+    (null inputs), ``bad`` (items that are not addresses), ``matched``,
+    ``opened`` (tables opened by worker processes: once per process) and
+    ``pids`` (those processes)."""
+
+    def __init__(self, spark: Any) -> None:
+        param = _accumulator_param()
+        self._acc = spark.sparkContext.accumulator(param.zero({}), param)
+
+    @property
+    def value(self) -> dict[str, Any]:
+        return dict(self._acc.value)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("rows", "nulls", "bad", "matched", "opened", "pids"):
+            return self._acc.value[name]
+        raise AttributeError(name)
+
+
+def _spark_type(t: Any) -> Any:
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    if pa.types.is_int64(t):
+        return T.LongType()
+    if pa.types.is_int16(t):
+        return T.ShortType()
+    if pa.types.is_float64(t):
+        return T.DoubleType()
+    return T.StringType()
+
+
+def _ref(spark: Any, table: TableLike | TableRef, how: str) -> tuple[TableRef, Table]:
+    """The handle tasks use, and the table on the driver (for typing)."""
+    if isinstance(table, TableRef):
+        if table.broadcast is not None:
+            return table, table.broadcast.value
+        if table.table is not None:
+            return table, table.table
+        where = table.path if table.locate is None else _spark_file(str(table.path))
+        return table, Table.from_file(str(where))
+    ref = ship(spark, table, how)
+    return ref, as_table(table)
+
+
+def enrich(
+    df: Any,
+    table: TableLike | TableRef,
+    col: str = "src_ip",
+    out: str | Mapping[str, str] = "value",
+    *,
+    counters: Counters | None = None,
+    ship: str = "file",
+) -> Any:
+    """``df`` plus the answers for the addresses of column ``col`` (string:
+    IPv4 or IPv6 text; binary: 4 or 16 bytes, network order), through
+    ``mapInArrow``: one ``lookup_many`` per Arrow batch.
+
+    ``out`` is a column name (it gets the matched value) or a mapping of
+    new column names to what each holds: ``"value"``, ``"prefix"`` (the
+    matched route, ``ADDR/LEN`` text), ``"prefix_len"`` (smallint) or, for
+    a MaxMind DB table loaded with several fields, a field name. A value
+    column is bigint when every value of the table is an int, else string.
+    ``table``: an ``ipfib.Table``, the path of a table file, or what
+    ``ship`` returned; ``ship``: see the module doc.
+    """
+    spark = df.sparkSession
+    ref, driver_table = _ref(spark, table, ship)
+    outputs = outputs_for(driver_table, out)
+    if col not in df.columns:
+        raise ValueError(f"enrich: no column {col!r} (columns: {', '.join(df.columns)})")
+    taken = [name for name, _ in outputs.columns if name in df.columns]
+    if taken:
+        raise ValueError(f"enrich: the DataFrame has a column {taken[0]!r} already")
+    from pyspark.sql.types import StructField, StructType
+
+    schema = StructType(
+        list(df.schema.fields)
+        + [StructField(n, _spark_type(outputs.types[n]), True) for n, _ in outputs.columns]
+    )
+    acc = counters._acc if counters is not None else None
+    return df.mapInArrow(_batches(ref, col, outputs, acc), schema)
+
+
+def _batches(ref: TableRef, col: str, outputs: Outputs, acc: Any) -> Any:
+    """The function ``mapInArrow`` runs in each task."""
+    names = [n for n, _ in outputs.columns]
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        before = _enrich.opened
+        total = Counts()
+        for rb in batches:
+            cols, counts = enrich_arrow(ref, rb.column(col), outputs)
+            total.add(counts)
+            yield pa.RecordBatch.from_arrays([*rb.columns, *cols], names=[*rb.schema.names, *names])
+        if acc is not None:
+            opened = _enrich.opened - before
+            acc.add(
+                {**total.as_dict(), "opened": opened, "pids": {os.getpid()} if opened else set()}
+            )
+
+    return run
+
+
+def register(
+    spark: Any,
+    name: str,
+    table: TableLike | TableRef,
+    what: str = "value",
+    *,
+    ship: str = "file",
+) -> Any:
+    """Register a SQL function ``name(address)`` answering ``what``
+    (``"value"``, ``"prefix"``, ``"prefix_len"`` or a field), null where
+    nothing matches: a pandas UDF over the same Arrow path as ``enrich``.
+
+    >>> register(spark, "ip_asn", "rv2.ipfib")                      # doctest: +SKIP
+    >>> spark.sql("SELECT src_ip, ip_asn(src_ip) AS asn FROM flows")  # doctest: +SKIP
+    """
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    ref, driver_table = _ref(spark, table, ship)
+    outputs = outputs_for(driver_table, {"answer": what})
+    kind = outputs.types["answer"]
+
+    def answer(s):  # type: ignore[no-untyped-def]
+        arr = pa.array(s, from_pandas=True)
+        cols, _ = enrich_arrow(ref, arr, outputs)
+        result = cols[0]
+        if pa.types.is_integer(kind):
+            # Nullable integers (to_pandas would give floats with NaN).
+            values = result.fill_null(0).to_numpy()
+            mask = result.is_null().to_numpy(zero_copy_only=False)
+            return pd.Series(pd.arrays.IntegerArray(values, mask), index=s.index)
+        # By position (`.array`): a Series from a Series aligns on labels.
+        return pd.Series(result.to_pandas().array, index=s.index)
+
+    # Real classes, not the strings `from __future__ import annotations`
+    # would leave (pyspark reads the hints to choose the UDF kind).
+    answer.__annotations__ = {"s": pd.Series, "return": pd.Series}
+    udf = pandas_udf(answer, returnType=_spark_type(kind))  # type: ignore[call-overload]
+    spark.udf.register(name, udf)
+    return udf
