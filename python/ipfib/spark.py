@@ -130,7 +130,7 @@ def ship(spark: Any, table: TableLike, how: str = "file") -> TableRef:
 def _accumulator_param() -> Any:
     from pyspark.accumulators import AccumulatorParam
 
-    class _Param(AccumulatorParam):  # type: ignore[type-arg]
+    class _Param(AccumulatorParam):  # type: ignore[misc,type-arg]
         def zero(self, value: dict[str, Any]) -> dict[str, Any]:
             return {"rows": 0, "nulls": 0, "bad": 0, "matched": 0, "opened": 0, "pids": set()}
 

@@ -117,3 +117,32 @@ def probe_addresses(routes: Sequence[tuple[str, Any]], seed: int, n: int = 2000)
     out += [str(ipaddress.IPv6Address(rnd.getrandbits(128))) for _ in range(n)]
     out += ["::ffff:10.1.2.3", "::ffff:0.0.0.0", "::10.1.2.3", "0.0.0.0", "255.255.255.255"]
     return out
+
+
+def check_enriched_flows(got: Any, tables: Sequence[Path], geo: Path) -> Any:
+    """Check a flows dataset (python/examples/flows.py) enriched by an
+    example (src_asn, src_net, src_country from ``src_ip``) against the
+    single-process ``lookup_many`` / ``items()``, row for row; returns the
+    mask of rows no route matched."""
+    import numpy as np
+    import pyarrow as pa
+
+    import ipfib
+
+    loaded = [ipfib.Table.from_file(t) for t in tables]
+    asn = ipfib.Table.from_prefixes([r for t in loaded for r in t.items()])
+    country = ipfib.Table.from_file(geo, value="country_code")
+    src = pa.array(got["src_ip"], from_pandas=True)
+    idx = asn.lookup_many(src, errors="coerce", return_index=True)
+    miss = idx < 0
+    routes = list(asn.items())
+    have = got["src_asn"]
+    assert (have.isna().to_numpy() == miss).all()
+    want_asn = np.array([routes[i][1] for i in idx[~miss]], dtype=np.int64)
+    assert (have[~miss].astype("int64").to_numpy() == want_asn).all()
+    nets = [x if isinstance(x, str) else None for x in got["src_net"]]
+    assert nets == [None if i < 0 else routes[i][0] for i in idx.tolist()]
+    cc = country.lookup_many(src, None, errors="coerce")
+    assert [x if isinstance(x, str) else None for x in got["src_country"]] == list(cc)
+    assert miss.sum() < len(got) // 2, "real flows must mostly match"
+    return miss

@@ -14,7 +14,7 @@ import pytest
 import ipfib
 from ipfib import _enrich
 from ipfib.dask import enrich
-from support import ROOT, random_routes
+from support import ROOT, check_enriched_flows, data_file, random_routes
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("dask.distributed")
@@ -69,14 +69,21 @@ def test_dask_enriches_parquet(tmp_path: Path) -> None:
     assert (want != 0).sum() > n // 10, "the test data must match often"
 
 
-def test_the_example_script(tmp_path: Path) -> None:
-    table = tmp_path / "table.txt"
-    table.write_text("10.0.0.0/8 64500\n2001:db8::/32 64501\n")
-    flows = pd.DataFrame({"src": ["10.1.2.3", "192.0.2.1", "2001:db8::7", "bad"]})
-    flows.to_parquet(tmp_path / "in.parquet")
-    run_example(str(table), str(tmp_path / "in.parquet"), str(tmp_path / "out"))
-    got = dd.read_parquet(tmp_path / "out").compute()
-    assert got["asn"].tolist() == [64500, 0, 64501, 0]
+def test_the_example_on_real_data(tmp_path: Path) -> None:
+    """python/examples/flows.py then dask_enrich.py as a user runs them, on
+    the real tables and addresses; every row checked."""
+    v4 = data_file("routeviews-rv2-20260730-1400.pfx2as.txt.gz")
+    v6 = data_file("routeviews-rv6-20260730-1400.pfx2as.txt.gz")
+    geo = data_file("mmdb/iptoasn-country.mmdb")
+    examples = ROOT / "python" / "examples"
+    gen = [sys.executable, str(examples / "flows.py"), str(tmp_path / "in"), "20000"]
+    subprocess.run(gen + ["--files", "3", "--seed", "2"], check=True, timeout=300)
+    run_example(
+        str(tmp_path / "in"), str(tmp_path / "out"), str(v4), str(v6), "--country", str(geo)
+    )
+    got = pd.read_parquet(tmp_path / "out")
+    assert len(got) == 20000
+    check_enriched_flows(got, [v4, v6], geo)
 
 
 def test_workers_share_one_mapped_compiled_table(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ and the SQL function answers as ``enrich``."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import random
 import shutil
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 import ipfib
-from support import ROOT, data_file, probe_addresses, random_routes
+from support import ROOT, check_enriched_flows, data_file, probe_addresses, random_routes
 
 
 def _need(what: str) -> None:
@@ -31,7 +32,6 @@ def _need(what: str) -> None:
 
 try:
     import pandas as pd
-    import pyarrow as pa
     from pyspark.sql import SparkSession
     from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - the test venv has them
@@ -229,22 +229,10 @@ def test_the_example_on_real_data(spark: Any, tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    import json
-
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     got = pd.read_parquet(tmp_path / "out")
     assert len(got) == summary["rows"] == 20000
-    asn = ipfib.Table.from_prefixes(
-        list(ipfib.Table.from_file(v4).items()) + list(ipfib.Table.from_file(v6).items())
-    )
-    country = ipfib.Table.from_file(geo, value="country_code")
-    src = pa.array(got["src_ip"], from_pandas=True)
-    want: Any = asn.lookup_many(src, errors="coerce", masked=True)
-    have = got["src_asn"]
-    assert (have.isna().to_numpy() == want.mask).all()
-    assert (have[~want.mask].astype("int64").to_numpy() == want.compressed()).all()
-    cc = country.lookup_many(src, None, errors="coerce")
-    assert [x if isinstance(x, str) else None for x in got["src_country"]] == list(cc)
+    miss = check_enriched_flows(got, [v4, v6], geo)
     assert summary["nulls"] == int(got["src_ip"].isna().sum()) > 0
-    assert summary["matched"] == int((~want.mask).sum()) > len(got) // 2
+    assert summary["matched"] == int((~miss).sum())
     assert summary["bad"] > 0 and summary["opened"] == len(summary["pids"]) <= 2
