@@ -14,10 +14,13 @@ How the table reaches the executors (``ship=``):
 - ``"file"`` (default): the table as a compiled table file (a ``Table`` is
   saved as one with ``Table.save``; a table file that is not compiled is
   compiled on the driver) is added to the job with
-  ``SparkContext.addFile``: Spark copies it once to each executor's
-  machine, and every Python worker process there opens that copy
-  memory-mapped, once, so a machine holds one copy of the table in RAM
-  however many workers it runs.
+  ``SparkContext.addFile``: Spark copies it once to each executor, and
+  every Python worker process of that executor opens that copy
+  memory-mapped, once, so an executor holds one copy of the table in RAM
+  however many tasks and workers it runs (one per machine in local mode
+  and with the usual one executor per machine; several executors on one
+  machine each fetch their own copy: ``"path"`` with a file at the same
+  place on every machine gives one copy per machine in every layout).
 - ``"path"``: ``table`` is the path of a table file at the same place on
   every executor (shared storage, or local mode): opened there directly,
   memory-mapped when compiled, once per worker process.
