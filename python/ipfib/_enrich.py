@@ -30,10 +30,9 @@ from . import Table
 
 TableLike = Union[Table, str, "os.PathLike[str]"]
 
-# Per process: tables opened by ``TableRef.get`` (key -> Table) and the
-# route arrays built for prefix/field outputs (key -> {what: pa.Array}).
+# Per process: tables opened by ``TableRef.get`` (key -> Table; for a file,
+# only its newest version is kept, so a replaced file is let go).
 _tables: dict[tuple[Any, ...], Table] = {}
-_routes: dict[tuple[Any, ...], dict[str, Any]] = {}
 _lock = threading.Lock()
 # How many tables this process opened through a TableRef (tests check
 # that a table reaches a worker process once, not once per task).
@@ -48,9 +47,15 @@ def stats() -> dict[str, Any]:
 def mapped_kb(path: str) -> dict[str, int]:
     """This process's resident (``rss``) and proportional (``pss``: each
     page divided among the processes mapping it) kilobytes of its mappings
-    of ``path``, and how many there are (``maps``), from /proc/self/smaps
-    (Linux). What shows that workers share one copy of a mapped table."""
-    out = {"rss": 0, "pss": 0, "maps": 0}
+    of ``path``, how many there are (``maps``), and its private anonymous
+    resident memory (``anon``, all of it), from /proc (Linux). What shows
+    that workers share one copy of a mapped table and keep none of their
+    own."""
+    out = {"rss": 0, "pss": 0, "maps": 0, "anon": 0}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                out["anon"] = int(line.split()[1])
     current = False
     with open("/proc/self/smaps") as f:
         for line in f:
@@ -63,6 +68,19 @@ def mapped_kb(path: str) -> dict[str, int]:
             elif current and words[0] in ("Rss:", "Pss:"):
                 out[words[0][:-1].lower()] += int(words[1])
     return out
+
+
+def release() -> dict[str, int]:
+    """Forget this process's opened tables; its anonymous resident memory
+    (kB) before and after (what the tables kept privately, beside their
+    shared mappings; tests and benchmarks)."""
+    import gc
+
+    before = mapped_kb("")["anon"]
+    with _lock:
+        _tables.clear()
+    gc.collect()
+    return {"before": before, "after": mapped_kb("")["anon"]}
 
 
 def file_key(path: str | os.PathLike[str]) -> tuple[Any, ...]:
@@ -110,15 +128,12 @@ class TableRef:
                     t = self.table
                 else:
                     t = Table.from_file(where)
+                    # An older version of the same file: let it go.
+                    for old in [k for k in _tables if k[0] == key[0] and k != key]:
+                        del _tables[old]
                 _tables[key] = t
                 opened += 1
             return t
-
-    def key(self) -> tuple[Any, ...]:
-        if self.path is None:
-            return ("shipped", self.token)
-        where = self.locate(self.path) if self.locate is not None else self.path
-        return file_key(where)
 
 
 def as_table(table: TableLike) -> Table:
@@ -182,7 +197,7 @@ def outputs_for(table: Table, out: str | Mapping[str, str]) -> Outputs:
                     f"enrich: this table has several fields ({', '.join(fields)}): "
                     "name a field instead of 'value'"
                 )
-            types[name] = pa.int64() if table.info()["integer_values"] else pa.string()
+            types[name] = pa.int64() if table._integer_values else pa.string()
         elif fields is not None and what in fields:
             if field_types is None:
                 field_types = _field_types(table, fields)
@@ -256,53 +271,85 @@ def _count_bad(arr: Any, candidates: np.ndarray) -> int:
     return int(np.ma.getmaskarray(hit).sum())
 
 
-def _route_arrays(ref: TableRef, table: Table, whats: set[str], types: dict[str, Any]) -> Any:
-    """Per route (in ``items()`` order), the arrays index outputs take
-    from: built once per process and table."""
+def _normalise(arr: Any, column: str) -> Any:
+    """``arr`` as one Arrow array of a type ``lookup_many`` reads (text or
+    packed binary), or ``TypeError`` naming the column."""
     import pyarrow as pa
 
-    key = ref.key()
-    with _lock:
-        have = _routes.setdefault(key, {})
-        missing = [w for w in whats if w not in have]
-        if missing:
-            items = table.items()
-            for w in missing:
-                if w == PREFIX:
-                    have[w] = pa.array([p for p, _ in items], type=pa.string())
-                elif w == PREFIX_LEN:
-                    have[w] = pa.array([int(p.rsplit("/", 1)[1]) for p, _ in items], pa.int16())
-                elif w == VALUE:
-                    have[w] = pa.array([v for _, v in items], type=types[w])
-                else:
-                    assert table.fields is not None
-                    i = table.fields.index(w)
-                    have[w] = pa.array([v[i] for _, v in items], type=types[w])
-        return have
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.dictionary_decode()
+        t = arr.type
+    if pa.types.is_null(t):  # empty or all-null partitions of object columns
+        return arr.cast(pa.string())
+    if getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return arr.cast(pa.large_string())
+    if getattr(pa.types, "is_binary_view", lambda _: False)(t):
+        return arr.cast(pa.large_binary())
+    ok = (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or (pa.types.is_fixed_size_binary(t) and t.byte_width in (4, 16))
+    )
+    if not ok:
+        raise TypeError(
+            f"enrich: column {column!r} holds {t}; addresses must be text (IPv4 or IPv6) "
+            "or packed binary (4 or 16 bytes, network order)"
+        )
+    return arr
 
 
-def enrich_arrow(ref: TableRef, arr: Any, outputs: Outputs) -> tuple[list[Any], Counts]:
+def _validity(miss: np.ndarray) -> Any:
+    """An Arrow validity bitmap: valid where not ``miss``."""
+    import pyarrow as pa
+
+    return pa.py_buffer(np.packbits(~miss, bitorder="little"))
+
+
+def enrich_arrow(
+    ref: TableRef, arr: Any, outputs: Outputs, column: str = "address"
+) -> tuple[list[Any], Counts]:
     """The output columns for one Arrow array of addresses (text, or
     packed 4/16-byte binary), in ``outputs`` order, and the counts."""
     import pyarrow as pa
 
     table = ref.get()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = _normalise(arr, column)
     n = len(arr)
     nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
     cols: list[Any] = []
     if outputs.by_index:
-        idx = table.lookup_many(arr, errors="coerce", return_index=True)
-        miss = idx < 0
-        take = pa.array(idx, mask=miss)
+        # Prefix text or fields: every column from one snapshot (Rust).
         whats = {w for _, w in outputs.columns}
-        kinds = {
-            w: outputs.types[name] for name, w in outputs.columns if w not in (PREFIX, PREFIX_LEN)
-        }
-        routes = _route_arrays(ref, table, whats, kinds)
-        for _, what in outputs.columns:
-            cols.append(routes[what].take(take))
+        got = table._lookup_columns(arr, prefix=PREFIX in whats, value=bool(whats - {PREFIX}))
+        miss = got["index"] < 0
+        fields = table.fields
+        for name, what in outputs.columns:
+            if what == PREFIX:
+                text = pa.Array.from_buffers(
+                    pa.large_string(),
+                    n,
+                    [
+                        _validity(miss),
+                        pa.py_buffer(got["prefix_offsets"]),
+                        pa.py_buffer(got["prefix_data"]),
+                    ],
+                )
+                cols.append(text.cast(pa.string()))
+            elif what == PREFIX_LEN:
+                cols.append(pa.array(got["prefix_len"], type=pa.int16(), mask=miss))
+            elif what == VALUE:
+                cols.append(_value_column(got["value"], miss, outputs.types[name], name))
+            else:
+                assert fields is not None
+                i = fields.index(what)
+                items = [None if v is None else v[i] for v in got["value"].tolist()]
+                column_items = np.array(items, dtype=object)
+                cols.append(_value_column(column_items, None, outputs.types[name], name))
     else:
         want_len = any(w == PREFIX_LEN for _, w in outputs.columns)
         want_val = any(w == VALUE for _, w in outputs.columns)
@@ -312,14 +359,14 @@ def enrich_arrow(ref: TableRef, arr: Any, outputs: Outputs) -> tuple[list[Any], 
         if want_val:
             assert value_name is not None
             integer = pa.types.is_integer(outputs.types[value_name])
-            got = table.lookup_many(
+            got_many = table.lookup_many(
                 arr,
                 0 if integer else None,
                 errors="coerce",
                 masked=True,
                 with_prefix_len=want_len,
             )
-            vals, lens = got if want_len else (got, None)
+            vals, lens = got_many if want_len else (got_many, None)
             miss = np.ma.getmaskarray(vals)
         else:
             _, lens = table.lookup_many(
@@ -330,12 +377,7 @@ def enrich_arrow(ref: TableRef, arr: Any, outputs: Outputs) -> tuple[list[Any], 
             if what == PREFIX_LEN:
                 cols.append(pa.array(np.ma.getdata(lens), type=pa.int16(), mask=miss))
             else:
-                kind = outputs.types[name]
-                data = np.ma.getdata(vals)
-                if pa.types.is_integer(kind):
-                    cols.append(pa.array(data, type=kind, mask=miss))
-                else:
-                    cols.append(_text_column(data, miss, kind, name))
+                cols.append(_value_column(np.ma.getdata(vals), miss, outputs.types[name], name))
     n_null = int(nulls.sum()) if nulls is not None else 0
     candidates = miss if nulls is None else miss & ~nulls
     bad = _count_bad(arr, candidates)
@@ -343,7 +385,9 @@ def enrich_arrow(ref: TableRef, arr: Any, outputs: Outputs) -> tuple[list[Any], 
     return cols, counts
 
 
-def _text_column(data: np.ndarray, miss: np.ndarray, kind: Any, name: str) -> Any:
+def _value_column(data: np.ndarray, miss: np.ndarray | None, kind: Any, name: str) -> Any:
+    """Values as an Arrow column of type ``kind``, null where ``miss``
+    (and, for objects, where the item is None)."""
     import pyarrow as pa
 
     try:

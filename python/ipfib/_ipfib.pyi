@@ -433,7 +433,8 @@ class Table:
         Values are kept as text and read back as every table file's are: an
         ``int`` as decimal text (an ``int`` again), a ``str`` as itself.
         ``ValueError`` for a ``str`` value that would come back as an
-        ``int`` (a canonical decimal such as ``"15169"``), ``TypeError`` for
+        ``int`` (a canonical decimal such as ``"15169"``) or a negative
+        ``int`` (table files' integers are unsigned), ``TypeError`` for
         values of other types or a table of several MaxMind DB fields,
         ``OSError`` when the file cannot be written; each names the prefix
         or the path. ``source`` is free text kept in the file (``ipfib
@@ -443,6 +444,16 @@ class Table:
         >>> t.save("rv2.ipfib")                                  # doctest: +SKIP
         {'bytes': 33005568, 'prefixes_v4': 1102325, 'prefixes_v6': 0, ...}
         """
+
+    @property
+    def _integer_values(self) -> bool:
+        """Whether every value is an ``int`` (private: ``ipfib._enrich``)."""
+
+    def _lookup_columns(
+        self, addrs: Any, *, prefix: bool = False, value: bool = False
+    ) -> dict[str, Any]:
+        """Route index, prefix length and optionally prefix text buffers and
+        values from one snapshot (private: ``ipfib._enrich``)."""
 
     def info(self) -> dict[str, Any]:
         """Sizes and layout: ``engine``, ``engine_v4`` / ``engine_v6`` (with

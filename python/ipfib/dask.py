@@ -16,7 +16,11 @@ How the table reaches the workers:
   list and is rebuilt there: one copy per worker process).
 
 Every partition is answered by one vectorised ``lookup_many`` call (GIL
-released). See ``python/examples/dask_enrich.py`` for a whole script.
+released). Read Parquet with ``dtype_backend="pyarrow"`` (Arrow columns
+reach ``lookup_many`` without a conversion) and keep packed addresses
+Arrow-backed: Dask's default string conversion turns a ``bytes`` column of
+``dd.from_pandas`` into text, whose items are then bad addresses. See
+``python/examples/dask_enrich.py`` for a whole script.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def _columns_partition(df: Any, ref: TableRef, column: str, outputs: Outputs) ->
 
     df = df.copy()
     arr = pa.array(df[column], from_pandas=True)
-    cols, _ = enrich_arrow(ref, arr, outputs)
+    cols, _ = enrich_arrow(ref, arr, outputs, column)
     for (name, _), col in zip(outputs.columns, cols):
         # By position: `to_pandas` numbers its rows from 0, and a Series
         # built from a Series would align on those labels, not the frame's.
@@ -83,6 +87,11 @@ def enrich(
     ``Table`` (scattered with ``client``)."""
     import pandas as pd
 
+    if column not in ddf.columns:
+        raise ValueError(f"enrich: no column {column!r} (columns: {', '.join(ddf.columns)})")
+    for name in [out] if isinstance(out, str) else list(dict(out)):
+        if name in ddf.columns:
+            raise ValueError(f"enrich: the DataFrame has a column {name!r} already")
     if isinstance(table, Table):
         if client is None:
             raise TypeError("enrich: a Table is scattered to the workers: pass the client")
@@ -118,5 +127,5 @@ def enrich(
 def _meta_value(table: Table, default: Any) -> Any:
     """The dtype of a single value column: int64 for a table of ints with
     an int default, else object."""
-    ints = table.info()["integer_values"] and isinstance(default, int)
+    ints = table._integer_values and isinstance(default, int)
     return np.int64(0) if ints else object()

@@ -48,7 +48,6 @@ from typing import Any
 
 from . import Table, _enrich
 from ._enrich import (
-    Counts,
     Outputs,
     TableLike,
     TableRef,
@@ -150,7 +149,11 @@ class Counters:
     computed its DataFrame (a Spark accumulator): ``rows``, ``nulls``
     (null inputs), ``bad`` (items that are not addresses), ``matched``,
     ``opened`` (tables opened by worker processes: once per process) and
-    ``pids`` (those processes)."""
+    ``pids`` (those processes). Like every accumulator updated inside a
+    transformation, a task that Spark runs again (a retry, a speculative
+    copy) counts again, and so does every action on the same DataFrame;
+    a task that Spark stops early (a ``limit``) may report nothing (Spark
+    drops the updates of a Python task it does not read to the end)."""
 
     def __init__(self, spark: Any) -> None:
         param = _accumulator_param()
@@ -213,15 +216,26 @@ def enrich(
     ``table``: an ``ipfib.Table``, the path of a table file, or what
     ``ship`` returned; ``ship``: see the module doc.
     """
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
     spark = df.sparkSession
-    ref, driver_table = _ref(spark, table, ship)
-    outputs = outputs_for(driver_table, out)
     if col not in df.columns:
         raise ValueError(f"enrich: no column {col!r} (columns: {', '.join(df.columns)})")
-    taken = [name for name, _ in outputs.columns if name in df.columns]
-    if taken:
-        raise ValueError(f"enrich: the DataFrame has a column {taken[0]!r} already")
-    from pyspark.sql.types import StructField, StructType
+    kind = df.schema[col].dataType
+    if not isinstance(kind, (StringType, BinaryType)):
+        raise TypeError(
+            f"enrich: column {col!r} is {kind.simpleString()}; addresses must be text "
+            "(string: IPv4 or IPv6) or packed binary (4 or 16 bytes, network order)"
+        )
+    # Spark resolves column names without regard to case.
+    names = [out] if isinstance(out, str) else list(dict(out))
+    seen = {c.lower() for c in df.columns}
+    for name in names:
+        if name.lower() in seen:
+            raise ValueError(f"enrich: the DataFrame has a column {name!r} already")
+        seen.add(name.lower())
+    ref, driver_table = _ref(spark, table, ship)
+    outputs = outputs_for(driver_table, out)
 
     schema = StructType(
         list(df.schema.fields)
@@ -238,17 +252,15 @@ def _batches(ref: TableRef, col: str, outputs: Outputs, acc: Any) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        before = _enrich.opened
-        total = Counts()
         for rb in batches:
-            cols, counts = enrich_arrow(ref, rb.column(col), outputs)
-            total.add(counts)
+            before = _enrich.opened
+            cols, counts = enrich_arrow(ref, rb.column(col), outputs, col)
+            if acc is not None:
+                # Per batch, before it is handed on.
+                opened = _enrich.opened - before
+                pids = {os.getpid()} if opened else set()
+                acc.add({**counts.as_dict(), "opened": opened, "pids": pids})
             yield pa.RecordBatch.from_arrays([*rb.columns, *cols], names=[*rb.schema.names, *names])
-        if acc is not None:
-            opened = _enrich.opened - before
-            acc.add(
-                {**total.as_dict(), "opened": opened, "pids": {os.getpid()} if opened else set()}
-            )
 
     return run
 
@@ -278,7 +290,7 @@ def register(
 
     def answer(s):  # type: ignore[no-untyped-def]
         arr = pa.array(s, from_pandas=True)
-        cols, _ = enrich_arrow(ref, arr, outputs)
+        cols, _ = enrich_arrow(ref, arr, outputs, name)
         result = cols[0]
         if pa.types.is_integer(kind):
             # Nullable integers (to_pandas would give floats with NaN).

@@ -121,9 +121,11 @@ def probe_addresses(routes: Sequence[tuple[str, Any]], seed: int, n: int = 2000)
 
 def check_enriched_flows(got: Any, tables: Sequence[Path], geo: Path) -> Any:
     """Check a flows dataset (python/examples/flows.py) enriched by an
-    example (src_asn, src_net, src_country from ``src_ip``) against the
-    single-process ``lookup_many`` / ``items()``, row for row; returns the
-    mask of rows no route matched."""
+    example (src_asn, src_net, src_country from ``src_ip``) row for row:
+    values and lengths from the single-process ``lookup_many``, the prefix
+    rebuilt with ``ipaddress`` from the address and the length (not the
+    route-index path the helpers use). Returns the mask of rows no route
+    matched."""
     import numpy as np
     import pyarrow as pa
 
@@ -133,15 +135,25 @@ def check_enriched_flows(got: Any, tables: Sequence[Path], geo: Path) -> Any:
     asn = ipfib.Table.from_prefixes([r for t in loaded for r in t.items()])
     country = ipfib.Table.from_file(geo, value="country_code")
     src = pa.array(got["src_ip"], from_pandas=True)
-    idx = asn.lookup_many(src, errors="coerce", return_index=True)
-    miss = idx < 0
-    routes = list(asn.items())
+    vals: Any
+    lens: Any
+    vals, lens = asn.lookup_many(src, errors="coerce", masked=True, with_prefix_len=True)
+    miss = np.ma.getmaskarray(vals)
     have = got["src_asn"]
     assert (have.isna().to_numpy() == miss).all()
-    want_asn = np.array([routes[i][1] for i in idx[~miss]], dtype=np.int64)
-    assert (have[~miss].astype("int64").to_numpy() == want_asn).all()
-    nets = [x if isinstance(x, str) else None for x in got["src_net"]]
-    assert nets == [None if i < 0 else routes[i][0] for i in idx.tolist()]
+    assert (have[~miss].astype("int64").to_numpy() == vals.compressed()).all()
+
+    def net(text: str, length: int) -> str:
+        addr = ipaddress.ip_address(text)
+        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            addr = addr.ipv4_mapped  # answered from the IPv4 table
+        return str(ipaddress.ip_network(f"{addr}/{length}", strict=False))
+
+    want_nets = [
+        None if m else net(a, n)
+        for a, n, m in zip(got["src_ip"], np.ma.getdata(lens).tolist(), miss.tolist())
+    ]
+    assert [x if isinstance(x, str) else None for x in got["src_net"]] == want_nets
     cc = country.lookup_many(src, None, errors="coerce")
     assert [x if isinstance(x, str) else None for x in got["src_country"]] == list(cc)
     assert miss.sum() < len(got) // 2, "real flows must mostly match"

@@ -89,3 +89,45 @@ def test_save_refuses_what_a_file_cannot_give_back(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="no-such-dir"):
         ipfib.Table.from_prefixes([("10.0.0.0/8", 1)]).save(tmp_path / "no-such-dir" / "x")
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_save_refuses_negative_ints(tmp_path: Path) -> None:
+    # Table files' integers are unsigned: -1 would come back as the text "-1".
+    with pytest.raises(ValueError, match=r"11\.0\.0\.0/8 is the negative int -1"):
+        ipfib.Table.from_prefixes([("10.0.0.0/8", 5), ("11.0.0.0/8", -1)]).save(tmp_path / "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrent_saves_never_publish_a_partial_file(tmp_path: Path) -> None:
+    """Threads saving to one path (the GIL released while writing) and a
+    reader opening it: every open sees a whole table, never an empty or
+    half-written file."""
+    import threading
+    import time
+
+    path = tmp_path / "t.ipfib"
+    tables = [ipfib.Table.from_prefixes(random_routes(s, 300, 300)) for s in (1, 2)]
+    sizes = {len(t) for t in tables}
+    tables[0].save(path)
+    stop = time.monotonic() + 3.0
+    errors: list[BaseException] = []
+
+    def writer(t: ipfib.Table) -> None:
+        try:
+            while time.monotonic() < stop:
+                t.save(path)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in tables]
+    for th in threads:
+        th.start()
+    opened = 0
+    while time.monotonic() < stop:
+        assert len(ipfib.Table.open(path)) in sizes
+        opened += 1
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert opened > 10
+    assert [p.name for p in tmp_path.iterdir()] == ["t.ipfib"], "no temporary file left"

@@ -210,6 +210,14 @@ def test_errors_name_what_is_wrong(spark: Any) -> None:
         enrich(df, t, "src", {"x": "country"})
     with pytest.raises(TypeError, match="not a Table"):
         enrich(df, t, "src", ship="path")
+    # Spark matches column names without regard to case.
+    with pytest.raises(ValueError, match="has a column 'SRC' already"):
+        enrich(df, t, "src", "SRC")
+    with pytest.raises(ValueError, match="has a column 'ASN' already"):
+        enrich(df, t, "src", {"asn": "value", "ASN": "prefix"})
+    ints = spark.createDataFrame([(167772161,)], "src bigint")
+    with pytest.raises(TypeError, match="column 'src' is bigint; addresses must be text"):
+        enrich(ints, t, "src")
 
 
 def test_the_example_on_real_data(spark: Any, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 /// The inputs the GIL-free path reads (through [`Input::items`]).
 pub(crate) enum Input<'py> {
@@ -598,4 +598,110 @@ pub fn lookup_fields<'py>(
         Some(make) => make.call1((out,)),
         None => Ok(out.into_any()),
     }
+}
+
+/// `Table._lookup_columns` (for `ipfib._enrich`): every answer from one
+/// snapshot, so a row's index, length, prefix and value always belong to
+/// one version of the table. Returns a dict: `index` (int64, the route's
+/// position in `items()` order, -1 on a miss or a null or bad item),
+/// `prefix_len` (int16, -1), and when asked `prefix_offsets` (int64, n + 1)
+/// with `prefix_data` (uint8: the matched prefixes' text, empty on a
+/// miss; Arrow large_string buffers) and `value` (int64 when every value is
+/// an int, else objects; 0 / None on a miss).
+pub fn lookup_columns<'py>(
+    table: &Table,
+    py: Python<'py>,
+    addrs: &Bound<'py, PyAny>,
+    want_prefix: bool,
+    want_value: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let input = classify(addrs, OnError::Coerce)?;
+    let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err(
+            "lookup_many: at most 2^32 - 1 addresses per call",
+        ));
+    }
+    let snap = table.live.snapshot();
+    let n4 = snap.v4.len() as i64;
+    let mut index = vec![0i64; n];
+    let mut lens = vec![0i16; n];
+    {
+        let extra = Extra {
+            lens: Some(&mut lens),
+            miss: None,
+        };
+        let mut sink = IndexSink::new(&mut index, n4, extra);
+        run(py, &snap, &input, OnError::Coerce, true, &mut sink)?;
+    }
+    // The matched route of a row: (prefix, value slot, v6 base of slots).
+    let v6_base = snap.v4.values.len() as u32;
+    let route = |i: i64| -> Option<(ipfib::prefix::AnyPrefix, u32)> {
+        if i < 0 {
+            None
+        } else if i < n4 {
+            let (p, slot) = snap.v4.route(i as u32)?;
+            Some((p.into(), slot))
+        } else {
+            let (p, slot) = snap.v6.route((i - n4) as u32)?;
+            Some((p.into(), v6_base + slot))
+        }
+    };
+    let d = PyDict::new(py);
+    if want_prefix {
+        let (offsets, data) = py.detach(|| {
+            use std::fmt::Write;
+            let mut offsets = Vec::with_capacity(n + 1);
+            let mut data = String::with_capacity(n * 16);
+            offsets.push(0i64);
+            for &i in &index {
+                if let Some((p, _)) = route(i) {
+                    // Writing to a String cannot fail.
+                    let _ = write!(data, "{p}");
+                }
+                offsets.push(data.len() as i64);
+            }
+            (offsets, data.into_bytes())
+        });
+        d.set_item("prefix_offsets", PyArray1::from_vec(py, offsets))?;
+        d.set_item("prefix_data", PyArray1::from_vec(py, data))?;
+    }
+    if want_value {
+        match snap.ints() {
+            Some((i4, i6)) => {
+                let vals: Vec<i64> = index
+                    .iter()
+                    .map(|&i| {
+                        route(i)
+                            .and_then(|(_, slot)| {
+                                if slot < v6_base {
+                                    i4.get(slot as usize)
+                                } else {
+                                    i6.get((slot - v6_base) as usize)
+                                }
+                            })
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                d.set_item("value", PyArray1::from_vec(py, vals))?;
+            }
+            None => {
+                let objs = slot_objects(py, &table.objects, &snap)?;
+                let vals: Vec<Py<PyAny>> = index
+                    .iter()
+                    .map(
+                        |&i| match route(i).and_then(|(_, s)| objs.get(s as usize)) {
+                            Some(o) => o.clone_ref(py),
+                            None => py.None(),
+                        },
+                    )
+                    .collect();
+                d.set_item("value", PyArray1::from_vec(py, vals))?;
+            }
+        }
+    }
+    d.set_item("index", PyArray1::from_vec(py, index))?;
+    d.set_item("prefix_len", PyArray1::from_vec(py, lens))?;
+    Ok(d)
 }

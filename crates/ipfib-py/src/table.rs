@@ -625,6 +625,28 @@ impl Table {
         crate::mmdb::stats(py, &stats)
     }
 
+    /// Whether every value is an `int` (what `lookup_many` answers as an
+    /// integer array), from the snapshot: no route table is built.
+    #[getter]
+    fn _integer_values(&self) -> bool {
+        self.live.snapshot().ints().is_some()
+    }
+
+    /// For `ipfib._enrich` (cluster enrichment): one snapshot answers the
+    /// route index (-1: none), the prefix length (-1), and when asked the
+    /// matched prefixes as Arrow string buffers and the values (see
+    /// `many::lookup_columns`). Bad items are misses.
+    #[pyo3(signature = (addrs, *, prefix = false, value = false))]
+    fn _lookup_columns<'py>(
+        &self,
+        py: Python<'py>,
+        addrs: &Bound<'py, PyAny>,
+        prefix: bool,
+        value: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::many::lookup_columns(self, py, addrs, prefix, value)
+    }
+
     /// Write a compiled table file (`ipfib compile`'s format; see the stub).
     #[pyo3(signature = (path, *, source = "ipfib.Table.save"))]
     fn save<'py>(
@@ -859,13 +881,19 @@ fn warn_problems(py: Python<'_>, problems: &[String]) -> PyResult<()> {
 
 /// The table with its values as the text a compiled table file keeps:
 /// `int` as decimal, `str` as itself. A value that would not read back as
-/// itself is refused, naming its prefix: a `str` that is a canonical
-/// decimal integer (it would come back as an `int`, as every table
-/// file's values do), or any other object (only `int` and `str` have a
-/// text form in the file).
+/// itself is refused, naming its prefix: a negative `int` (table files'
+/// integers are unsigned decimals), a `str` that is a canonical decimal
+/// integer (it would come back as an `int`, as every table file's values
+/// do), or any other object (only `int` and `str` have a text form).
 fn text_table(table: &RouteTables<Value>) -> PyResult<RouteTables<String>> {
     fn text(prefix: AnyPrefix, v: &Value) -> PyResult<String> {
         match v {
+            // Table files' integers are unsigned decimals: a negative int
+            // would come back as text.
+            Value::Int(i) if *i < 0 => Err(PyValueError::new_err(format!(
+                "save: the value of {prefix} is the negative int {i}, which a compiled file \
+                 gives back as the text \"{i}\" (table files keep integers unsigned)"
+            ))),
             Value::Int(i) => Ok(i.to_string()),
             Value::Str(s) => match Value::from_file_text(s.to_string()) {
                 Value::Str(_) => Ok(s.to_string()),
