@@ -18,6 +18,14 @@ partition to one row (rows, columns, sum of ``src_asn``) and ``compute()``
 agree on all rows). One warm-up pass, then ``--passes`` timed passes:
 median (min-max). Each case gets a fresh SparkSession / LocalCluster, so
 its worker processes start clean and their memory is its own.
+
+While a case runs, a thread samples the workers every 0.3 s (Pss/Rss from
+/proc/PID/smaps_rollup; every third sample the table file's mappings from
+/proc/PID/smaps), and each timed pass counts CPU seconds: the JVM's or the
+driver's, the workers', and what other processes used meanwhile (a pass
+that shared the machine with other load is run again, see --max-other).
+The ``diag:`` cases say where the time goes; the scaling runs repeat the
+ipfib case with 1, 2 and 4 workers.
 """
 
 from __future__ import annotations
