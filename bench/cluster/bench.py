@@ -458,47 +458,32 @@ def spark_cases(a: argparse.Namespace) -> list[dict[str, Any]]:
 
         return build
 
-    class Timing:
-        """A DataFrame whose ``mapInArrow`` times its function in the
-        workers (usual.timed_batches): what enrich gets instead of ``df``."""
+    def identity_case(spark: Any) -> Callable[[], Any]:
+        # Spark's exchange with the Python workers alone: the column
+        # function enrich uses (an Arrow UDF on src_ip), answering nulls.
+        import pyarrow as pa
 
-        def __init__(self, df: Any, acc: Any) -> None:
-            self._df, self._acc = df, acc
+        def nothing(arr: Any) -> Any:
+            return pa.nulls(len(arr), pa.int64())
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._df, name)
+        nothing.__annotations__ = {"arr": pa.Array, "return": pa.Array}
+        udf = F.arrow_udf(nothing, LongType())
 
-        def mapInArrow(self, f: Any, schema: Any) -> Any:
-            return self._df.mapInArrow(usual.timed_batches(f, self._acc), schema)
+        def run() -> None:
+            df = spark.read.parquet(flows)
+            noop(df.withColumn("src_asn", udf("src_ip")))
 
-    def worker_times(identity: bool) -> Callable[[Any], Callable[[], Any]]:
-        def build(spark: Any) -> Callable[[], Any]:
-            acc = spark.sparkContext.accumulator([0.0] * len(usual.TIMES), usual.TimesParam())
-            before = [[0.0] * len(usual.TIMES)]
+        return run
 
-            def ident(batches: Any) -> Any:
-                yield from batches
+    def pandas_case(spark: Any) -> Callable[[], Any]:
+        # What pyspark before 4.1 gets: the same lookups through a pandas UDF.
+        import ipfib.spark
 
-            def run() -> dict[str, Any]:
-                df = spark.read.parquet(flows)
-                if identity:
-                    out = Timing(df, acc).mapInArrow(ident, df.schema)
-                else:
-                    out = enrich(Timing(df, acc), str(a.ipfib), "src_ip", "src_asn")
-                noop(out)
-                now = list(acc.value)
-                this_pass = [x - y for x, y in zip(now, before[0])]
-                before[0] = now
-                # (timed() keeps what the last pass returns)
-                return {"worker_s_per_pass": dict(zip(usual.TIMES, this_pass))}
-
-            return run
-
-        return build
-
-    def register_case(spark: Any) -> Callable[[], Any]:
-        # ipfib as a scalar pandas UDF: only src_ip goes to Python.
-        lookup = register(spark, "ip_asn", str(a.ipfib))
+        ipfib.spark.use_arrow_udf = False
+        try:
+            lookup = register(spark, "ip_asn", str(a.ipfib))
+        finally:
+            ipfib.spark.use_arrow_udf = True
 
         def run() -> None:
             df = spark.read.parquet(flows)
@@ -559,16 +544,10 @@ def spark_cases(a: argparse.Namespace) -> list[dict[str, Any]]:
                 udf_case("mmdb", a.mmdb, arrow=False),
             ),
             (
-                "diag: arrow round trip",
-                "mapInArrow identity, all columns, no lookup; Python side timed",
+                "diag: Arrow UDF, no lookup",
+                "withColumn(arrow_udf answering nulls on src_ip): Spark's Python exchange alone",
                 None,
-                worker_times(identity=True),
-            ),
-            (
-                "diag: ipfib, timed",
-                "ipfib, the Python side timed in the workers",
-                ipfib_name,
-                worker_times(identity=False),
+                identity_case,
             ),
             (
                 "diag: ipfib src_ip only",
@@ -589,10 +568,10 @@ def spark_cases(a: argparse.Namespace) -> list[dict[str, Any]]:
                 ipfib_case("src_asn", ship="path"),
             ),
             (
-                "diag: ipfib register",
-                'register(spark, "ip_asn", rv.ipfib): withColumn, a pandas UDF',
+                "diag: ipfib pandas UDF",
+                "the same lookups through a pandas UDF (what pyspark < 4.1 gets)",
                 ipfib_name,
-                register_case,
+                pandas_case,
             ),
         ]
     out = []
@@ -1172,17 +1151,6 @@ def main(argv: list[str]) -> int:
         for r in result["spark"]:
             if "counters" in r:
                 print(f"  {r['case']} counters: {r['counters']}")
-        for r in result["spark"]:
-            if "worker_s_per_pass" in r:
-                w = r["worker_s_per_pass"]
-                print(
-                    f"  {r['case']}: per pass, summed over the Python workers, wall (CPU) s: "
-                    f"reading input batches {w['input_wall']:.2f} ({w['input_cpu']:.2f}), "
-                    f"in the function {w['work_wall']:.2f} ({w['work_cpu']:.2f}), sending "
-                    f"output {w['output_wall']:.2f} ({w['output_cpu']:.2f}); "
-                    f"{int(w['batches'])} batches, {int(w['rows']):,} rows; the pass took "
-                    f"{r['median_s']:.2f} s x {a.cores} cores"
-                )
     if result.get("dask"):
         print_cases(
             f"Dask LocalCluster({a.cores} worker processes x 1 thread)",

@@ -15,8 +15,6 @@ Spark application with ``SparkContext.addFile`` (resolved with
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 _readers: dict[tuple[str, str], Any] = {}
@@ -116,81 +114,3 @@ def opened_here() -> int:
         return opened + _enrich.opened
     except ImportError:
         return opened
-
-
-# Where a Spark mapInArrow task's Python time goes: bench.py's diagnostic.
-# Wall seconds and CPU seconds (this thread's) of each part.
-TIMES = (
-    "input_wall",
-    "work_wall",
-    "output_wall",
-    "input_cpu",
-    "work_cpu",
-    "output_cpu",
-    "batches",
-    "rows",
-)
-
-
-def timed_batches(inner: Callable[[Any], Any], acc: Any) -> Callable[[Any], Any]:
-    """``inner`` (a mapInArrow function) timed in the worker: waiting for
-    and decoding input batches (``input``), in ``inner`` itself (``work``),
-    and between yielding an output batch and being asked for the next one
-    (``output``: encoding and sending it), wall and CPU seconds, added to
-    ``acc``."""
-    clocks = (time.perf_counter, time.thread_time)
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        t_in = [0.0, 0.0]
-        t_work = [0.0, 0.0]
-        t_out = [0.0, 0.0]
-        n = [0, 0]
-
-        def add(into: list[float], since: list[float]) -> None:
-            for i, c in enumerate(clocks):
-                into[i] += c() - since[i]
-
-        def feed() -> Iterator[Any]:
-            it = iter(batches)
-            while True:
-                t = [c() for c in clocks]
-                try:
-                    b = next(it)
-                except StopIteration:
-                    return
-                add(t_in, t)
-                n[0] += 1
-                n[1] += b.num_rows
-                yield b
-
-        gen = inner(feed())
-        while True:
-            t = [c() for c in clocks]
-            try:
-                out = next(gen)
-            except StopIteration:
-                add(t_work, t)
-                break
-            add(t_work, t)
-            t = [c() for c in clocks]
-            yield out
-            add(t_out, t)
-        # t_work includes the input reads made from inside ``inner``.
-        work = [w - i for w, i in zip(t_work, t_in)]
-        acc.add([*t_in[:1], *work[:1], *t_out[:1], t_in[1], work[1], t_out[1], *map(float, n)])
-
-    return run
-
-
-try:
-    from pyspark.accumulators import AccumulatorParam as _Base
-except ImportError:  # Dask only
-    _Base = object
-
-
-class TimesParam(_Base):  # type: ignore[misc,valid-type]
-    def zero(self, value: list[float]) -> list[float]:
-        return [0.0] * len(TIMES)
-
-    def addInPlace(self, a: list[float], b: list[float]) -> list[float]:
-        return [x + y for x, y in zip(a, b)]

@@ -32,7 +32,9 @@ How the table reaches the executors (``ship=``):
 Answers: where the input is null, is not an address, or matches no route,
 the new columns are null. ``Counters`` counts rows, nulls, bad items,
 matches and table opens over every action that computes the DataFrame.
-``register`` makes the same lookup a SQL function (a pandas UDF).
+``register`` makes the same lookup a SQL function. Both run as a Spark
+Arrow UDF (pyspark >= 4.1; a pandas UDF before): only the address column
+travels to the Python workers and only the answers come back.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -205,8 +207,10 @@ def enrich(
     ship: str = "file",
 ) -> Any:
     """``df`` plus the answers for the addresses of column ``col`` (string:
-    IPv4 or IPv6 text; binary: 4 or 16 bytes, network order), through
-    ``mapInArrow``: one ``lookup_many`` per Arrow batch.
+    IPv4 or IPv6 text; binary: 4 or 16 bytes, network order), through a
+    column function over Arrow batches (``arrow_udf``): only ``col`` goes
+    to the Python workers, one ``lookup_many`` per batch, and only the
+    answers come back.
 
     ``out`` is a column name (it gets the matched value) or a mapping of
     new column names to what each holds: ``"value"``, ``"prefix"`` (the
@@ -216,7 +220,8 @@ def enrich(
     ``table``: an ``ipfib.Table``, the path of a table file, or what
     ``ship`` returned; ``ship``: see the module doc.
     """
-    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
 
     spark = df.sparkSession
     if col not in df.columns:
@@ -236,33 +241,93 @@ def enrich(
         seen.add(name.lower())
     ref, driver_table = _ref(spark, table, ship)
     outputs = outputs_for(driver_table, out)
-
-    schema = StructType(
-        list(df.schema.fields)
-        + [StructField(n, _spark_type(outputs.types[n]), True) for n, _ in outputs.columns]
-    )
     acc = counters._acc if counters is not None else None
-    return df.mapInArrow(_batches(ref, col, outputs, acc), schema)
+    answers = _column_function(ref, outputs, acc, col)(F.col(_quoted(col)))
+    if len(names) == 1:
+        return df.withColumn(names[0], answers)
+    # Several columns: one call answers a struct, its fields become the
+    # columns (Spark evaluates the function once per row: the counters'
+    # exact totals in the tests hold it to that).
+    held = f"__ipfib_{uuid.uuid4().hex}"
+    return (
+        df.withColumn(held, answers)
+        .withColumns({n: F.col(held).getField(n) for n in names})
+        .drop(held)
+    )
 
 
-def _batches(ref: TableRef, col: str, outputs: Outputs, acc: Any) -> Any:
-    """The function ``mapInArrow`` runs in each task."""
+def _quoted(name: str) -> str:
+    """A column name as Spark reads it literally (dots and all)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+# Whether to use Spark's Arrow UDFs (pyspark >= 4.1); otherwise, or when a
+# test sets this False, a pandas UDF over the same Arrow path.
+use_arrow_udf = True
+
+
+def _column_function(ref: TableRef, outputs: Outputs, acc: Any, column: str) -> Any:
+    """A Spark column function: addresses in, the answers out (one column
+    of the output's type, or a struct of several), counted in ``acc``."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    names = [n for n, _ in outputs.columns]
+    if len(names) == 1:
+        rtype: Any = _spark_type(outputs.types[names[0]])
+    else:
+        rtype = StructType([StructField(n, _spark_type(outputs.types[n]), True) for n in names])
+
+    def answer(arr: Any) -> Any:
+        before = _enrich.opened
+        cols, counts = enrich_arrow(ref, arr, outputs, column)
+        if acc is not None:
+            # Per batch, before it is handed on.
+            opened = _enrich.opened - before
+            pids = {os.getpid()} if opened else set()
+            acc.add({**counts.as_dict(), "opened": opened, "pids": pids})
+        if len(cols) == 1:
+            return cols[0]
+        return pa.StructArray.from_arrays(cols, names=names)
+
+    if use_arrow_udf and hasattr(F, "arrow_udf"):
+        # Real classes, not the strings `from __future__ import annotations`
+        # would leave (pyspark reads the hints to choose the UDF kind).
+        answer.__annotations__ = {"arr": pa.Array, "return": pa.Array}
+        return F.arrow_udf(answer, rtype)
+    return _pandas_function(answer, outputs, rtype)
+
+
+def _pandas_function(answer: Any, outputs: Outputs, rtype: Any) -> Any:
+    """``answer`` (Arrow in, Arrow out) as a pandas UDF (Series in, Series
+    or, for several columns, DataFrame out): for pyspark before 4.1."""
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import pandas_udf
+
     names = [n for n, _ in outputs.columns]
 
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+    def series(result: Any, index: Any) -> Any:
+        if pa.types.is_integer(result.type):
+            # Nullable integers (to_pandas would give floats with NaN).
+            values = result.fill_null(0).to_numpy()
+            mask = result.is_null().to_numpy(zero_copy_only=False)
+            return pd.Series(pd.arrays.IntegerArray(values, mask), index=index)
+        # By position (`.array`): a Series from a Series aligns on labels.
+        return pd.Series(result.to_pandas().array, index=index)
 
-        for rb in batches:
-            before = _enrich.opened
-            cols, counts = enrich_arrow(ref, rb.column(col), outputs, col)
-            if acc is not None:
-                # Per batch, before it is handed on.
-                opened = _enrich.opened - before
-                pids = {os.getpid()} if opened else set()
-                acc.add({**counts.as_dict(), "opened": opened, "pids": pids})
-            yield pa.RecordBatch.from_arrays([*rb.columns, *cols], names=[*rb.schema.names, *names])
+    def by_pandas(s):  # type: ignore[no-untyped-def]
+        result = answer(pa.array(s, from_pandas=True))
+        if len(names) == 1:
+            return series(result, s.index)
+        return pd.DataFrame(
+            {n: series(result.field(i), s.index) for i, n in enumerate(names)}, index=s.index
+        )
 
-    return run
+    back = pd.Series if len(names) == 1 else pd.DataFrame
+    by_pandas.__annotations__ = {"s": pd.Series, "return": back}
+    return pandas_udf(by_pandas, returnType=rtype)  # type: ignore[call-overload]
 
 
 def register(
@@ -275,34 +340,13 @@ def register(
 ) -> Any:
     """Register a SQL function ``name(address)`` answering ``what``
     (``"value"``, ``"prefix"``, ``"prefix_len"`` or a field), null where
-    nothing matches: a pandas UDF over the same Arrow path as ``enrich``.
+    nothing matches: the same column function as ``enrich``.
 
     >>> register(spark, "ip_asn", "rv2.ipfib")                      # doctest: +SKIP
     >>> spark.sql("SELECT src_ip, ip_asn(src_ip) AS asn FROM flows")  # doctest: +SKIP
     """
-    import pandas as pd
-    import pyarrow as pa
-    from pyspark.sql.pandas.functions import pandas_udf
-
     ref, driver_table = _ref(spark, table, ship)
     outputs = outputs_for(driver_table, {"answer": what})
-    kind = outputs.types["answer"]
-
-    def answer(s):  # type: ignore[no-untyped-def]
-        arr = pa.array(s, from_pandas=True)
-        cols, _ = enrich_arrow(ref, arr, outputs, name)
-        result = cols[0]
-        if pa.types.is_integer(kind):
-            # Nullable integers (to_pandas would give floats with NaN).
-            values = result.fill_null(0).to_numpy()
-            mask = result.is_null().to_numpy(zero_copy_only=False)
-            return pd.Series(pd.arrays.IntegerArray(values, mask), index=s.index)
-        # By position (`.array`): a Series from a Series aligns on labels.
-        return pd.Series(result.to_pandas().array, index=s.index)
-
-    # Real classes, not the strings `from __future__ import annotations`
-    # would leave (pyspark reads the hints to choose the UDF kind).
-    answer.__annotations__ = {"s": pd.Series, "return": pd.Series}
-    udf = pandas_udf(answer, returnType=_spark_type(kind))  # type: ignore[call-overload]
+    udf = _column_function(ref, outputs, None, name)
     spark.udf.register(name, udf)
     return udf

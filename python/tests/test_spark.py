@@ -37,6 +37,7 @@ try:
 except ImportError as e:  # pragma: no cover - the test venv has them
     _need(f"pyspark/pandas/pyarrow not importable ({e})")
 
+import ipfib.spark  # noqa: E402
 from ipfib.spark import Counters, enrich, register, ship  # noqa: E402
 
 PARTITIONS = 12
@@ -100,7 +101,13 @@ def _is_bad(a: Any) -> bool:
         return True
 
 
-def test_enrich_equals_single_process_and_counts(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("arrow_udf", [True, False], ids=["arrow-udf", "pandas-udf"])
+def test_enrich_equals_single_process_and_counts(
+    spark: Any, tmp_path: Path, arrow_udf: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark's Arrow UDFs (pyspark >= 4.1), and the pandas UDF older
+    # versions get, on the same data.
+    monkeypatch.setattr(ipfib.spark, "use_arrow_udf", arrow_udf)
     routes = random_routes(5, 400, 400)
     t = ipfib.Table.from_prefixes(routes)
     addrs, ids = _items(5)
@@ -167,7 +174,9 @@ def test_binary_and_text_values_and_shipped_path(spark: Any, tmp_path: Path) -> 
     assert counts.bad == 1 and counts.nulls == sum(p is None for p in packed)
 
 
-def test_sql_function(spark: Any) -> None:
+@pytest.mark.parametrize("arrow_udf", [True, False], ids=["arrow-udf", "pandas-udf"])
+def test_sql_function(spark: Any, arrow_udf: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ipfib.spark, "use_arrow_udf", arrow_udf)
     t = ipfib.Table.from_prefixes([("10.0.0.0/8", 64500), ("2001:db8::/32", 64501)])
     handle = ship(spark, t)
     register(spark, "ip_asn", handle)
@@ -183,6 +192,27 @@ def test_sql_function(spark: Any) -> None:
         (None, None),
         (None, None),
     ]
+
+
+def test_odd_column_names_and_later_steps(spark: Any) -> None:
+    """A column name Spark would read as a path (dots, backquotes) is taken
+    literally; the answers can be filtered and grouped like any column,
+    and the function runs once per row (the counters say so)."""
+    t = ipfib.Table.from_prefixes([("10.0.0.0/8", 64500), ("2001:db8::/32", 64501)])
+    rows = [(f"10.0.{i % 256}.{i // 256}", i) for i in range(600)] + [("2001:db8::1", 600)]
+    rows += [("192.0.2.1", 601), (None, 602), ("nope", 603)]
+    df = spark.createDataFrame(rows, "`src.ip` string, `n` bigint").repartition(3)
+    df = df.withColumnRenamed("n", "a`b")
+    counts = Counters(spark)
+    out = enrich(df, t, "src.ip", {"as.n": "value", "len": "prefix_len"}, counters=counts)
+    assert out.columns == ["src.ip", "a`b", "as.n", "len"]
+    got = {r["a`b"]: (r["as.n"], r["len"]) for r in out.collect()}
+    assert got[0] == (64500, 8) and got[600] == (64501, 32)
+    assert got[601] == got[602] == got[603] == (None, None)
+    assert counts.rows == len(rows) and counts.nulls == 1 and counts.bad == 1
+    assert counts.matched == 601
+    by_asn = out.where("`as.n` IS NOT NULL").groupBy("`as.n`").count().collect()
+    assert sorted((r["as.n"], r["count"]) for r in by_asn) == [(64500, 600), (64501, 1)]
 
 
 def test_several_fields_of_a_maxmind_db(spark: Any) -> None:

@@ -227,7 +227,8 @@ impl Items<'_> {
                         .ok()
                         .zip(usize::try_from(e).ok())
                         .and_then(|(s, e)| data.get(s..e))
-                        .ok_or(BadItem {
+                        // Lazily: the message is built only for a bad item.
+                        .ok_or_else(|| BadItem {
                             index: i,
                             text: format!("offsets {s}..{e} outside the data"),
                         })?;
@@ -274,9 +275,13 @@ where
 /// ignored) into `mixed`.
 #[inline]
 pub fn decode_text(index: usize, bytes: &[u8], mixed: &mut Mixed) -> Result<(), BadItem> {
-    let parsed = std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|t| AnyAddr::parse(t).ok());
+    // The byte parser (no UTF-8 check, no allocation) answers the usual
+    // item; `AnyAddr::parse` (same grammar, whitespace trimmed) the rest.
+    let parsed = AnyAddr::parse_ascii(bytes).or_else(|| {
+        std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|t| AnyAddr::parse(t).ok())
+    });
     match parsed {
         Some(a) => {
             mixed.push(index, a);
