@@ -298,6 +298,32 @@ class Table:
         array([64500], dtype=uint32)
         """
 
+    def count_many(
+        self,
+        addrs: Any,
+        weights: Any = None,
+        *,
+        errors: Literal["raise", "coerce"] = "raise",
+    ) -> npt.NDArray[Any]:
+        """Per-route totals: for each route, in ``items()`` order (IPv4
+        first), how many of ``addrs`` it is the longest match of, or with
+        ``weights`` (one number per address: bytes, packets) the sum of
+        theirs. ``int64`` for counts and integer weights (exact; a total
+        that would overflow raises ``OverflowError``), ``float64`` for
+        float weights. Addresses that match nothing, nulls and, with
+        ``errors="coerce"``, bad items add to no route (so
+        ``len(addrs) - counts.sum()`` of them). ``addrs`` takes every
+        input ``lookup_many`` does. One pass, without the GIL, from one
+        version of the table (read ``items()`` before a change to pair
+        them).
+
+        >>> t = Table.from_prefixes([("10.0.0.0/8", 1), ("10.1.0.0/16", 2)])  # doctest: +SKIP
+        >>> t.count_many(["10.1.2.3", "10.2.0.1", "10.1.9.9", "192.0.2.1"])   # doctest: +SKIP
+        array([1, 2])
+        >>> t.count_many(["10.1.2.3", "10.2.0.1"], weights=[1500.0, 40.0])   # doctest: +SKIP
+        array([  40., 1500.])
+        """
+
     def __contains__(self, x: Addr | PrefixLike) -> bool:
         """An address: some route matches it. A prefix: some route covers
         all of it (it, or one of its supernets, is in the table).

@@ -474,6 +474,80 @@ impl FamilySink for IndexSink<'_> {
     }
 }
 
+/// A number `count_many` sums per route: `i64` (counts, integer weights;
+/// an overflow is reported, not wrapped) or `f64` (float weights).
+pub trait Tally: numpy::Element + Copy + Send + Default {
+    /// `self + w`, or `None` when it does not fit.
+    fn plus(self, w: Self) -> Option<Self>;
+}
+
+impl Tally for i64 {
+    #[inline]
+    fn plus(self, w: Self) -> Option<Self> {
+        self.checked_add(w)
+    }
+}
+
+impl Tally for f64 {
+    #[inline]
+    fn plus(self, w: Self) -> Option<Self> {
+        Some(self + w)
+    }
+}
+
+/// `count_many`'s sink: adds each address's weight (1 without weights)
+/// to its matched route's total, routes in `Table.items()` order (as
+/// [`IndexSink`]); misses add nothing. Fed by the route-ordinal engine.
+pub struct CountSink<'a, T: Tally> {
+    pub totals: &'a mut [T],
+    /// One per address; `None`: every address weighs `one`.
+    weights: Option<&'a [T]>,
+    one: T,
+    base: usize,
+    v6_base: usize,
+    /// Set when an integer total overflowed (the call then fails).
+    pub overflow: bool,
+}
+
+impl<'a, T: Tally> CountSink<'a, T> {
+    pub fn new(totals: &'a mut [T], weights: Option<&'a [T]>, one: T, v6_base: usize) -> Self {
+        CountSink {
+            totals,
+            weights,
+            one,
+            base: 0,
+            v6_base,
+            overflow: false,
+        }
+    }
+}
+
+impl<T: Tally> Sink for CountSink<'_, T> {
+    #[inline]
+    fn put(&mut self, _pos: usize, _slot: u32, _len: u8) {
+        // Only misses come here (matches come through `put_route`).
+    }
+
+    #[inline]
+    fn put_route(&mut self, pos: usize, ordinal: u32, slot: u32, _len: u8) {
+        if slot == NO_ROUTE {
+            return;
+        }
+        let w = self.weights.map_or(self.one, |w| w[pos]);
+        let total = &mut self.totals[self.base + ordinal as usize];
+        match total.plus(w) {
+            Some(t) => *total = t,
+            None => self.overflow = true,
+        }
+    }
+}
+
+impl<T: Tally> FamilySink for CountSink<'_, T> {
+    fn family(&mut self, family: u8) {
+        self.base = if family == 4 { 0 } else { self.v6_base };
+    }
+}
+
 /// The optional outputs: matched prefix lengths (-1 on a miss) and the
 /// miss mask (for numpy masked arrays).
 #[derive(Default)]

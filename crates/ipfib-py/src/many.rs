@@ -3,8 +3,8 @@
 //! array, masked, with prefix lengths), and the GIL-free work between.
 
 use crate::batch::{
-    answer_v4, decode_packed, decode_text, BadItem, Extra, FamilySink, IndexSink, IntSink, Items,
-    ManyError, Mixed, OnError, OutInt, SlotSink,
+    answer_v4, decode_packed, decode_text, BadItem, CountSink, Extra, FamilySink, IndexSink,
+    IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, Tally,
 };
 use crate::snapshot::Snapshot;
 use crate::table::{slot_objects, Table};
@@ -312,6 +312,92 @@ fn int_answers<'py, T: OutInt>(
         run(py, snap, input, on_error, with_len, &mut sink)?;
     }
     Ok(vals.into_any())
+}
+
+/// Per-route totals of `addrs` (see `_ipfib.pyi`): how many addresses,
+/// or the sum of their weights, each route is the longest match of, in
+/// `Table.items()` order; from one snapshot.
+pub fn count_many<'py>(
+    table: &Table,
+    py: Python<'py>,
+    addrs: &Bound<'py, PyAny>,
+    weights: Option<&Bound<'py, PyAny>>,
+    errors: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let on_error = OnError::parse(errors)?;
+    let input = classify(addrs, on_error)?;
+    let n = input.len();
+    let snap = table.live.snapshot();
+    let routes = snap.v4.len() + snap.v6.len();
+    let v6_base = snap.v4.len();
+    let Some(w) = weights else {
+        return tally::<i64>(py, &snap, &input, on_error, None, 1, routes, v6_base);
+    };
+    // Integer weights sum exactly (int64); float weights as float64.
+    let np = py.import("numpy")?;
+    let arr = np.call_method1("asarray", (w,))?;
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    if shape != [n] {
+        return Err(PyValueError::new_err(format!(
+            "count_many: weights must be one-dimensional with one weight per address \
+             ({n}), not of shape {shape:?}"
+        )));
+    }
+    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    let as_type = |t: &str| -> PyResult<Bound<'py, PyAny>> {
+        let kw = PyDict::new(py);
+        kw.set_item("casting", "safe")?;
+        kw.set_item("order", "C")?;
+        arr.call_method("astype", (np.getattr(t)?,), Some(&kw))
+    };
+    match kind.as_str() {
+        "b" | "i" | "u" => {
+            let ints = as_type("int64").map_err(|_| {
+                PyTypeError::new_err(
+                    "count_many: uint64 weights may not fit int64: cast them to int64 or float64",
+                )
+            })?;
+            let ints = ints.cast_into::<PyArray1<i64>>()?.try_readonly()?;
+            let ws = ints.as_slice().map_err(slice_err)?;
+            tally::<i64>(py, &snap, &input, on_error, Some(ws), 1, routes, v6_base)
+        }
+        "f" => {
+            let floats = as_type("float64")?;
+            let floats = floats.cast_into::<PyArray1<f64>>()?.try_readonly()?;
+            let ws = floats.as_slice().map_err(slice_err)?;
+            tally::<f64>(py, &snap, &input, on_error, Some(ws), 1.0, routes, v6_base)
+        }
+        _ => Err(PyTypeError::new_err(format!(
+            "count_many: weights must be numbers (integers or floats), not dtype {}",
+            arr.getattr("dtype")?.str()?
+        ))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tally<'py, T: Tally>(
+    py: Python<'py>,
+    snap: &Snapshot,
+    input: &Input<'_>,
+    on_error: OnError,
+    weights: Option<&[T]>,
+    one: T,
+    routes: usize,
+    v6_base: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let totals = PyArray1::<T>::zeros(py, routes, false);
+    {
+        let mut rw = totals.try_readwrite().map_err(borrow_err)?;
+        let out = rw.as_slice_mut().map_err(slice_err)?;
+        let mut sink = CountSink::new(out, weights, one, v6_base);
+        run(py, snap, input, on_error, true, &mut sink)?;
+        if sink.overflow {
+            return Err(pyo3::exceptions::PyOverflowError::new_err(
+                "count_many: a route's total does not fit int64 (pass float weights)",
+            ));
+        }
+    }
+    Ok(totals.into_any())
 }
 
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).

@@ -487,6 +487,19 @@ impl Table {
         )
     }
 
+    /// Per-route totals of addresses (see `_ipfib.pyi`).
+    #[pyo3(signature = (addrs, weights = None, *, errors = "raise"))]
+    #[pyo3(text_signature = "(self, addrs, weights=None, *, errors='raise')")]
+    fn count_many<'py>(
+        &self,
+        py: Python<'py>,
+        addrs: &Bound<'py, PyAny>,
+        weights: Option<Bound<'py, PyAny>>,
+        errors: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::many::count_many(self, py, addrs, weights.as_ref(), errors)
+    }
+
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
     fn __getitem__(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let p = parse_prefix(prefix, HostBits::Reject)?;
