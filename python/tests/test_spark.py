@@ -199,8 +199,8 @@ def test_odd_column_names_and_later_steps(spark: Any) -> None:
     literally; the answers can be filtered and grouped like any column,
     and the function runs once per row (the counters say so)."""
     t = ipfib.Table.from_prefixes([("10.0.0.0/8", 64500), ("2001:db8::/32", 64501)])
-    rows = [(f"10.0.{i % 256}.{i // 256}", i) for i in range(600)] + [("2001:db8::1", 600)]
-    rows += [("192.0.2.1", 601), (None, 602), ("nope", 603)]
+    rows: list[tuple[str | None, int]] = [(f"10.0.{i % 256}.{i // 256}", i) for i in range(600)]
+    rows += [("2001:db8::1", 600), ("192.0.2.1", 601), (None, 602), ("nope", 603)]
     df = spark.createDataFrame(rows, "`src.ip` string, `n` bigint").repartition(3)
     df = df.withColumnRenamed("n", "a`b")
     counts = Counters(spark)
