@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The reference rows of issue 2 (best correct peer, measured on this machine
+"""The reference rows (best correct peer, measured on this machine
 kind) next to ipfib's best path in bench-out/*.json."""
 import json
 import sys

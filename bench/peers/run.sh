@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ipfib and its peers side by side, on the same table and trace files, in
-# one run (issue 5). For each real table in ../shared/data:
+# one run. For each real table in ../shared/data:
 #   1. bench/peers/make_inputs.py writes the table (values renumbered) and
 #      uniform / matched traces per family;
 #   2. `ipfib bench` runs on them (JSON);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Python bindings benchmark (issue 7), side by side in one run:
+"""Python bindings benchmark, side by side in one run:
 
 1. ``Table.lookup_many`` on N numpy uint32 addresses against the native
    single-core batch figure of ``ipfib bench`` on the same table and the
@@ -9,7 +9,7 @@
    ``lookup`` and ``lookup_many`` over a list of strings, for reference);
 3. loading the table file: ``ipfib.Table.from_file`` against ``pyasn.pyasn``.
 
-Run pinned to one CPU under the shared lock (BENCHMARKS.md, "Python (issue 7)"):
+Run pinned to one CPU under the shared lock (BENCHMARKS.md, "Python"):
 
     flock /tmp/ipfib-bench.lock taskset -c 1 python bench/python/bench_lookup.py \\
         --table ../shared/data/routeviews-20151101.ipasn.dat.gz --json bench-out/python.json

@@ -16,7 +16,14 @@ from typing import Any
 
 from ._ipfib import DamagedTableWarning, Rib, Table, TableFileError
 
-__all__ = ["Table", "Rib", "TableFileError", "DamagedTableWarning"]
+__all__ = ["Table", "Rib", "TableFileError", "DamagedTableWarning", "__version__"]
+
+try:
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("ipfib")
+except PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
 
 # How many tables this process rebuilt from a pickle (the Dask test checks
 # that a table is shipped once per worker, not once per partition).

@@ -1,4 +1,4 @@
-//! `ipfib bench` as the issue 5 suite: threads, latency, the Poptrie
+//! `ipfib bench` as a suite: threads, latency, the Poptrie
 //! paper's traces, table-size sweeps, charts and `--from-json`. Small
 //! tables and traces, no timed assertion: shapes, agreement and files.
 

@@ -1063,7 +1063,7 @@ fn bench_json_has_the_contract_fields_and_agreeing_checksums() {
             "build_ms",
             "footprint_bytes",
             "checksum",
-            // Added by issue 5: quartiles, memory growth across the build,
+            // Quartiles, memory growth across the build,
             // worker CPUs.
             "mlps_q1",
             "mlps_q3",

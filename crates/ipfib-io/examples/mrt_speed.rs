@@ -1,5 +1,5 @@
 //! Loading speed of an MRT RIB dump, ipfib-io against bgpkit-parser's own
-//! iteration of the same file (issue 4: a RIB dump must load at least as
+//! iteration of the same file (the target: a RIB dump loads at least as
 //! fast as bgpkit-parser iterates it):
 //!
 //! ```sh

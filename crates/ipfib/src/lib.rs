@@ -47,8 +47,11 @@
 //! - `fib/`: `Fib<V>`, the dynamic FIB: updates while readers look up
 //!   through snapshots (`mod.rs`: publication, staleness, snapshots;
 //!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
-//! - `oracle.rs` (brute force), `check.rs` (differential checks), `gen.rs`
-//!   (seeded synthetic tables and traces): test and benchmark support.
+//! - `oracle.rs` (brute force) and `check/` (differential checks): test
+//!   support, compiled only with the `testing` feature (the workspace's
+//!   tests, benches and fuzz targets turn it on; users never see them).
+//! - `gen.rs`: seeded synthetic tables and traces, public because
+//!   `ipfib bench` and `ipfib replay` build their workloads with it.
 //! - `cpu.rs`: CPU features by name; every kernel's detection checks the
 //!   list its `#[target_feature]` functions are compiled with.
 //! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures,
@@ -56,6 +59,8 @@
 
 pub mod addr;
 mod addr_text;
+/// Differential checks (test support: the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
 pub mod check;
 pub mod compiled;
 mod cpu;
@@ -66,6 +71,8 @@ pub mod gen;
 pub mod image;
 pub mod intervals;
 pub mod mem;
+/// The brute-force oracle (test support: the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
 pub mod oracle;
 pub mod prefix;
 pub mod route_table;

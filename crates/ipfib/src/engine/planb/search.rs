@@ -1,6 +1,6 @@
 //! The PlanB search, written once against the `Count` kernel trait and
 //! compiled per kernel inside `#[target_feature]` wrappers: the one dispatch
-//! point of this engine (STYLE §2).
+//! point of this engine.
 //!
 //! Single lookup: direct-pointing entry (through a sub-table for heavy
 //! buckets), then the entry's payload, one window compare over the leaf

@@ -6,8 +6,8 @@
 //! below it: the rank of the interval that holds the probe. Because a start
 //! is never zero (interval 0 starts at 0 and is implicit), `start - 1`
 //! never wraps, and the padding key (all ones) is never below any probe, so
-//! padding can never be counted, even for the all-ones address (the bug
-//! STYLE §7 warns about).
+//! padding can never be counted, even for the all-ones address (a padding
+//! key counted as a real one would answer the wrong interval there).
 //!
 //! Layout:
 //! - `leaves`: the sorted key array itself, plus `LANES` padding keys, so a

@@ -168,7 +168,8 @@ impl Stride for Node32 {
     }
 }
 
-/// How the search counts bits: the one choice made per build (STYLE §2).
+/// How the search counts bits: the one choice made per build (SIMD is
+/// chosen at one dispatch point, never inside the hot loop).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     /// `count_ones()` compiled for the baseline target (a bit-twiddling

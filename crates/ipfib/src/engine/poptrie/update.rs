@@ -5,11 +5,13 @@
 //! one block of leaves (depth first, so a subtree's nodes and leaves are
 //! contiguous). An update rebuilds the slot from the route table's routes
 //! under it, frees the old blocks and copies the new ones into free space:
-//! the smallest free block that fits (split, never merged), else the unused
-//! tail of the arrays, which are built with room to spare. When neither
-//! fits, [`ArenaFull`] tells the caller to build the whole trie afresh,
-//! which also compacts it: memory stays within a constant factor of a
-//! fresh build however many updates pass.
+//! the smallest free block that fits (split when larger), else the unused
+//! tail of the arrays, which are built with room to spare; when neither
+//! fits, neighbouring free blocks are merged (a free end goes back to the
+//! tail) and the search runs once more. When nothing fits then,
+//! [`ArenaFull`] tells the caller to build the whole trie afresh, which
+//! also compacts it: memory stays within a constant factor of a fresh
+//! build however many updates pass.
 //!
 //! Only `crate::fib` calls this, on the one of its two copies that no
 //! snapshot references (`Arc::get_mut` proves it), so nothing here needs to

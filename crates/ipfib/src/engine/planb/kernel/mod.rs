@@ -1,5 +1,5 @@
 //! Search kernels: count the keys of one 64-byte node that are below the
-//! probe. One file per instruction set (STYLE §2); the search algorithm in
+//! probe. One file per instruction set; the search algorithm in
 //! `search.rs` is written once against the [`Count`] trait and instantiated
 //! per kernel inside a `#[target_feature]` wrapper, so the hot loop is
 //! compiled for that instruction set with the count inlined.

@@ -87,16 +87,25 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// Build from compiled intervals ([`PoptrieOptions::direct_bits`] and
     /// `kernel` apply; `leafvec` does not: runs are always compressed).
     pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
-        Self::build_with_share(iv, opts, build::FOCUS_SHARE)
+        Self::build_focused(iv, opts, build::FOCUS_SHARE)
     }
 
-    /// [`FlatPoptrie::build`] with the focus prefix holding at least
-    /// `share` thousandths of the interval boundaries, so that tests can
-    /// send many lanes through the outer table. `share` is clamped to
-    /// 501..=1000: below half, the median boundary need not lie in the
-    /// prefix the rule looks for (`build::dominant`).
-    #[doc(hidden)]
+    /// Test support (the `testing` feature): [`FlatPoptrie::build`] with
+    /// the focus prefix holding at least `share` thousandths of the
+    /// interval boundaries, so that tests can send many lanes through the
+    /// outer table. `share` is clamped to 501..=1000: below half, the
+    /// median boundary need not lie in the prefix the rule looks for
+    /// (`build::dominant`).
+    #[cfg(any(test, feature = "testing"))]
     pub fn build_with_share(
+        iv: &Intervals<A>,
+        opts: &PoptrieOptions,
+        share: u32,
+    ) -> Result<Self, PoptrieError> {
+        Self::build_focused(iv, opts, share)
+    }
+
+    fn build_focused(
         iv: &Intervals<A>,
         opts: &PoptrieOptions,
         share: u32,
