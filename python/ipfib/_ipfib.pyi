@@ -3,7 +3,12 @@
 (every route of every peer of an MRT RIB dump, with whole-route lookups).
 
 Addresses are text (``"10.1.2.3"``, ``"2001:db8::1"``) or ``ipaddress``
-objects; prefixes are ``"ADDR/LEN"`` text or ``ipaddress`` networks.
+objects (``Table``'s scalar calls also take an ``int``, below 2^32 IPv4
+as ``ipaddress.ip_address`` reads it, and packed ``bytes``, 4 or 16);
+prefixes are ``"ADDR/LEN"`` text or ``ipaddress`` networks.
+``t[prefix]`` and ``t.get(prefix)`` are exact matches (a ``dict`` of
+prefixes), unlike pytricia's longest match: give them an address and
+they raise ``ValueError`` naming ``lookup`` (docs/python-migration.md).
 IPv4-mapped IPv6 addresses (``::ffff:a.b.c.d``) are looked up in the IPv4
 table. Thread safety: every method may be called from any thread; lookups
 use the snapshot published when they start (one per call) and never see a
@@ -21,6 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 Addr = str | ipaddress.IPv4Address | ipaddress.IPv6Address
+# What Table's scalar calls take: an Addr, an int or packed bytes (4 or 16).
+ScalarAddr = Addr | int | bytes
 PrefixLike = str | ipaddress.IPv4Network | ipaddress.IPv6Network
 Engine = str  # "auto" | "planb" | "poptrie[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
 
@@ -193,14 +200,18 @@ class Table:
          'autonomous_system_organization': array(['Telstra Pty Ltd', 0], dtype=object)}
         """
 
-    def lookup(self, addr: Addr) -> Any:
+    def lookup(self, addr: ScalarAddr) -> Any:
         """The value of the longest matching prefix, or ``None``.
+        ``addr``: text, an ``ipaddress`` object, an ``int`` or packed
+        ``bytes`` (4 or 16, network order).
 
         >>> t.lookup("10.1.2.3")                                       # doctest: +SKIP
         64500
+        >>> t.lookup(0x0A010203), t.lookup(bytes([10, 1, 2, 3]))       # doctest: +SKIP
+        (64500, 64500)
         """
 
-    def lookup_prefix(self, addr: Addr) -> tuple[str, Any] | None:
+    def lookup_prefix(self, addr: ScalarAddr) -> tuple[str, Any] | None:
         """``(prefix, value)`` of the longest matching prefix, or ``None``.
 
         >>> t.lookup_prefix("10.1.2.3")                                # doctest: +SKIP
@@ -324,7 +335,7 @@ class Table:
         array([  40., 1500.])
         """
 
-    def __contains__(self, x: Addr | PrefixLike) -> bool:
+    def __contains__(self, x: ScalarAddr | PrefixLike) -> bool:
         """An address: some route matches it. A prefix: some route covers
         all of it (it, or one of its supernets, is in the table).
 
@@ -334,13 +345,17 @@ class Table:
 
     def __getitem__(self, prefix: PrefixLike) -> Any:
         """The value stored for exactly ``prefix``; ``KeyError`` if none.
+        Not a longest-prefix match (that is ``lookup``): an address without
+        ``/LEN`` raises ``ValueError`` saying so.
 
         >>> t["10.0.0.0/8"]                                            # doctest: +SKIP
         64500
         """
 
     def get(self, prefix: PrefixLike, default: Any = None) -> Any:
-        """The value stored for exactly ``prefix``, or ``default``.
+        """The value stored for exactly ``prefix``, or ``default``. Not a
+        longest-prefix match (that is ``lookup``): an address without
+        ``/LEN`` raises ``ValueError`` saying so.
 
         >>> t.get("10.0.0.0/9", "none")                                # doctest: +SKIP
         'none'
@@ -384,6 +399,20 @@ class Table:
 
         >>> Table.from_prefixes([("::/0", 1), ("10.0.0.0/8", 2)]).items()
         [('10.0.0.0/8', 2), ('::/0', 1)]
+        """
+
+    def keys(self) -> list[str]:
+        """The prefixes in iteration order (``list(t)``).
+
+        >>> Table.from_prefixes([("::/0", 1), ("10.0.0.0/8", 2)]).keys()
+        ['10.0.0.0/8', '::/0']
+        """
+
+    def values(self) -> list[Any]:
+        """The values in iteration order, one per prefix.
+
+        >>> Table.from_prefixes([("::/0", 1), ("10.0.0.0/8", 2)]).values()
+        [2, 1]
         """
 
     def supernets(self, prefix: PrefixLike) -> list[tuple[str, Any]]:

@@ -34,7 +34,7 @@ pub(crate) fn text_of(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     match obj.cast::<PyString>() {
         Ok(s) => Ok(s.to_cow()?.into_owned()),
         Err(_) if obj.is_instance_of::<pyo3::types::PyInt>() => Err(PyTypeError::new_err(
-            "addresses and prefixes are given as text (or ipaddress objects), not int",
+            "expected text or an ipaddress object here, not int",
         )),
         Err(_) => Ok(obj.str()?.to_cow()?.into_owned()),
     }
@@ -46,9 +46,57 @@ pub(crate) fn parse_prefix(obj: &Bound<'_, PyAny>, host_bits: HostBits) -> PyRes
         .map_err(|e| PyValueError::new_err(format!("invalid prefix {text:?}: {e}")))
 }
 
+/// A scalar address argument: text or an `ipaddress` object, an `int`
+/// (below 2^32 IPv4, as `ipaddress.ip_address` reads it; else IPv6 up to
+/// 2^128 - 1) or packed `bytes` (4: IPv4, 16: IPv6, network order); the
+/// IPv4-mapped rule applies to every form.
 pub(crate) fn parse_addr(obj: &Bound<'_, PyAny>) -> PyResult<AnyAddr> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err("an address is expected, not a bool"));
+    }
+    if obj.is_instance_of::<pyo3::types::PyInt>() {
+        let n: u128 = obj.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "invalid IP address {}: an int address is 0 to 2^128 - 1",
+                obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        return Ok(match u32::try_from(n) {
+            Ok(v4) => AnyAddr::V4(v4),
+            Err(_) => AnyAddr::unmapped(std::net::IpAddr::V6(n.into())),
+        });
+    }
+    if let Ok(b) = obj.cast::<pyo3::types::PyBytes>() {
+        let bytes = b.as_bytes();
+        return if let Ok(v4) = <[u8; 4]>::try_from(bytes) {
+            Ok(AnyAddr::V4(u32::from_be_bytes(v4)))
+        } else if let Ok(v6) = <[u8; 16]>::try_from(bytes) {
+            Ok(AnyAddr::unmapped(std::net::IpAddr::V6(v6.into())))
+        } else {
+            Err(PyValueError::new_err(format!(
+                "invalid IP address: {} bytes (packed addresses are 4 or 16 bytes)",
+                bytes.len()
+            )))
+        };
+    }
     let text = text_of(obj)?;
     AnyAddr::parse(&text).map_err(|_| PyValueError::new_err(format!("invalid IP address {text:?}")))
+}
+
+/// The prefix of an exact-match argument (`t[p]`, `t.get(p)`); an address
+/// without `/LEN` is refused naming `lookup`, so that pytricia's habit
+/// (`t[addr]` as a longest-prefix match) fails loudly instead of answering
+/// something else.
+fn exact_prefix(obj: &Bound<'_, PyAny>, call: &str) -> PyResult<AnyPrefix> {
+    let text = text_of(obj)?;
+    if !text.contains('/') && AnyAddr::parse(&text).is_ok() {
+        return Err(PyValueError::new_err(format!(
+            "{call} is an exact match on a stored prefix, and {text:?} is an address: \
+             for its longest-prefix match use t.lookup({text:?}) (the value) or \
+             t.lookup_prefix({text:?}) (the prefix and value)"
+        )));
+    }
+    parse_prefix(obj, HostBits::Reject)
 }
 
 fn build_err(e: String) -> PyErr {
@@ -442,8 +490,9 @@ impl Table {
     /// An address: whether some route matches it. A prefix (`a/len`):
     /// whether some route covers all of it (it or a supernet is present).
     fn __contains__(&self, x: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let text = text_of(x)?;
-        if text.contains('/') {
+        let scalar =
+            x.is_instance_of::<pyo3::types::PyInt>() || x.is_instance_of::<pyo3::types::PyBytes>();
+        if !scalar && text_of(x)?.contains('/') {
             let prefix = parse_prefix(x, HostBits::Reject)?;
             return self.live.with_table(x.py(), |t| match prefix {
                 AnyPrefix::V4(p) => !t.v4.supernets(&p).is_empty(),
@@ -502,7 +551,7 @@ impl Table {
 
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
     fn __getitem__(&self, py: Python<'_>, prefix: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let p = parse_prefix(prefix, HostBits::Reject)?;
+        let p = exact_prefix(prefix, "t[...]")?;
         match self.live.with_table(py, |t| t.get(&p).cloned())? {
             Some(v) => self.objects.to_py(py, &v),
             None => Err(PyKeyError::new_err(p.to_string())),
@@ -517,7 +566,7 @@ impl Table {
         prefix: &Bound<'_, PyAny>,
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let p = parse_prefix(prefix, HostBits::Reject)?;
+        let p = exact_prefix(prefix, "t.get(...)")?;
         match self.live.with_table(py, |t| t.get(&p).cloned())? {
             Some(v) => self.objects.to_py(py, &v),
             None => Ok(default.unwrap_or_else(|| py.None())),
@@ -577,6 +626,24 @@ impl Table {
     /// `(prefix, value)` pairs in iteration order.
     fn items(&self, py: Python<'_>) -> PyResult<Vec<(String, Py<PyAny>)>> {
         self.snapshot_items(py)
+    }
+
+    /// The prefixes in iteration order (as `list(t)`).
+    fn keys(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self
+            .snapshot_items(py)?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect())
+    }
+
+    /// The values in iteration order (one per prefix).
+    fn values(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        Ok(self
+            .snapshot_items(py)?
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect())
     }
 
     /// Routes covering `prefix` (itself included when present), shortest first.
