@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,13 @@ from . import Table
 
 TableLike = Union[Table, str, "os.PathLike[str]"]
 
-# Per process: tables opened by ``TableRef.get`` (key -> Table; for a file,
-# only its newest version is kept, so a replaced file is let go).
-_tables: dict[tuple[Any, ...], Table] = {}
+# Per process: tables opened by ``TableRef.get`` (key -> Table, least
+# recently used first; for a file, only its newest version is kept, so a
+# replaced file is let go), at most ``MAX_TABLES`` of them: a worker that
+# serves job after job (Spark reuses its Python workers) does not keep
+# every table it was ever sent.
+_tables: OrderedDict[tuple[Any, ...], Table] = OrderedDict()
+MAX_TABLES = 8
 _lock = threading.Lock()
 # How many tables this process opened through a TableRef (tests check
 # that a table reaches a worker process once, not once per task).
@@ -120,7 +125,9 @@ class TableRef:
             key = file_key(where)
         with _lock:
             t = _tables.get(key)
-            if t is None:
+            if t is not None:
+                _tables.move_to_end(key)
+            else:
                 if self.broadcast is not None:
                     t = self.broadcast.value
                 elif self.path is None:
@@ -132,6 +139,8 @@ class TableRef:
                     for old in [k for k in _tables if k[0] == key[0] and k != key]:
                         del _tables[old]
                 _tables[key] = t
+                while len(_tables) > MAX_TABLES:
+                    _tables.popitem(last=False)
                 opened += 1
             return t
 
@@ -222,11 +231,20 @@ def _field_types(table: Table, fields: list[str]) -> dict[str, Any]:
                 kinds[i].add(type(v))
     out = {}
     for f, k in zip(fields, kinds):
+        other = k - {int, float, str, bool}
+        if other:
+            raise ValueError(
+                f"enrich: field {f!r} holds {', '.join(sorted(t.__name__ for t in other))} "
+                "values; a column holds numbers or text: name a field inside it (dot path)"
+            )
         if k <= {int}:
             out[f] = pa.int64()
         elif k <= {int, float}:
             out[f] = pa.float64()
+        elif k <= {bool}:
+            out[f] = pa.bool_()
         else:
+            # Text, or a mix (written as text: 13335 and "13335_2914").
             out[f] = pa.string()
     return out
 
@@ -369,8 +387,9 @@ def enrich_arrow(
             vals, lens = got_many if want_len else (got_many, None)
             miss = np.ma.getmaskarray(vals)
         else:
+            # Lengths alone: through route indices, whatever the values are.
             _, lens = table.lookup_many(
-                arr, errors="coerce", masked=True, with_prefix_len=True, dtype=np.uint8
+                arr, errors="coerce", masked=True, with_prefix_len=True, return_index=True
             )
             miss = np.ma.getmaskarray(lens)
         for name, what in outputs.columns:
@@ -393,7 +412,18 @@ def _value_column(data: np.ndarray, miss: np.ndarray | None, kind: Any, name: st
     try:
         return pa.array(data, type=kind, mask=miss, from_pandas=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise TypeError(
-            f"enrich: column {name!r}: the table's values must be int or str "
-            f"(a cluster column has one type): {e}"
-        ) from None
+        if not pa.types.is_string(kind):
+            raise TypeError(f"enrich: column {name!r}: {e}") from None
+    # A text column of mixed values (pfx2as: 13335 and "13335_2914"; a
+    # field of numbers and text): each value as text.
+    text = np.array([None if v is None else _as_text(v, name) for v in data], dtype=object)
+    return pa.array(text, type=kind, mask=miss, from_pandas=False)
+
+
+def _as_text(v: Any, name: str) -> str:
+    if isinstance(v, (str, int, float)):
+        return str(v)
+    raise TypeError(
+        f"enrich: column {name!r}: a value of type {type(v).__name__} cannot be a column's "
+        "text (values are int, float or str)"
+    )

@@ -295,7 +295,10 @@ class Table:
         route's index in ``items()`` order (``int64``; -1: no match): IPv4
         routes first, so ``list(t)[i]`` is the matched prefix. Gather
         per-route columns with it (prefix text, several attributes) in one
-        lookup; ``dtype`` must then be ``None``.
+        lookup; ``dtype`` must then be ``None`` and ``default`` is not
+        taken. The indices belong to the version of the table the call
+        saw: read ``items()`` before changing the table (a change from
+        another thread between the two calls shifts them).
 
         A bad address raises ``ValueError`` naming it and its index;
         ``errors="coerce"`` makes it a no-match instead. The lookups run

@@ -44,6 +44,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,17 @@ def ship(spark: Any, table: TableLike, how: str = "file") -> TableRef:
     _temp_dirs.append(tmp)
     if isinstance(table, Table):
         name = f"ipfib-{uuid.uuid4().hex}.ipfib"
-        table.save(os.path.join(tmp, name))
+        try:
+            table.save(os.path.join(tmp, name))
+        except (ValueError, TypeError) as e:
+            # Values a compiled file cannot hold as themselves (text that
+            # reads as a number, floats): the route list as a broadcast.
+            warnings.warn(
+                f"ipfib.spark: shipping the table as a broadcast (one rebuilt copy per worker "
+                f"process), not as a compiled file: {e}",
+                stacklevel=3,
+            )
+            return TableRef(broadcast=sc.broadcast(table), token=uuid.uuid4().hex)
     elif not is_compiled(table):
         name = f"ipfib-{uuid.uuid4().hex}-{Path(table).name}.ipfib"
         Table.from_file(table).save(os.path.join(tmp, name), source=str(table))
@@ -181,6 +192,8 @@ def _spark_type(t: Any) -> Any:
         return T.ShortType()
     if pa.types.is_float64(t):
         return T.DoubleType()
+    if pa.types.is_boolean(t):
+        return T.BooleanType()
     return T.StringType()
 
 
@@ -295,8 +308,15 @@ def _column_function(ref: TableRef, outputs: Outputs, acc: Any, column: str) -> 
         # Real classes, not the strings `from __future__ import annotations`
         # would leave (pyspark reads the hints to choose the UDF kind).
         answer.__annotations__ = {"arr": pa.Array, "return": pa.Array}
-        return F.arrow_udf(answer, rtype)
-    return _pandas_function(answer, outputs, rtype)
+        udf = F.arrow_udf(answer, rtype)
+    else:
+        udf = _pandas_function(answer, outputs, rtype)
+    # Marked non-deterministic so that Spark evaluates it once per row:
+    # otherwise a filter on an answer is pushed below the projection with
+    # the function inlined into it, and every lookup runs twice (and is
+    # counted twice). The price: Spark does not push filters on other
+    # columns below it either; filter before enriching.
+    return udf.asNondeterministic()
 
 
 def _pandas_function(answer: Any, outputs: Outputs, rtype: Any) -> Any:

@@ -3,6 +3,7 @@ results equal direct lookups, and each worker unpickled the table once."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,19 @@ from ipfib import _enrich
 from ipfib.dask import enrich
 from support import ROOT, check_enriched_flows, data_file, random_routes
 
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("dask.distributed")
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
+try:
+    # Untyped (Any), as the tests use them.
+    dd: Any = __import__("dask.dataframe", fromlist=["x"])
+    distributed: Any = __import__("dask.distributed", fromlist=["x"])
+    pd: Any = __import__("pandas")
+    __import__("pyarrow")
+except ImportError as e:  # pragma: no cover - the test venv has them
+    if os.environ.get("CI") == "true":
+        raise AssertionError(
+            f"dask/pandas/pyarrow not importable ({e}), and CI=true requires them"
+        ) from e
+    print(f"SKIPPED: dask/pandas/pyarrow not importable ({e})")
+    pytest.skip(f"SKIPPED: dask/pandas/pyarrow not importable ({e})", allow_module_level=True)
 
 
 def run_example(*args: str) -> None:

@@ -131,3 +131,26 @@ def test_concurrent_saves_never_publish_a_partial_file(tmp_path: Path) -> None:
     assert not errors, errors
     assert opened > 10
     assert [p.name for p in tmp_path.iterdir()] == ["t.ipfib"], "no temporary file left"
+
+
+def test_save_leaves_other_writers_temporary_files_alone(tmp_path: Path) -> None:
+    """A temporary name already taken (a crashed writer's, with this pid
+    reused) is skipped, not removed: the save succeeds and the other file
+    is still there. In a fresh process, whose first names are known."""
+    import subprocess
+    import sys
+
+    code = f"""
+import os, ipfib
+d = {str(tmp_path)!r}
+taken = [os.path.join(d, f".t.ipfib.{{os.getpid()}}.{{i}}.tmp") for i in range(3)]
+for p in taken:
+    open(p, "w").write("someone else's")
+ipfib.Table.from_prefixes([("10.0.0.0/8", 1)]).save(os.path.join(d, "t.ipfib"))
+assert all(open(p).read() == "someone else's" for p in taken)
+assert ipfib.Table.open(os.path.join(d, "t.ipfib")).lookup("10.1.1.1") == 1
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert len(list(tmp_path.glob(".t.ipfib.*.tmp"))) == 3

@@ -23,11 +23,11 @@ import ipfib
 from support import ROOT, check_enriched_flows, data_file, probe_addresses, random_routes
 
 
-def _need(what: str) -> None:
+def _need(what: str, module: bool = False) -> None:
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{what}, and CI=true requires it")
+        pytest.fail(f"{what}, and CI=true requires it", pytrace=False)
     print(f"SKIPPED: {what}")
-    pytest.skip(f"SKIPPED: {what}")
+    pytest.skip(f"SKIPPED: {what}", allow_module_level=module)
 
 
 try:
@@ -35,7 +35,7 @@ try:
     from pyspark.sql import SparkSession
     from pyspark.sql import types as T
 except ImportError as e:  # pragma: no cover - the test venv has them
-    _need(f"pyspark/pandas/pyarrow not importable ({e})")
+    _need(f"pyspark/pandas/pyarrow not importable ({e})", module=True)
 
 import ipfib.spark  # noqa: E402
 from ipfib.spark import Counters, enrich, register, ship  # noqa: E402
@@ -213,6 +213,61 @@ def test_odd_column_names_and_later_steps(spark: Any) -> None:
     assert counts.matched == 601
     by_asn = out.where("`as.n` IS NOT NULL").groupBy("`as.n`").count().collect()
     assert sorted((r["as.n"], r["count"]) for r in by_asn) == [(64500, 600), (64501, 1)]
+
+
+def test_lengths_alone_mixed_values_and_filters(spark: Any) -> None:
+    """Lengths alone on any table; a pfx2as-like table of ints and text
+    (multi-origin "13335_2914") as a text column; a filter on an answer
+    evaluates the lookups once (exact counters); a Table whose values a
+    compiled file cannot hold is shipped as a broadcast, with a warning."""
+    rows = [("1.1.1.1",), ("1.0.0.1",), ("192.0.2.1",), (None,), ("bad",), ("2001:db8::1",)]
+    df = spark.createDataFrame(rows, "src string").repartition(2)
+    asn = ipfib.Table.from_prefixes([("1.1.1.0/24", 13335), ("1.0.0.0/16", 64500)])
+    text = ipfib.Table.from_prefixes([("1.1.1.0/24", "x"), ("2001:db8::/32", "y")])
+    for t in (asn, text):
+        got = {r["src"]: r["len"] for r in enrich(df, t, "src", {"len": "prefix_len"}).collect()}
+        want = {
+            a: None
+            if not a or (hit := t.lookup_prefix(a) if a != "bad" else None) is None
+            else int(hit[0].split("/")[1])
+            for (a,) in rows
+        }
+        assert got == want, (got, want)
+    mixed = ipfib.Table.from_file(_pfx2as_mixed())
+    assert not mixed._integer_values
+    out = enrich(df, mixed, "src", {"asn": "value", "net": "prefix"})
+    assert out.schema["asn"].dataType == T.StringType()
+    got = {r["src"]: (r["asn"], r["net"]) for r in out.collect()}
+    assert got["1.1.1.1"] == ("13335_2914", "1.1.1.0/24")
+    assert got["1.0.0.1"] == ("64500", "1.0.0.0/16")
+    assert got["192.0.2.1"] == got[None] == got["bad"] == (None, None)
+    # A filter on an answer: each row looked up (and counted) once.
+    counts = Counters(spark)
+    hits = enrich(df, asn, "src", "asn", counters=counts).where("asn IS NOT NULL").collect()
+    assert sorted(r["asn"] for r in hits) == [13335, 64500]
+    assert counts.rows == len(rows) and counts.matched == 2, counts.value
+    counts2 = Counters(spark)
+    two = enrich(df, asn, "src", {"a": "value", "n": "prefix"}, counters=counts2)
+    assert len(two.where("n IS NOT NULL").collect()) == 2 and counts2.rows == len(rows)
+    # Text that reads as a number cannot be a compiled file's value.
+    digits = ipfib.Table.from_prefixes([("1.1.1.0/24", "13335")])
+    with pytest.warns(UserWarning, match="broadcast"):
+        got_d = enrich(df, digits, "src", "asn").where("src = '1.1.1.1'").collect()
+    assert [r["asn"] for r in got_d] == ["13335"]
+
+
+_MIXED: list[Path] = []
+
+
+def _pfx2as_mixed() -> Path:
+    """A CAIDA-style pfx2as file: one origin as a number, several as text."""
+    import tempfile
+
+    if not _MIXED:
+        d = Path(tempfile.mkdtemp(prefix="ipfib-mixed-"))
+        (d / "t.pfx2as").write_text("1.1.1.0\t24\t13335_2914\n1.0.0.0\t16\t64500\n")
+        _MIXED.append(d / "t.pfx2as")
+    return _MIXED[0]
 
 
 def test_several_fields_of_a_maxmind_db(spark: Any) -> None:

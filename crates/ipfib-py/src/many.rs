@@ -420,6 +420,17 @@ pub fn lookup_many<'py>(
             "lookup_many: return_index=True answers int64 route indices (dtype must be None)",
         ));
     }
+    let d = default.bind(py);
+    if return_index
+        && !(d.is_instance_of::<pyo3::types::PyInt>()
+            && !d.is_instance_of::<PyBool>()
+            && d.extract::<i64>().ok() == Some(0))
+    {
+        return Err(PyTypeError::new_err(
+            "lookup_many: return_index=True answers -1 where nothing matches; \
+             a default does not apply (use masked=True for a mask)",
+        ));
+    }
     let input = classify(addrs, on_error)?;
     let n = input.len();
     if u32::try_from(n).is_err() {

@@ -396,14 +396,30 @@ pub fn write_table<V: AsRef<str>>(
     // A name no other writer uses (another thread of this process, or a
     // concurrent `ipfib compile`), created exclusively: two writers never
     // share, truncate or rename each other's half-written file.
+    // A name already taken (a stale file of a crashed writer whose pid is
+    // reused, a writer of another pid namespace on a shared volume) is
+    // left alone and the next number tried; only a file this call created
+    // is ever removed.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
+    let (tmp, mut f) = {
+        let mut tries = 0;
+        loop {
+            let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(f) => break (tmp, f),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => {
+                    tries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
