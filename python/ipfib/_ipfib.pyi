@@ -322,9 +322,10 @@ class Table:
         """Per-route totals: for each route, in ``items()`` order (IPv4
         first), how many of ``addrs`` it is the longest match of, or with
         ``weights`` (one number per address: bytes, packets) the sum of
-        theirs. ``int64`` for counts and integer weights (exact; a total
-        that would overflow raises ``OverflowError``), ``float64`` for
-        float weights. Addresses that match nothing, nulls and, with
+        theirs (by position). ``int64`` for counts and integer weights
+        (exact; a running sum that leaves int64 raises ``OverflowError``:
+        pass float weights then), ``float64`` for float weights; a NaN or
+        null weight raises ``ValueError`` naming it. Addresses that match nothing, nulls and, with
         ``errors="coerce"``, bad items add to no route (so
         ``len(addrs) - counts.sum()`` of them). ``addrs`` takes every
         input ``lookup_many`` does. One pass, without the GIL, from one

@@ -155,3 +155,41 @@ def test_real_table_and_capture_addresses() -> None:
     weights = np.arange(len(addrs), dtype=np.int64)
     by_route = np.bincount(idx[idx >= 0], weights=weights[idx >= 0], minlength=len(table))
     assert (table.count_many(addrs, weights, errors="coerce") == by_route.astype(np.int64)).all()
+
+
+def test_weights_on_columnar_inputs_and_bad_weights() -> None:
+    """Weights by position on numpy and Arrow inputs longer than one
+    decoding round (65,536), against bincount over route indices; NaN and
+    null weights are refused, naming the first."""
+    routes = random_routes(21, 400, 400)
+    t = ipfib.Table.from_prefixes(routes)
+    base = probe_addresses(routes, 21, 4000)
+    rnd = random.Random(21)
+    addrs = [rnd.choice(base) for _ in range(150_000)]
+    w = np.array([rnd.randrange(1, 10_000) for _ in addrs], dtype=np.int64)
+    idx = t.lookup_many(addrs, return_index=True)
+    m = idx >= 0
+    want = np.bincount(idx[m], weights=w[m], minlength=len(t)).astype(np.int64)
+    assert (t.count_many(pa.array(addrs), w) == want).all()
+    assert (t.count_many(pa.array(addrs), pa.array(w)) == want).all()
+    v4 = [a for a in addrs if ":" not in a]
+    import ipaddress
+
+    n4 = np.array([int(ipaddress.IPv4Address(a)) for a in v4], dtype=np.uint32)
+    w4 = np.arange(len(v4), dtype=np.int64)
+    idx4 = t.lookup_many(n4, return_index=True)
+    m4 = idx4 >= 0
+    want4 = np.bincount(idx4[m4], weights=w4[m4], minlength=len(t)).astype(np.int64)
+    assert (t.count_many(n4, w4) == want4).all()
+    with pytest.raises(ValueError, match="weight 1 is NaN or null"):
+        t.count_many(addrs[:3], [1.0, float("nan"), 2.0])
+    with pytest.raises(ValueError, match="weight 2 is NaN or null"):
+        t.count_many(addrs[:3], pa.array([1, 2, None]))
+
+
+def test_return_index_takes_no_default() -> None:
+    t = ipfib.Table.from_prefixes([("10.0.0.0/8", 1)])
+    assert t.lookup_many(["10.0.0.1", "11.0.0.1"], 0, return_index=True).tolist() == [0, -1]
+    for default in (-1, 5, None, "x"):
+        with pytest.raises(TypeError, match="a default does not apply"):
+            t.lookup_many(["10.0.0.1"], default, return_index=True)

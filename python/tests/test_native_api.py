@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,10 @@ def test_every_address_form_answers_as_text(seed: int) -> None:
 
 def test_scalar_errors() -> None:
     t = ipfib.Table.from_prefixes([("0.0.0.0/0", 1), ("::/0", 2)])
+    import numpy as np
+
+    # numpy integer scalars are integers too.
+    assert t.lookup(np.uint32(0x0A000001)) == 1 and t.lookup(np.uint64(2**40)) == 2
     assert t.lookup(2**32 - 1) == 1 and t.lookup(2**32) == 2 and t.lookup(2**128 - 1) == 2
     with pytest.raises(ValueError, match="0 to 2\\^128 - 1"):
         t.lookup(-1)
@@ -83,3 +88,27 @@ def test_migration_page_runs() -> None:
             exec(compile(block, f"python-migration.md block {i + 1}", "exec"), namespace)
         except Exception as e:  # pragma: no cover - the failure message
             raise AssertionError(f"block {i + 1} failed: {e!r}\n{block}") from e
+
+
+def test_workers_keep_a_bounded_number_of_tables(tmp_path: Path) -> None:
+    """The per-process table cache of the cluster helpers keeps the most
+    recently used tables only: after more than MAX_TABLES files, the
+    oldest is opened again when asked for, the newest is not."""
+    from ipfib import _enrich
+
+    _enrich.release()
+    refs = []
+    for i in range(_enrich.MAX_TABLES + 2):
+        path = tmp_path / f"t{i}.ipfib"
+        ipfib.Table.from_prefixes([("10.0.0.0/8", i)]).save(path)
+        refs.append(_enrich.TableRef(path=str(path)))
+    before = _enrich.opened
+    for i, r in enumerate(refs):
+        assert r.get().lookup("10.1.1.1") == i
+    assert _enrich.opened - before == len(refs)
+    assert len(_enrich._tables) == _enrich.MAX_TABLES
+    refs[-1].get()
+    assert _enrich.opened - before == len(refs)  # still cached
+    refs[0].get()
+    assert _enrich.opened - before == len(refs) + 1  # evicted, opened again
+    _enrich.release()

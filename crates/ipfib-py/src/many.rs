@@ -327,6 +327,11 @@ pub fn count_many<'py>(
     let on_error = OnError::parse(errors)?;
     let input = classify(addrs, on_error)?;
     let n = input.len();
+    if u32::try_from(n).is_err() {
+        return Err(PyValueError::new_err(
+            "count_many: at most 2^32 - 1 addresses per call",
+        ));
+    }
     let snap = table.live.snapshot();
     let routes = snap.v4.len() + snap.v6.len();
     let v6_base = snap.v4.len();
@@ -365,6 +370,13 @@ pub fn count_many<'py>(
             let floats = as_type("float64")?;
             let floats = floats.cast_into::<PyArray1<f64>>()?.try_readonly()?;
             let ws = floats.as_slice().map_err(slice_err)?;
+            // A NaN (a null weight read as a number) would make its
+            // route's total NaN without a word: refused, naming it.
+            if let Some(i) = ws.iter().position(|w| w.is_nan()) {
+                return Err(PyValueError::new_err(format!(
+                    "count_many: weight {i} is NaN or null (a weight per address, by position)"
+                )));
+            }
             tally::<f64>(py, &snap, &input, on_error, Some(ws), 1.0, routes, v6_base)
         }
         _ => Err(PyTypeError::new_err(format!(

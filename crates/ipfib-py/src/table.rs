@@ -54,7 +54,19 @@ pub(crate) fn parse_addr(obj: &Bound<'_, PyAny>) -> PyResult<AnyAddr> {
     if obj.is_instance_of::<pyo3::types::PyBool>() {
         return Err(PyTypeError::new_err("an address is expected, not a bool"));
     }
-    if obj.is_instance_of::<pyo3::types::PyInt>() {
+    // An int, or an integer-like number (numpy integer scalars: anything
+    // with `__index__` that is not text or bytes).
+    let index = if obj.is_instance_of::<pyo3::types::PyInt>() {
+        Some(obj.clone())
+    } else if !obj.is_instance_of::<PyString>()
+        && !obj.is_instance_of::<pyo3::types::PyBytes>()
+        && obj.hasattr("__index__")?
+    {
+        Some(obj.call_method0("__index__")?)
+    } else {
+        None
+    };
+    if let Some(obj) = index {
         let n: u128 = obj.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "invalid IP address {}: an int address is 0 to 2^128 - 1",
