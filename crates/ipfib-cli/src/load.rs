@@ -104,7 +104,7 @@ pub fn load_file(
     let (done, finished) = mpsc::channel::<()>();
     let start = Instant::now();
     let loaded = std::thread::scope(|s| {
-        s.spawn(|| progress(finished, &read, size));
+        s.spawn(|| progress("loading", finished, &read, size));
         let r = load_table_with_progress(path, opts, Some(Arc::clone(&read)));
         drop(done);
         r
@@ -114,7 +114,7 @@ pub fn load_file(
 
 /// A progress bar over the file's bytes, shown after one second; indicatif
 /// draws nothing when stderr is not a terminal.
-fn progress(finished: mpsc::Receiver<()>, read: &AtomicU64, size: u64) {
+pub fn progress(label: &str, finished: mpsc::Receiver<()>, read: &AtomicU64, size: u64) {
     // The sender is dropped when loading ends: `Disconnected`, not `Timeout`.
     let still_loading = |wait| {
         matches!(
@@ -126,9 +126,9 @@ fn progress(finished: mpsc::Receiver<()>, read: &AtomicU64, size: u64) {
         return;
     }
     let bar = indicatif::ProgressBar::new(size);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("loading {bar:40} {bytes}/{total_bytes} ({eta})")
-    {
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{label} {{bar:40}} {{bytes}}/{{total_bytes}} ({{eta}})"
+    )) {
         bar.set_style(style);
     }
     loop {

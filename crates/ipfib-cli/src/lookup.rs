@@ -11,7 +11,7 @@
 //! everything after that is generic over the compiled table
 //! (`lookup/answer.rs`'s `Answer`).
 
-mod answer;
+pub mod answer;
 mod stream;
 
 use crate::engines::{EngineSpec, LOOKUP_ENGINES};

@@ -5,6 +5,7 @@
 
 mod bench;
 mod bmp_replay;
+mod classify;
 mod collect;
 mod compile;
 mod engines;
@@ -46,6 +47,10 @@ enum Command {
     /// `ipfib.Table.open` map in milliseconds, or (`--output-format mmdb`)
     /// a MaxMind DB answering every address like `ipfib lookup`.
     Compile(compile::Args),
+    /// Count a capture's traffic per network of a table (FastNetMon's job):
+    /// packets, bytes and rates per direction, hostgroup, network and host,
+    /// top remote sources, alerts on thresholds.
+    Classify(classify::Args),
 }
 
 /// How a command ended.
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Command::Collect(a) => collect::run(a),
         Command::BmpReplay(a) => bmp_replay::run(a),
         Command::Compile(a) => compile::run(a),
+        Command::Classify(a) => classify::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
