@@ -174,7 +174,7 @@ pub enum WriteError {
     File { path: PathBuf, source: io::Error },
 }
 
-/// Write both families of `table` (see [`write`]).
+/// Write both families of `table` (see [`write()`]).
 pub fn write_table<W: Write, V: AsRef<str>>(
     out: W,
     table: &Table<V>,
@@ -201,7 +201,7 @@ pub fn write<W: Write, V: AsRef<str>>(
     })
 }
 
-/// [`write`] for values of any type: `record` makes each distinct value's
+/// [`write()`] for values of any type: `record` makes each distinct value's
 /// record (called once per distinct value; its error becomes
 /// [`WriteError::Value`] with a route of that value).
 pub fn write_with<W: Write, V>(

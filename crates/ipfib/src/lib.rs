@@ -26,7 +26,8 @@
 //! - `addr.rs`, `prefix.rs`: the `Addr` trait over u32/u128, `Prefix<A>`,
 //!   `AnyPrefix`/`AnyAddr` (the IPv4-mapped rule lives in `AnyAddr`);
 //!   `addr_text.rs`: addresses from ASCII bytes (`AnyAddr::parse_ascii`,
-//!   std's grammar exactly, for block readers).
+//!   std's grammar exactly, for block readers); `convert.rs`: `From`,
+//!   `TryFrom`, `FromStr` with `std::net` and (feature `ipnet`) `ipnet`.
 //! - `route_table.rs`: path-compressed radix trie; `values.rs`: value interning.
 //! - `intervals.rs`: the interval compiler (one walk, merges equal neighbours).
 //! - `engine/planb/`: `mod.rs` (build, direct pointing, buckets), `tree.rs`
@@ -63,6 +64,7 @@ mod addr_text;
 #[cfg(any(test, feature = "testing"))]
 pub mod check;
 pub mod compiled;
+mod convert;
 mod cpu;
 pub mod engine;
 mod fault;

@@ -9,6 +9,29 @@
 //!
 //! Thread safety: `Table` needs `&mut` to change; `CompiledTable` is an
 //! immutable snapshot, `Send + Sync` when `V` is. Misses return `None`.
+//!
+//! The common path: build from routes, compile, look up `std::net`
+//! addresses (or anything `Into<AnyAddr>`), get `(prefix, &value)`:
+//!
+//! ```
+//! use ipfib::engine::auto::AutoOptions;
+//! use ipfib::prefix::AnyPrefix;
+//! use ipfib::table::Table;
+//! use std::net::IpAddr;
+//!
+//! let mut t = Table::new();
+//! t.insert("10.0.0.0/8".parse::<AnyPrefix>()?, "private")?;
+//! t.insert("10.1.0.0/16".parse::<AnyPrefix>()?, "lab")?;
+//! t.insert("2001:db8::/32".parse::<AnyPrefix>()?, "doc")?;
+//! let c = t.compile(&AutoOptions::default())?;
+//! let ip: IpAddr = "10.1.2.3".parse()?;
+//! let (prefix, value) = c.lookup(ip).expect("covered");
+//! assert_eq!((prefix.to_string().as_str(), *value), ("10.1.0.0/16", "lab"));
+//! assert_eq!(c.lookup(std::net::Ipv6Addr::LOCALHOST), None);
+//! // The route tables answer too (slower, no compile step).
+//! assert_eq!(t.lookup(ip).map(|(_, v)| *v), Some("lab"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::compiled::Compiled;
 use crate::engine::auto::{AutoEngine, AutoError, AutoOptions};
@@ -105,9 +128,10 @@ impl<V> Table<V> {
         }
     }
 
-    /// Longest-prefix match in the radix tries.
-    pub fn lookup(&self, addr: AnyAddr) -> Option<(AnyPrefix, &V)> {
-        match addr {
+    /// Longest-prefix match in the radix tries (`IpAddr`, `Ipv4Addr`,
+    /// `Ipv6Addr` or [`AnyAddr`]; IPv4-mapped addresses answer from IPv4).
+    pub fn lookup(&self, addr: impl Into<AnyAddr>) -> Option<(AnyPrefix, &V)> {
+        match addr.into() {
             AnyAddr::V4(a) => self.v4.lookup(a).map(|(p, v)| (p.into(), v)),
             AnyAddr::V6(a) => self.v6.lookup(a).map(|(p, v)| (p.into(), v)),
         }
@@ -122,10 +146,11 @@ pub struct CompiledTable<V, E4: Engine<u32> = AutoEngine<u32>, E6: Engine<u128> 
 }
 
 impl<V, E4: Engine<u32>, E6: Engine<u128>> CompiledTable<V, E4, E6> {
-    /// Longest-prefix match.
+    /// Longest-prefix match (`IpAddr`, `Ipv4Addr`, `Ipv6Addr` or
+    /// [`AnyAddr`]; IPv4-mapped addresses answer from IPv4).
     #[inline]
-    pub fn lookup(&self, addr: AnyAddr) -> Option<(AnyPrefix, &V)> {
-        match addr {
+    pub fn lookup(&self, addr: impl Into<AnyAddr>) -> Option<(AnyPrefix, &V)> {
+        match addr.into() {
             AnyAddr::V4(a) => self.v4.lookup(a).map(|(p, v)| (p.into(), v)),
             AnyAddr::V6(a) => self.v6.lookup(a).map(|(p, v)| (p.into(), v)),
         }

@@ -106,7 +106,7 @@ pub struct MmdbNetwork {
     pub fields: Arc<[Option<String>]>,
 }
 
-/// The bytes the routes' values of one [`load`] may take in all: at least
+/// The bytes the routes' values of one load may take in all: at least
 /// this many,
 pub const VALUE_BYTES_FLOOR: u64 = 256 << 20;
 /// or this many per byte of the file, whichever is more.

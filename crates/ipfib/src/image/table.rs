@@ -45,7 +45,7 @@ impl<A: Family> FamilyImage<A> {
         self.route(self.by_route.lookup(addr))
     }
 
-    /// The value slot matching `addr` ([`NO_ROUTE`] on a miss).
+    /// The value slot matching `addr` ([`NO_ROUTE`](crate::engine::NO_ROUTE) on a miss).
     #[inline]
     pub fn value_slot(&self, addr: A) -> u32 {
         self.by_value.lookup(addr)
@@ -57,7 +57,7 @@ impl<A: Family> FamilyImage<A> {
         self.by_route.lookup_batch::<M>(addrs, out)
     }
 
-    /// The route at an ordinal (`None` for [`NO_ROUTE`]).
+    /// The route at an ordinal (`None` for [`NO_ROUTE`](crate::engine::NO_ROUTE)).
     #[inline]
     pub fn route(&self, ordinal: u32) -> Option<(Prefix<A>, &str)> {
         let i = ordinal as usize;

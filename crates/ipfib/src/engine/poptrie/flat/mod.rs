@@ -67,7 +67,7 @@ struct Focus {
 }
 
 /// The flat Poptrie for one address family (see the module doc): answers
-/// `u32` payloads (as compiled into the intervals) or [`NO_ROUTE`].
+/// `u32` payloads (as compiled into the intervals) or [`NO_ROUTE`](crate::engine::NO_ROUTE).
 ///
 /// Immutable once built: `Send + Sync`, lookups never allocate or lock.
 /// Payloads must be below `2^31 - 1`, as for [`Poptrie`](super::Poptrie)
@@ -153,7 +153,7 @@ impl<A: Chunks> FlatPoptrie<A> {
         Ok(e)
     }
 
-    /// Payload for `addr`, or [`NO_ROUTE`].
+    /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {
         search::lookup(self, addr)
