@@ -1,11 +1,13 @@
-//! `ipfib classify`: FastNetMon's job on a capture file. Every IP packet's
-//! source and destination are looked up in a table of the operator's
-//! networks (any table format; a network's value is its hostgroup), the
-//! packet's direction decided, and packets and bytes counted per network,
-//! per hostgroup, per host and per remote source in 1-second windows, with
-//! thresholds on a host's incoming rate raising alerts.
+//! `ipfib classify`: FastNetMon's job on a capture file or a live
+//! interface. Every IP packet's source and destination are looked up in a
+//! table of the operator's networks (any table format; a network's value
+//! is its hostgroup), the packet's direction decided, and packets and
+//! bytes counted per network, per hostgroup, per host and per remote
+//! source in 1-second windows, with thresholds on a host's incoming rate
+//! raising alerts.
 //!
 //! - `classify/capture.rs`: pcap and pcapng, streamed, damage located;
+//! - `classify/live.rs`: `--interface`, an AF_PACKET TPACKET_V3 ring (Linux);
 //! - `classify/decode.rs`: link layers and IP headers;
 //! - `classify/count.rs`: the counters, windows, hosts and alerts;
 //! - `classify/report.rs`: the human report and the JSON document;
@@ -14,6 +16,7 @@
 mod capture;
 mod count;
 mod decode;
+mod live;
 mod report;
 mod synth;
 
@@ -23,12 +26,11 @@ use crate::{CmdResult, Outcome};
 use capture::{Capture, ReadError};
 use count::{Classifier, Threshold};
 use ipfib::engine::auto::AutoOptions;
+use std::cell::RefCell;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
-
-pub use count::Alert;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -49,8 +51,26 @@ pub struct Args {
     mask_host_bits: bool,
     /// Capture file: pcap (micro- or nanosecond) or pcapng; Ethernet (with
     /// 802.1Q/QinQ tags), Linux cooked (SLL, SLL2), raw IP or loopback.
+    /// Give this or --interface.
     #[arg(long)]
-    pcap: PathBuf,
+    pcap: Option<PathBuf>,
+    /// Capture live on this interface instead (Linux, root or
+    /// CAP_NET_RAW): an AF_PACKET socket with a TPACKET_V3 ring, the
+    /// interface in promiscuous mode. Stops at --duration, --count, Ctrl-C
+    /// or SIGTERM, then reports as for a file.
+    #[arg(long, value_name = "IF")]
+    interface: Option<String>,
+    /// --interface: stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// --interface: stop after this many frames.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Write each 1-second window's counts as a JSON line to this file when
+    /// it closes (`-`: stdout): per direction packets and bytes, and the
+    /// window's top 5 hosts by incoming packets.
+    #[arg(long, value_name = "FILE")]
+    windows: Option<PathBuf>,
     /// Also write the report as JSON to this file (`-`: stdout, instead of
     /// the human report).
     #[arg(long, value_name = "OUT")]
@@ -80,11 +100,40 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
+    match (&args.pcap, &args.interface) {
+        (None, None) => return Err("give --pcap FILE or --interface IF".into()),
+        (Some(_), Some(_)) => {
+            return Err("--pcap and --interface exclude each other: give one".into())
+        }
+        (None, Some(_)) if args.synthetic.is_some() => {
+            return Err("--synthetic takes its addresses from --pcap FILE, not --interface".into())
+        }
+        (Some(_), None) if args.duration.is_some() || args.count.is_some() => {
+            return Err("--duration and --count apply to --interface only".into())
+        }
+        _ => {}
+    }
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(format!("--duration {d}: expected a positive number of seconds").into());
+        }
+    }
     let thresholds = args
         .threshold
         .iter()
         .map(|t| Threshold::parse(t))
         .collect::<Result<Vec<_>, _>>()?;
+    // One stream on stdout at most: JSON lines and a JSON document (or
+    // the human report) interleaved would be neither.
+    let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if [dash(&args.alerts), dash(&args.windows), dash(&args.json)]
+        .iter()
+        .filter(|&&d| d)
+        .count()
+        > 1
+    {
+        return Err("only one of --json, --alerts and --windows can be `-` (stdout)".into());
+    }
     let table_args = TableArgs {
         table: args.networks.clone(),
         format: args.format.clone(),
@@ -117,18 +166,25 @@ fn classify<T: Answer>(
     if let Some(n) = args.synthetic {
         return synth::bench(table, args, n, thresholds);
     }
-    let path = &args.pcap;
+    let alerts = LineSink::open(args.alerts.as_deref())?;
+    let windows = LineSink::open(args.windows.as_deref())?;
+    if let Some(interface) = &args.interface {
+        return live_capture(
+            table,
+            args,
+            interface,
+            thresholds,
+            table_problems,
+            &alerts,
+            &windows,
+        );
+    }
+    let Some(path) = args.pcap.as_deref() else {
+        return Err("give --pcap FILE or --interface IF".into());
+    };
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let read = Arc::new(AtomicU64::new(0));
-    let alert_out: Option<Box<dyn Write>> = match &args.alerts {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(p) => Some(Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        ))),
-    };
-    let alert_err: std::cell::RefCell<Option<std::io::Error>> = Default::default();
     let started = std::time::Instant::now();
     let (mut c, damage, kind, links) = {
         let (done, finished) = mpsc::channel::<()>();
@@ -141,22 +197,16 @@ fn classify<T: Answer>(
                 })
                 .map_err(|e| format!("{}: {e}", path.display()))?;
                 let mut c = Classifier::new(table, thresholds);
-                if let Some(mut out) = alert_out {
-                    let err = &alert_err;
-                    c.on_alert(move |a: &Alert| {
-                        let line = report::alert_json(a);
-                        let mut err = err.borrow_mut();
-                        if err.is_none() {
-                            if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
-                                *err = Some(e);
-                            }
-                        }
-                    });
-                }
+                c.top = args.top;
+                hook_sinks(&mut c, &alerts, &windows);
                 let damage = loop {
                     match cap.next_frame() {
                         Ok(Some(f)) => c.frame(f.ts_ns, f.wire_len, f.link, f.data),
                         Ok(None) => break None,
+                        // Not even a whole file header: nothing could run.
+                        Err(ReadError::Damaged(d)) if d.offset == 0 => {
+                            return Err(format!("{}: {d}", path.display()))
+                        }
                         Err(ReadError::Damaged(d)) => break Some(d),
                         Err(ReadError::Fatal(e)) => return Err(format!("{}: {e}", path.display())),
                     }
@@ -169,37 +219,19 @@ fn classify<T: Answer>(
         })?
     };
     let elapsed = started.elapsed();
-    if let Some(e) = alert_err.borrow_mut().take() {
-        return Err(format!("writing alerts: {e}").into());
-    }
+    alerts.check("alerts")?;
+    windows.check("windows")?;
     let doc = report::Report {
         c: &mut c,
         file: path,
-        kind,
+        format: kind.name(),
         links: &links,
         damage: damage.as_ref(),
+        live: None,
         top: args.top,
         elapsed,
     };
-    let json = doc.json();
-    match &args.json {
-        Some(p) if p.as_os_str() == "-" => {
-            println!("{}", serde_json::to_string_pretty(&json)?);
-        }
-        other => {
-            if let Some(p) = other {
-                std::fs::write(p, serde_json::to_string_pretty(&json)? + "\n")
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
-            }
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            if let Err(e) = doc.human(&mut out) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(format!("writing output: {e}").into());
-                }
-            }
-        }
-    }
+    output(&doc, args.json.as_deref())?;
     if let Some(d) = &damage {
         eprintln!("ipfib: {}: {d}; counted what was complete", path.display());
     }
@@ -208,6 +240,145 @@ fn classify<T: Answer>(
     } else {
         Outcome::Ok
     })
+}
+
+/// `--interface`: count a live capture until it is stopped, then report.
+fn live_capture<T: Answer>(
+    table: &T,
+    args: &Args,
+    interface: &str,
+    thresholds: Vec<Threshold>,
+    table_problems: bool,
+    alerts: &LineSink,
+    windows: &LineSink,
+) -> CmdResult {
+    let opts = live::Options {
+        interface: interface.to_string(),
+        // A duration past what `Duration` holds means no deadline.
+        duration: args
+            .duration
+            .and_then(|d| std::time::Duration::try_from_secs_f64(d).ok()),
+        count: args.count,
+    };
+    let started = std::time::Instant::now();
+    let mut c = Classifier::new(table, thresholds);
+    c.top = args.top;
+    hook_sinks(&mut c, alerts, windows);
+    let stats = live::capture(&mut c, &opts)?;
+    c.finish();
+    let elapsed = started.elapsed();
+    alerts.check("alerts")?;
+    windows.check("windows")?;
+    let file = PathBuf::from(format!("interface {interface}"));
+    let doc = report::Report {
+        c: &mut c,
+        file: &file,
+        format: "af_packet",
+        links: &[stats.link],
+        damage: None,
+        live: Some(&stats),
+        top: args.top,
+        elapsed,
+    };
+    output(&doc, args.json.as_deref())?;
+    if stats.kernel_drops > 0 {
+        eprintln!(
+            "ipfib: {interface}: the kernel dropped {} of {} packets (ring full); the counts miss them",
+            stats.kernel_drops, stats.kernel_packets
+        );
+    }
+    Ok(if table_problems {
+        Outcome::BadInput
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// The report as JSON (`-`: stdout, instead of the human report) and/or
+/// the human report on stdout.
+fn output<T: Answer>(doc: &report::Report<'_, '_, T>, json: Option<&Path>) -> Result<(), String> {
+    let text = || serde_json::to_string_pretty(&doc.json()).map_err(|e| e.to_string());
+    match json {
+        Some(p) if p.as_os_str() == "-" => println!("{}", text()?),
+        other => {
+            if let Some(p) = other {
+                std::fs::write(p, text()? + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            if let Err(e) = doc.human(&mut out) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(format!("writing output: {e}"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Stream alerts and closed windows as JSON lines into their sinks.
+fn hook_sinks<'t, T: Answer>(
+    c: &mut Classifier<'t, T>,
+    alerts: &'t LineSink,
+    windows: &'t LineSink,
+) {
+    if alerts.is_open() {
+        c.on_alert(move |a| alerts.write(&report::alert_json(a)));
+    }
+    if windows.is_open() {
+        c.on_window(move |w| windows.write(&report::window_json(w)));
+    }
+}
+
+/// Where `--alerts` or `--windows` lines go (`-`: stdout), each flushed as
+/// written so a reader follows them live; the first write error is kept
+/// for the end (the count goes on without the stream).
+struct LineSink {
+    out: RefCell<Option<Box<dyn Write>>>,
+    err: RefCell<Option<std::io::Error>>,
+}
+
+impl LineSink {
+    fn open(path: Option<&Path>) -> Result<LineSink, String> {
+        let out: Option<Box<dyn Write>> = match path {
+            None => None,
+            Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
+            Some(p) => Some(Box::new(std::io::BufWriter::new(
+                std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?,
+            ))),
+        };
+        Ok(LineSink {
+            out: RefCell::new(out),
+            err: RefCell::new(None),
+        })
+    }
+
+    fn is_open(&self) -> bool {
+        self.out.borrow().is_some()
+    }
+
+    fn write(&self, line: &serde_json::Value) {
+        let mut err = self.err.borrow_mut();
+        if err.is_some() {
+            return;
+        }
+        if let Some(out) = self.out.borrow_mut().as_mut() {
+            if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+                *err = Some(e);
+            }
+        }
+    }
+
+    /// The first write error, as `writing WHAT: ...`.
+    /// A reader that went away (`| head`) is not an error of ours, as
+    /// for the report.
+    fn check(&self, what: &str) -> Result<(), String> {
+        match self.err.borrow_mut().take() {
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Some(e) => Err(format!("writing {what}: {e}")),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A reader counting the bytes read, for the progress bar.

@@ -101,9 +101,11 @@ fn got(doc: &Value) -> (Counts, [[u64; 2]; 4]) {
     let mut nets = Counts::new();
     for n in doc["networks"].as_array().unwrap() {
         let mut e = [[0; 2]; 4];
-        for (i, d) in DIRS.iter().enumerate() {
+        // Networks have no `other` direction (it belongs to none).
+        for (i, d) in DIRS.iter().enumerate().take(3) {
             e[i] = pb(&n[d]);
         }
+        assert!(n.get("other").is_none());
         nets.insert(n["network"].as_str().unwrap().to_string(), e);
     }
     let mut totals = [[0; 2]; 4];
@@ -251,6 +253,7 @@ fn ddos_capture_flags_the_victim_with_the_reflectors() {
         by_src[&"172.99.233.20".parse::<IpAddr>().unwrap()].0
     );
     assert_eq!(srcs[1]["address"], "216.223.207.13");
+    assert_eq!(a[0]["sampled_packets"], 7996);
     // The same alert streamed as a JSON line.
     let lines = std::fs::read_to_string(&alerts).unwrap();
     let streamed: Vec<Value> = lines
@@ -372,13 +375,19 @@ fn dual_stack_capture_against_routeviews_tables() {
     // Hostgroups are origin ASes: their sums equal their networks'.
     let mut by_group: HashMap<String, u64> = HashMap::new();
     for n in doc["networks"].as_array().unwrap() {
-        let total: u64 = DIRS.iter().map(|d| n[d]["packets"].as_u64().unwrap()).sum();
+        let total: u64 = DIRS[..3]
+            .iter()
+            .map(|d| n[d]["packets"].as_u64().unwrap())
+            .sum();
         *by_group
             .entry(n["hostgroup"].as_str().unwrap().into())
             .or_default() += total;
     }
     for g in doc["hostgroups"].as_array().unwrap() {
-        let total: u64 = DIRS.iter().map(|d| g[d]["packets"].as_u64().unwrap()).sum();
+        let total: u64 = DIRS[..3]
+            .iter()
+            .map(|d| g[d]["packets"].as_u64().unwrap())
+            .sum();
         assert_eq!(by_group[g["hostgroup"].as_str().unwrap()], total);
     }
 }
@@ -582,5 +591,361 @@ fn pcapng_and_vlan_forms_count_the_same() {
     for d in 0..4 {
         assert_eq!(gt[d][0], bt[d][0]);
         assert_eq!(gt[d][1], bt[d][1] + 4 * bt[d][0]);
+    }
+}
+
+/// Like `packets`, with each packet's capture second.
+fn timed_packets(path: &Path) -> Vec<(u64, IpAddr, IpAddr, u64)> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        let Ok(s) = etherparse::LaxSlicedPacket::from_ethernet(&p.data) else {
+            continue;
+        };
+        let (s, d) = match s.net {
+            Some(etherparse::LaxNetSlice::Ipv4(v)) => (
+                IpAddr::V4(v.header().source_addr()),
+                IpAddr::V4(v.header().destination_addr()),
+            ),
+            Some(etherparse::LaxNetSlice::Ipv6(v)) => (
+                IpAddr::V6(v.header().source_addr()),
+                IpAddr::V6(v.header().destination_addr()),
+            ),
+            _ => continue,
+        };
+        out.push((p.timestamp.as_secs(), s, d, u64::from(p.orig_len)));
+    }
+    out
+}
+
+/// Peaks and means per direction, of every network and of the totals,
+/// from per-second counts made here (the capture spans 147 seconds).
+#[test]
+fn window_peaks_and_means_match_an_independent_count() {
+    let Some(pcap) = data_file(DUAL) else { return };
+    let (nets_path, nets) = networks_file(&[
+        "192.168.0.0/24 home",
+        "2601:647:4b02:1d20::/64 home",
+        "2620:1ec:c11::/48 cdn",
+    ]);
+    let (code, doc, out) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let pkts = timed_packets(&pcap);
+    let first = pkts.iter().map(|p| p.0).min().unwrap();
+    let last = pkts.iter().map(|p| p.0).max().unwrap();
+    let span = last - first + 1;
+    assert!(span > 100, "{span}");
+    assert_eq!(doc["capture"]["windows"], span);
+    // (network or "" for totals, direction) -> second -> [packets, bytes]
+    let mut per: HashMap<(String, usize), BTreeMap<u64, [u64; 2]>> = HashMap::new();
+    for &(t, s, d, len) in &pkts {
+        let m = |a| brute(&nets, addr(a)).map(|i| nets[i].0.to_string());
+        let (dir, net) = match (m(s), m(d)) {
+            (None, Some(n)) => (0, Some(n)),
+            (Some(n), None) => (1, Some(n)),
+            (Some(_), Some(n)) => (2, Some(n)),
+            (None, None) => (3, None),
+        };
+        for key in [Some(String::new()), net].into_iter().flatten() {
+            let w = per.entry((key, dir)).or_default().entry(t).or_default();
+            w[0] += 1;
+            w[1] += len;
+        }
+    }
+    let check = |v: &Value, key: &str, dir: usize| {
+        let Some(w) = per.get(&(key.to_string(), dir)) else {
+            assert_eq!(v["packets"], 0, "{key} {dir}");
+            return;
+        };
+        let peak_p = w.values().map(|x| x[0]).max().unwrap();
+        let peak_b = w.values().map(|x| x[1]).max().unwrap();
+        let total_p: u64 = w.values().map(|x| x[0]).sum();
+        let total_b: u64 = w.values().map(|x| x[1]).sum();
+        assert_eq!(v["peak_pps"], peak_p, "{key} {dir}");
+        assert_eq!(v["peak_bps"], peak_b * 8, "{key} {dir}");
+        let mean = v["mean_pps"].as_f64().unwrap();
+        assert!(
+            (mean - total_p as f64 / span as f64).abs() < 1e-9,
+            "{key} {dir}"
+        );
+        let mean_b = v["mean_bps"].as_f64().unwrap();
+        assert!(
+            (mean_b - (total_b * 8) as f64 / span as f64).abs() < 1e-6,
+            "{key} {dir}"
+        );
+    };
+    let mut checked = 0;
+    for (dir, name) in DIRS.iter().enumerate() {
+        check(&doc["totals"][name], "", dir);
+        for n in doc["networks"].as_array().unwrap() {
+            if let Some(v) = n.get(*name) {
+                check(v, n["network"].as_str().unwrap(), dir);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 9, "{checked}");
+    // Peaks differ from totals here: the windows are real.
+    assert!(doc["totals"]["incoming"]["peak_pps"].as_u64().unwrap() < 7451 / 2);
+}
+
+/// A pcap (microseconds, Ethernet) of (second, src, dst, frame length).
+fn write_pcap(path: &Path, frames: &[(u32, [u8; 4], [u8; 4], usize)]) {
+    let mut v = Vec::new();
+    v.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    v.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    v.extend_from_slice(&65535u32.to_le_bytes());
+    v.extend_from_slice(&1u32.to_le_bytes());
+    for (i, &(sec, s, d, len)) in frames.iter().enumerate() {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0]);
+        f.extend_from_slice(&s);
+        f.extend_from_slice(&d);
+        f.resize(len.max(f.len()), 0);
+        v.extend_from_slice(&sec.to_le_bytes());
+        v.extend_from_slice(&((i % 1000) as u32 * 100).to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        v.extend_from_slice(&f);
+    }
+    std::fs::write(path, v).unwrap();
+}
+
+/// Alerts are per host per window: a host over the threshold in one
+/// window only alerts there; an Mbps threshold fires on bytes, not
+/// packets; each alert names its own host's sources.
+#[test]
+fn alerts_are_per_host_per_window() {
+    let dir = tempdir();
+    let (nets_path, _) = networks_file(&["10.0.0.0/24 customers", "10.9.0.0/16 other"]);
+    let a = [10, 0, 0, 1];
+    let b = [10, 0, 0, 2];
+    let c = [10, 9, 0, 3];
+    let mut frames = Vec::new();
+    // Second 100: A gets 50 small packets from 1.1.1.1 and 1.1.1.2.
+    for i in 0..50 {
+        frames.push((100, [1, 1, 1, 1 + (i % 2) as u8], a, 64));
+    }
+    // Second 101: A 5 packets; B 60 packets of 1500 bytes (0.72 Mbps)
+    // from 2.2.2.2 (40) and 3.3.3.3 (20); C (hostgroup other) 45.
+    for _ in 0..5 {
+        frames.push((101, [1, 1, 1, 1], a, 64));
+    }
+    for i in 0..60 {
+        let s = if i % 3 == 2 {
+            [3, 3, 3, 3]
+        } else {
+            [2, 2, 2, 2]
+        };
+        frames.push((101, s, b, 1500));
+    }
+    for _ in 0..45 {
+        frames.push((101, [4, 4, 4, 4], c, 64));
+    }
+    let pcap = dir.join("a.pcap");
+    write_pcap(&pcap, &frames);
+    let (code, doc, out) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--threshold",
+        "customers:incoming_pps>=40",
+        "--threshold",
+        "incoming_mbps>=0.5",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let alerts = doc["alerts"].as_array().unwrap();
+    let got: Vec<(u64, &str, &str, u64)> = alerts
+        .iter()
+        .map(|x| {
+            (
+                x["window"].as_u64().unwrap(),
+                x["host"].as_str().unwrap(),
+                x["threshold"].as_str().unwrap(),
+                x["incoming_pps"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (100, "10.0.0.1", "customers:incoming_pps>=40", 50),
+            (101, "10.0.0.2", "customers:incoming_pps>=40", 60),
+        ],
+        "{alerts:?}"
+    );
+    assert_eq!(alerts[1]["incoming_bps"], 60 * 1500 * 8);
+    let srcs = alerts[1]["top_sources"].as_array().unwrap();
+    assert_eq!(srcs.len(), 2);
+    assert_eq!(
+        (srcs[0]["address"].as_str(), srcs[0]["packets"].as_u64()),
+        (Some("2.2.2.2"), Some(40))
+    );
+    assert_eq!(
+        (srcs[1]["address"].as_str(), srcs[1]["packets"].as_u64()),
+        (Some("3.3.3.3"), Some(20))
+    );
+    let srcs = alerts[0]["top_sources"].as_array().unwrap();
+    assert_eq!(srcs.len(), 2);
+    assert_eq!(srcs[0]["packets"], 25);
+    // The Mbps threshold alone: only B, only in its window.
+    let (_, doc, _) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--threshold",
+        "incoming_mbps>=0.5",
+    ]);
+    let alerts = doc["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0]["host"], "10.0.0.2");
+    assert_eq!(alerts[0]["window"], 101);
+    // Without a hostgroup: C (45 pps) alerts too.
+    let (_, doc, _) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--threshold",
+        "incoming_pps>=45",
+    ]);
+    let hosts: Vec<&str> = doc["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, vec!["10.0.0.1", "10.0.0.2", "10.9.0.3"]);
+    // Peaks per host: A's peak is its first window.
+    let top = doc["top_hosts_pps"].as_array().unwrap();
+    assert_eq!(top[0]["host"], "10.0.0.2");
+    assert_eq!(top[0]["peak_pps"], 60);
+    let a_row = top.iter().find(|h| h["host"] == "10.0.0.1").unwrap();
+    assert_eq!(
+        (
+            a_row["peak_pps"].as_u64(),
+            a_row["incoming_packets"].as_u64()
+        ),
+        (Some(50), Some(55))
+    );
+}
+
+/// One far-future timestamp (a bad record) does not swallow the windows
+/// after it: a jump back in time starts a new stretch of windows, and the
+/// means divide by the stretches' seconds only.
+#[test]
+fn a_bad_timestamp_does_not_merge_windows() {
+    let dir = tempdir();
+    let (nets_path, _) = networks_file(&["10.0.0.0/24 customers"]);
+    let mut frames = vec![(4_000_000_000u32, [1, 1, 1, 1], [10, 0, 0, 1], 64)];
+    for sec in 100..110 {
+        for _ in 0..100 {
+            frames.push((sec, [1, 1, 1, 1], [10, 0, 0, 1], 64));
+        }
+    }
+    let pcap = dir.join("t.pcap");
+    write_pcap(&pcap, &frames);
+    let (code, doc, out) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--threshold",
+        "incoming_pps>=1000",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(doc["capture"]["time_jumps"], 1);
+    assert_eq!(doc["capture"]["windows"], 11);
+    let inc = &doc["totals"]["incoming"];
+    assert_eq!(inc["packets"], 1001);
+    assert_eq!(inc["peak_pps"], 100);
+    assert!((inc["mean_pps"].as_f64().unwrap() - 1001.0 / 11.0).abs() < 1e-9);
+    assert_eq!(doc["alerts"].as_array().unwrap().len(), 0);
+    // Reordering within a minute stays in the window in progress.
+    let mut frames = Vec::new();
+    for sec in [200u32, 201, 100, 201, 202] {
+        frames.push((sec, [1, 1, 1, 1], [10, 0, 0, 1], 64));
+    }
+    frames.insert(2, (190, [1, 1, 1, 1], [10, 0, 0, 1], 64));
+    write_pcap(&pcap, &frames);
+    let (_, doc, _) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ]);
+    // 200, 201 (+190, 11 s late: reordered), then 100 jumps back: a new
+    // stretch 100..202 whose own seconds count.
+    assert_eq!(doc["capture"]["time_jumps"], 1);
+    assert_eq!(doc["capture"]["windows"], 2 + 103);
+    assert_eq!(doc["totals"]["incoming"]["peak_pps"], 2);
+}
+
+/// One victim flooding the alert sample leaves room for another's
+/// sources; a file with no whole header cannot run (exit 2).
+#[test]
+fn every_alert_has_its_own_sources_and_headers_must_be_whole() {
+    let dir = tempdir();
+    let (nets_path, _) = networks_file(&["10.0.0.0/24 customers"]);
+    let mut frames = Vec::new();
+    for i in 0..70_000u32 {
+        frames.push((7, [1, 1, (i >> 8) as u8, i as u8], [10, 0, 0, 1], 64));
+    }
+    for _ in 0..10 {
+        frames.push((7, [9, 9, 9, 9], [10, 0, 0, 2], 64));
+    }
+    let pcap = dir.join("two.pcap");
+    write_pcap(&pcap, &frames);
+    let (code, doc, out) = run_json(&[
+        "classify",
+        "--networks",
+        nets_path.to_str().unwrap(),
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--threshold",
+        "incoming_pps>=10",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let a = doc["alerts"].as_array().unwrap();
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0]["host"], "10.0.0.1");
+    assert_eq!(a[0]["incoming_pps"], 70_000);
+    assert_eq!(a[0]["sampled_packets"], 65_536);
+    assert_eq!(a[1]["host"], "10.0.0.2");
+    assert_eq!(a[1]["sampled_packets"], 10);
+    assert_eq!(a[1]["top_sources"][0]["address"], "9.9.9.9");
+    assert_eq!(a[1]["top_sources"][0]["packets"], 10);
+    for (name, bytes) in [
+        ("short.pcap", &[0xd4u8, 0xc3, 0xb2, 0xa1, 2, 0][..]),
+        ("magic.pcapng", &[0x0a, 0x0d, 0x0d, 0x0a][..]),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let r = ipfib(
+            &[
+                "classify",
+                "--networks",
+                nets_path.to_str().unwrap(),
+                "--pcap",
+                p.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
     }
 }

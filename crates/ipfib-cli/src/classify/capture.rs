@@ -127,6 +127,8 @@ struct Interface {
     tsresol: u8,
     /// `if_tsoffset`, seconds added to every timestamp.
     tsoffset: i64,
+    /// Snap length (0: none), which bounds a simple packet block's data.
+    snaplen: u32,
 }
 
 impl Interface {
@@ -382,17 +384,14 @@ impl<'a, R: Read> Capture<'a, R> {
                 "a record claims {incl} captured bytes (more than any capture holds)"
             )));
         }
-        if frac >= if nanos { 1_000_000_000 } else { 1_000_000 } {
-            return Err(self.damage(format!(
-                "a record's sub-second timestamp {frac} is out of range"
-            )));
-        }
         self.fill(16 + incl)?;
         if self.end - self.start < 16 + incl {
             return Err(self.damage(format!(
                 "a record of {incl} bytes runs past the end of the file"
             )));
         }
+        // A sub-second field of a whole second or more (some writers make
+        // them; libpcap reads them) carries into the seconds.
         let ts_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
         let at = self.start + 16;
         self.consume(16 + incl);
@@ -472,6 +471,7 @@ impl<'a, R: Read> Capture<'a, R> {
                         link,
                         tsresol: 6,
                         tsoffset: 0,
+                        snaplen: order.u32(body, 4),
                     };
                     for (code, val) in options(order, &body[8..]) {
                         match (code, val.len()) {
@@ -542,6 +542,13 @@ impl<'a, R: Read> Capture<'a, R> {
                         return Err(self.damage(format!(
                             "a packet names interface {iface_id}, which the section does not describe"
                         )));
+                    };
+                    // A simple packet block's data is padded to 4 bytes:
+                    // the snap length bounds what was captured.
+                    let caplen = if btype == 3 && iface.snaplen > 0 {
+                        caplen.min(iface.snaplen as usize)
+                    } else {
+                        caplen
                     };
                     let ts_ns = match ts {
                         Some(t) => iface.nanos(t),
@@ -745,6 +752,86 @@ mod tests {
             Some(ReadError::Damaged(d)) => assert_eq!(d.offset as usize, last_block),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A big-endian section after a little-endian one (interfaces reset),
+    /// with obsolete (type 2) and simple (type 3) packet blocks; a simple
+    /// block's padding is cut by the snap length.
+    #[test]
+    fn pcapng_big_endian_sections_and_old_blocks() {
+        fn block_be(t: u32, body: &[u8]) -> Vec<u8> {
+            let mut body = body.to_vec();
+            while !body.len().is_multiple_of(4) {
+                body.push(0);
+            }
+            let len = (body.len() + 12) as u32;
+            let mut v = t.to_be_bytes().to_vec();
+            v.extend_from_slice(&len.to_be_bytes());
+            v.extend_from_slice(&body);
+            v.extend_from_slice(&len.to_be_bytes());
+            v
+        }
+        let mut shb = NG_BYTE_ORDER.to_le_bytes().to_vec();
+        shb.extend_from_slice(&[1, 0, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_le_bytes());
+        let mut file = ng_block(NG_SHB, &shb);
+        let mut idb = 1u16.to_le_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&0u32.to_le_bytes());
+        file.extend(ng_block(1, &idb));
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend_from_slice(&0u32.to_le_bytes());
+        epb.extend_from_slice(&5_000_000u32.to_le_bytes());
+        epb.extend_from_slice(&1u32.to_le_bytes());
+        epb.extend_from_slice(&1u32.to_le_bytes());
+        epb.push(0xaa);
+        file.extend(ng_block(6, &epb));
+        // Section 2, big-endian: raw IP with snap length 5.
+        let mut shb = NG_BYTE_ORDER.to_be_bytes().to_vec();
+        shb.extend_from_slice(&[0, 1, 0, 0]);
+        shb.extend_from_slice(&u64::MAX.to_be_bytes());
+        file.extend(block_be(NG_SHB, &shb));
+        let mut idb = 101u16.to_be_bytes().to_vec();
+        idb.extend_from_slice(&[0, 0]);
+        idb.extend_from_slice(&5u32.to_be_bytes());
+        file.extend(block_be(1, &idb));
+        // Obsolete packet block: interface (u16), drops (u16), ts, caplen, len.
+        let mut opb = 0u16.to_be_bytes().to_vec();
+        opb.extend_from_slice(&0u16.to_be_bytes());
+        opb.extend_from_slice(&0u32.to_be_bytes());
+        opb.extend_from_slice(&7_000_000u32.to_be_bytes());
+        opb.extend_from_slice(&3u32.to_be_bytes());
+        opb.extend_from_slice(&3u32.to_be_bytes());
+        opb.extend_from_slice(b"abc");
+        file.extend(block_be(2, &opb));
+        // Simple packet block: original length 9, 5 captured (snap length),
+        // padded to 12 in the block; the last timestamp is kept.
+        let mut spb = 9u32.to_be_bytes().to_vec();
+        spb.extend_from_slice(b"123456789");
+        file.extend(block_be(3, &spb));
+        let (f, e) = frames(&file);
+        assert!(e.is_none(), "{e:?}");
+        assert_eq!(f.len(), 3);
+        assert_eq!(f[0], (5_000_000_000, 1, 1, vec![0xaa]));
+        assert_eq!(f[1], (7_000_000_000, 3, 101, b"abc".to_vec()));
+        assert_eq!(f[2], (7_000_000_000, 9, 101, b"12345".to_vec()));
+        // A packet naming an interface of the first section only: damage.
+        let mut bad = file.clone();
+        let mut epb2 = 1u32.to_be_bytes().to_vec();
+        epb2.extend_from_slice(&[0; 16]);
+        bad.extend(block_be(6, &epb2));
+        let (f, e) = frames(&bad);
+        assert_eq!(f.len(), 3);
+        assert!(matches!(e, Some(ReadError::Damaged(_))), "{e:?}");
+    }
+
+    /// A sub-second field past a second carries into the seconds.
+    #[test]
+    fn pcap_sub_second_overflow_carries() {
+        let b = pcap_bytes(false, false, &[(10, 1_500_000, b"x", 1)]);
+        let (f, e) = frames(&b);
+        assert!(e.is_none());
+        assert_eq!(f[0].0, 11_500_000_000);
     }
 
     /// Differential: classic pcap files written by the `pcap-file` crate

@@ -29,8 +29,22 @@ use rustc_hash::FxHashMap;
 
 /// Frames decoded per batch of lookups.
 pub const BATCH: usize = 256;
-/// Incoming packets per window kept to name an alert's top sources.
-pub const SAMPLE_PER_WINDOW: usize = 1 << 20;
+/// Incoming packets per window kept to name alerts' top sources, in all
+/// and per host (so one victim cannot crowd out another's sources).
+pub const SAMPLE_PER_WINDOW: usize = 1 << 21;
+pub const SAMPLE_PER_HOST: u32 = 1 << 16;
+/// Distinct hosts, and distinct remote sources, counted one by one; past
+/// this many (a spoofed flood makes a new source per packet), packets of
+/// new ones are counted as untracked, so memory stays bounded.
+pub const MAX_TRACKED: usize = 1 << 22;
+/// A packet stamped this many seconds before the window in progress is a
+/// jump back in time (a clock step, a bad record), starting a new stretch
+/// of windows; less is reordering, counted in the window in progress.
+const MAX_BEHIND: u64 = 60;
+/// A gap of more than this many seconds between packets starts a new
+/// stretch too: the seconds between are not part of the span means
+/// divide by (one bad far-future stamp cannot dilute every mean).
+const MAX_GAP: u64 = 86_400;
 
 pub const DIRECTIONS: [&str; 4] = ["incoming", "outgoing", "internal", "other"];
 const IN: usize = 0;
@@ -99,6 +113,8 @@ pub struct Host {
     pub net: (u8, u32),
     pub flow: Flow,
     mark: u64,
+    /// Packets of the window in progress in the alert sample.
+    sampled: u32,
 }
 
 /// A threshold on a host's incoming rate in one window.
@@ -164,10 +180,32 @@ pub struct Alert {
     pub threshold: String,
     /// (source, packets, bytes) from the window's sample, most packets first.
     pub top_sources: Vec<(AnyAddr, u64, u64)>,
+    /// The host's packets in the sample `top_sources` counts (at most
+    /// [`SAMPLE_PER_HOST`]; fewer once the window's sample is full).
+    pub sampled_packets: u64,
 }
 
 /// What is called with each alert as it is raised.
 type AlertHook<'t> = Box<dyn FnMut(&Alert) + 't>;
+
+/// Hosts named per closed window in a [`WindowSummary`].
+pub const WINDOW_TOP_HOSTS: usize = 5;
+
+/// A window's counts as it closes (`--windows`: one JSON line each).
+#[derive(Clone, Debug)]
+pub struct WindowSummary {
+    /// The window's start, Unix seconds.
+    pub window: u64,
+    /// Packets and bytes per direction, in [`DIRECTIONS`] order.
+    pub dirs: [Pb; 4],
+    /// The window's busiest hosts by incoming packets (then bytes, then
+    /// address), at most [`WINDOW_TOP_HOSTS`]: address, network, hostgroup,
+    /// incoming packets and bytes in the window.
+    pub top_hosts: Vec<(AnyAddr, String, String, Pb)>,
+}
+
+/// What is called with each window as it closes.
+type WindowHook<'t> = Box<dyn FnMut(&WindowSummary) + 't>;
 
 /// Everything counted.
 pub struct Classifier<'t, T: Answer> {
@@ -197,6 +235,19 @@ pub struct Classifier<'t, T: Answer> {
     pub alerts: Vec<Alert>,
     /// Called with each alert as it is raised.
     on_alert: Option<AlertHook<'t>>,
+    /// Called with each window as it closes.
+    on_window: Option<WindowHook<'t>>,
+    /// Top lists' length (alerts' sources).
+    pub top: usize,
+    /// Incoming packets whose host, or whose source, was past
+    /// [`MAX_TRACKED`] (counted everywhere else).
+    pub untracked_hosts: u64,
+    pub untracked_sources: u64,
+    /// Jumps back in time and gaps over a day (see [`Classifier::windows`]).
+    pub time_jumps: u64,
+    /// First second of the stretch in progress; seconds of closed stretches.
+    stretch_first: u64,
+    span_closed: u64,
     pub frames: u64,
     pub frame_bytes: u64,
     pub skipped: [u64; 4],
@@ -285,6 +336,13 @@ impl<'t, T: Answer> Classifier<'t, T> {
             sample: Vec::new(),
             alerts: Vec::new(),
             on_alert: None,
+            on_window: None,
+            top: 10,
+            untracked_hosts: 0,
+            untracked_sources: 0,
+            time_jumps: 0,
+            stretch_first: 0,
+            span_closed: 0,
             frames: 0,
             frame_bytes: 0,
             skipped: [0; 4],
@@ -303,6 +361,29 @@ impl<'t, T: Answer> Classifier<'t, T> {
         self.on_alert = Some(Box::new(f));
     }
 
+    /// Call `f` with each window's counts as it closes.
+    pub fn on_window(&mut self, f: impl FnMut(&WindowSummary) + 't) {
+        self.on_window = Some(Box::new(f));
+    }
+
+    /// Live capture: the clock says `now_ns`. Once it is in a later second
+    /// than the window in progress, that window is counted and closed and
+    /// the window in progress becomes `now_ns`'s second, so windows close
+    /// (and their alerts and summaries go out) on time when traffic stops.
+    /// Seconds skipped between two calls close no window of their own but
+    /// still count in the span the means divide by. Before the first frame
+    /// there is no window to close. Files never call this: their windows
+    /// follow their timestamps only.
+    pub fn advance(&mut self, now_ns: u64) {
+        let sec = now_ns / 1_000_000_000;
+        if self.window.is_some_and(|w| sec > w) {
+            self.flush();
+            self.close_window();
+            self.window = Some(sec);
+            self.last_window = self.last_window.max(sec);
+        }
+    }
+
     /// Count one frame.
     #[inline]
     pub fn frame(&mut self, ts_ns: u64, wire_len: u32, link: u16, data: &[u8]) {
@@ -310,15 +391,22 @@ impl<'t, T: Answer> Classifier<'t, T> {
         self.frame_bytes += u64::from(wire_len);
         let sec = ts_ns / 1_000_000_000;
         match self.window {
-            Some(w) if sec <= w => {}
-            Some(_) => {
+            Some(w) if sec <= w && w - sec <= MAX_BEHIND => {}
+            Some(w) => {
                 self.flush();
                 self.close_window();
+                if sec < w || sec - w > MAX_GAP {
+                    self.span_closed += w - self.stretch_first + 1;
+                    self.stretch_first = sec;
+                    self.time_jumps += 1;
+                }
                 self.window = Some(sec);
-                self.last_window = sec;
+                self.first_window = self.first_window.map(|f| f.min(sec));
+                self.last_window = self.last_window.max(sec);
             }
             None => {
                 self.window = Some(sec);
+                self.stretch_first = sec;
                 self.first_window = Some(sec);
                 self.last_window = sec;
             }
@@ -354,10 +442,14 @@ impl<'t, T: Answer> Classifier<'t, T> {
         }
     }
 
-    /// Windows the capture spans, first to last (0 with no frames).
+    /// Seconds the capture spans, which means divide by (0 with no
+    /// frames): first to last, except that a jump back in time of over
+    /// [`MAX_BEHIND`] seconds or a gap of over [`MAX_GAP`] starts a new
+    /// stretch, and only the stretches' own seconds count.
     pub fn windows(&self) -> u64 {
-        self.first_window
-            .map_or(0, |f| self.last_window.saturating_sub(f) + 1)
+        self.window.map_or(0, |w| {
+            self.span_closed + w.saturating_sub(self.stretch_first) + 1
+        })
     }
 
     pub fn skipped(&self, s: Skip) -> u64 {
@@ -396,20 +488,39 @@ impl<'t, T: Answer> Classifier<'t, T> {
             }
             if dir == IN {
                 let (dst, src) = (b.dst[i], b.src[i]);
-                let next = self.hosts.len() as u32;
-                let h = *self.hosts_v4.entry(dst).or_insert(next);
-                if h == next {
-                    self.hosts.push(Host {
-                        addr: AnyAddr::V4(dst),
-                        net: (4, d),
-                        flow: Flow::default(),
-                        mark: 0,
-                    });
+                let h = match self.hosts_v4.get(&dst) {
+                    Some(&h) => Some(h),
+                    None if self.hosts.len() < MAX_TRACKED => {
+                        let h = self.hosts.len() as u32;
+                        self.hosts_v4.insert(dst, h);
+                        self.hosts.push(Host {
+                            addr: AnyAddr::V4(dst),
+                            net: (4, d),
+                            flow: Flow::default(),
+                            mark: 0,
+                            sampled: 0,
+                        });
+                        Some(h)
+                    }
+                    None => None,
+                };
+                let room = self.sources_v4.len() < MAX_TRACKED;
+                match self.sources_v4.get_mut(&src) {
+                    Some(pb) => pb.add(len),
+                    None if room => self.sources_v4.entry(src).or_default().add(len),
+                    None => self.untracked_sources += 1,
                 }
+                let Some(h) = h else {
+                    self.untracked_hosts += 1;
+                    continue;
+                };
                 touch_host(&mut self.hosts, &mut self.touched_hosts, h, mark, len);
-                self.sources_v4.entry(src).or_default().add(len);
                 if !self.thresholds.is_empty() && self.sample.len() < SAMPLE_PER_WINDOW {
-                    self.sample.push((h, AnyAddr::V4(src), len));
+                    let host = &mut self.hosts[h as usize];
+                    if host.sampled < SAMPLE_PER_HOST {
+                        host.sampled += 1;
+                        self.sample.push((h, AnyAddr::V4(src), len));
+                    }
                 }
             }
         }
@@ -448,20 +559,39 @@ impl<'t, T: Answer> Classifier<'t, T> {
             }
             if dir == IN {
                 let (dst, src) = (b.dst[i], b.src[i]);
-                let next = self.hosts.len() as u32;
-                let h = *self.hosts_v6.entry(dst).or_insert(next);
-                if h == next {
-                    self.hosts.push(Host {
-                        addr: AnyAddr::V6(dst),
-                        net: (6, d),
-                        flow: Flow::default(),
-                        mark: 0,
-                    });
+                let h = match self.hosts_v6.get(&dst) {
+                    Some(&h) => Some(h),
+                    None if self.hosts.len() < MAX_TRACKED => {
+                        let h = self.hosts.len() as u32;
+                        self.hosts_v6.insert(dst, h);
+                        self.hosts.push(Host {
+                            addr: AnyAddr::V6(dst),
+                            net: (6, d),
+                            flow: Flow::default(),
+                            mark: 0,
+                            sampled: 0,
+                        });
+                        Some(h)
+                    }
+                    None => None,
+                };
+                let room = self.sources_v6.len() < MAX_TRACKED;
+                match self.sources_v6.get_mut(&src) {
+                    Some(pb) => pb.add(len),
+                    None if room => self.sources_v6.entry(src).or_default().add(len),
+                    None => self.untracked_sources += 1,
                 }
+                let Some(h) = h else {
+                    self.untracked_hosts += 1;
+                    continue;
+                };
                 touch_host(&mut self.hosts, &mut self.touched_hosts, h, mark, len);
-                self.sources_v6.entry(src).or_default().add(len);
                 if !self.thresholds.is_empty() && self.sample.len() < SAMPLE_PER_WINDOW {
-                    self.sample.push((h, AnyAddr::V6(src), len));
+                    let host = &mut self.hosts[h as usize];
+                    if host.sampled < SAMPLE_PER_HOST {
+                        host.sampled += 1;
+                        self.sample.push((h, AnyAddr::V6(src), len));
+                    }
                 }
             }
         }
@@ -488,8 +618,43 @@ impl<'t, T: Answer> Classifier<'t, T> {
         r.unwrap_or_else(|| ("?".into(), ""))
     }
 
+    /// The window in progress as it closes (before its counters fold).
+    fn window_summary(&self, window: u64) -> WindowSummary {
+        let mut top: Vec<&Host> = self
+            .touched_hosts
+            .iter()
+            .map(|&h| &self.hosts[h as usize])
+            .collect();
+        let busier = |a: &&Host, b: &&Host| {
+            (b.flow.window.packets, b.flow.window.bytes)
+                .cmp(&(a.flow.window.packets, a.flow.window.bytes))
+                .then(addr_key(a.addr).cmp(&addr_key(b.addr)))
+        };
+        // A flood touches a million hosts a second: select, then sort five.
+        if top.len() > WINDOW_TOP_HOSTS {
+            top.select_nth_unstable_by(WINDOW_TOP_HOSTS - 1, busier);
+            top.truncate(WINDOW_TOP_HOSTS);
+        }
+        top.sort_by(busier);
+        WindowSummary {
+            window,
+            dirs: self.totals.dir.map(|f| f.window),
+            top_hosts: top
+                .into_iter()
+                .map(|h| {
+                    let (network, group) = self.network(h.net);
+                    (h.addr, network, group.to_string(), h.flow.window)
+                })
+                .collect(),
+        }
+    }
+
     fn close_window(&mut self) {
         let window = self.window.unwrap_or(0);
+        let summary = self
+            .on_window
+            .is_some()
+            .then(|| self.window_summary(window));
         let gmark = self.closed + 1;
         let mut touched_groups = Vec::new();
         let touched = std::mem::take(&mut self.touched_nets);
@@ -518,9 +683,10 @@ impl<'t, T: Answer> Classifier<'t, T> {
             self.totals.dir[d].close();
         }
         let touched = std::mem::take(&mut self.touched_hosts);
-        let mut alerted: Vec<(u32, String, Pb)> = Vec::new();
+        let mut alerted: Vec<(u32, String, Pb, u32)> = Vec::new();
         for &h in &touched {
             let w = self.hosts[h as usize].flow.window;
+            let sampled = std::mem::take(&mut self.hosts[h as usize].sampled);
             if !self.thresholds.is_empty() {
                 let net = self.hosts[h as usize].net;
                 let group = &self.groups[self.group(net) as usize];
@@ -532,21 +698,26 @@ impl<'t, T: Answer> Classifier<'t, T> {
                         }
                 });
                 if let Some(t) = crossed {
-                    alerted.push((h, t.text.clone(), w));
+                    alerted.push((h, t.text.clone(), w, sampled));
                 }
             }
             self.hosts[h as usize].flow.close();
         }
         self.touched_hosts = touched;
         self.touched_hosts.clear();
-        for (h, threshold, counts) in alerted {
-            let host = &self.hosts[h as usize];
-            let mut by_src: FxHashMap<AnyAddr, Pb> = FxHashMap::default();
+        // Every alerted host's sources in one pass over the sample.
+        let which: FxHashMap<u32, usize> =
+            alerted.iter().enumerate().map(|(i, a)| (a.0, i)).collect();
+        let mut by_host: Vec<FxHashMap<AnyAddr, Pb>> = vec![FxHashMap::default(); alerted.len()];
+        if !alerted.is_empty() {
             for &(sh, src, len) in &self.sample {
-                if sh == h {
-                    by_src.entry(src).or_default().add(len);
+                if let Some(&i) = which.get(&sh) {
+                    by_host[i].entry(src).or_default().add(len);
                 }
             }
+        }
+        for ((h, threshold, counts, sampled), by_src) in alerted.into_iter().zip(by_host) {
+            let host = &self.hosts[h as usize];
             let mut top: Vec<(AnyAddr, u64, u64)> = by_src
                 .into_iter()
                 .map(|(a, pb)| (a, pb.packets, pb.bytes))
@@ -556,7 +727,7 @@ impl<'t, T: Answer> Classifier<'t, T> {
                     .then(b.2.cmp(&a.2))
                     .then(addr_key(a.0).cmp(&addr_key(b.0)))
             });
-            top.truncate(10);
+            top.truncate(self.top);
             let (network, _) = self.network(host.net);
             let alert = Alert {
                 host: host.addr,
@@ -567,6 +738,7 @@ impl<'t, T: Answer> Classifier<'t, T> {
                 bps: counts.bytes * 8,
                 threshold,
                 top_sources: top,
+                sampled_packets: u64::from(sampled),
             };
             if let Some(f) = self.on_alert.as_mut() {
                 f(&alert);
@@ -575,6 +747,9 @@ impl<'t, T: Answer> Classifier<'t, T> {
         }
         self.sample.clear();
         self.closed += 1;
+        if let (Some(s), Some(f)) = (summary, self.on_window.as_mut()) {
+            f(&s);
+        }
     }
 }
 
@@ -603,5 +778,129 @@ fn touch_host(hosts: &mut [Host], touched: &mut Vec<u32>, h: u32, mark: u64, len
     if host.mark != mark {
         host.mark = mark;
         touched.push(h);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::capture::LINK_RAW;
+    use ipfib::engine::auto::AutoOptions;
+    use ipfib::prefix::{AnyPrefix, HostBits};
+    use std::cell::RefCell;
+
+    const SEC: u64 = 1_000_000_000;
+
+    fn table() -> ipfib::table::CompiledTable<String> {
+        let mut t = ipfib::table::Table::new();
+        t.insert(
+            AnyPrefix::parse("10.0.0.0/8", HostBits::Reject).unwrap(),
+            "inside".to_string(),
+        )
+        .unwrap();
+        t.compile(&AutoOptions::default()).unwrap()
+    }
+
+    /// A raw IPv4 header, `src` to `dst`.
+    fn ip(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut h = vec![0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0];
+        h.extend_from_slice(&src);
+        h.extend_from_slice(&dst);
+        h
+    }
+
+    #[test]
+    fn advance_closes_windows_on_the_clock_and_reports_them() {
+        let t = table();
+        let seen: RefCell<Vec<WindowSummary>> = RefCell::new(Vec::new());
+        let mut c = Classifier::new(&t, Vec::new());
+        c.on_window(|w| seen.borrow_mut().push(w.clone()));
+        // Nothing to close before the first frame.
+        c.advance(100 * SEC);
+        assert!(seen.borrow().is_empty());
+        assert_eq!(c.windows(), 0);
+        let into_a = ip([192, 0, 2, 1], [10, 0, 0, 1]);
+        let into_b = ip([192, 0, 2, 1], [10, 0, 0, 2]);
+        for _ in 0..3 {
+            c.frame(100 * SEC + 5, 100, LINK_RAW, &into_a);
+        }
+        c.frame(100 * SEC + 6, 60, LINK_RAW, &into_b);
+        // Same second: still open, and nothing counted yet in a summary.
+        c.advance(100 * SEC + SEC / 2);
+        assert!(seen.borrow().is_empty());
+        // A later second: window 100 closes with the batch flushed into it.
+        c.advance(101 * SEC + 1);
+        {
+            let s = seen.borrow();
+            assert_eq!(s.len(), 1);
+            assert_eq!(s[0].window, 100);
+            assert_eq!(
+                s[0].dirs[IN],
+                Pb {
+                    packets: 4,
+                    bytes: 360
+                }
+            );
+            assert_eq!(s[0].dirs[OUT], Pb::default());
+            let hosts: Vec<_> = s[0]
+                .top_hosts
+                .iter()
+                .map(|(a, n, g, pb)| (*a, n.as_str(), g.as_str(), pb.packets))
+                .collect();
+            assert_eq!(
+                hosts,
+                [
+                    (AnyAddr::V4(0x0a00_0001), "10.0.0.0/8", "inside", 3),
+                    (AnyAddr::V4(0x0a00_0002), "10.0.0.0/8", "inside", 1),
+                ]
+            );
+        }
+        // Idle seconds close empty windows, one per call.
+        c.advance(102 * SEC);
+        assert_eq!(seen.borrow().len(), 2);
+        assert_eq!(seen.borrow()[1].window, 101);
+        assert_eq!(seen.borrow()[1].dirs[IN], Pb::default());
+        // A frame stamped before the window in progress counts in it.
+        c.frame(101 * SEC + 9, 40, LINK_RAW, &into_a);
+        c.finish();
+        let s = seen.borrow();
+        assert_eq!(s.len(), 3);
+        assert_eq!((s[2].window, s[2].dirs[IN].packets), (102, 1));
+        assert_eq!(
+            c.totals.dir[IN].total,
+            Pb {
+                packets: 5,
+                bytes: 400
+            }
+        );
+        assert_eq!(c.totals.dir[IN].peak.packets, 4);
+        assert_eq!(c.windows(), 3);
+    }
+
+    #[test]
+    fn window_summary_keeps_the_five_busiest_hosts_in_order() {
+        let t = table();
+        let seen: RefCell<Vec<WindowSummary>> = RefCell::new(Vec::new());
+        let mut c = Classifier::new(&t, Vec::new());
+        c.on_window(|w| seen.borrow_mut().push(w.clone()));
+        // Host 10.0.0.k receives k packets (k = 1..=8), and 10.0.0.9 as
+        // many as 10.0.0.8 but fewer bytes.
+        for k in 1..=8u8 {
+            for _ in 0..k {
+                c.frame(SEC, 100, LINK_RAW, &ip([192, 0, 2, 1], [10, 0, 0, k]));
+            }
+        }
+        for _ in 0..8 {
+            c.frame(SEC, 50, LINK_RAW, &ip([192, 0, 2, 1], [10, 0, 0, 9]));
+        }
+        c.finish();
+        let s = seen.borrow();
+        let top: Vec<_> = s[0]
+            .top_hosts
+            .iter()
+            .map(|(a, _, _, pb)| (*a, pb.packets))
+            .collect();
+        let h = |k: u32| AnyAddr::V4(0x0a00_0000 + k);
+        assert_eq!(top, [(h(8), 8), (h(9), 8), (h(7), 7), (h(6), 6), (h(5), 5)]);
     }
 }

@@ -1,9 +1,12 @@
 //! The report: a JSON document (every network and hostgroup that saw
 //! traffic, the top lists, the alerts) and the human tables drawn from it.
 
-use super::capture::{Damage, Kind};
-use super::count::{addr_key, Alert, Classifier, Counters, Flow, Host, Net, DIRECTIONS};
+use super::capture::Damage;
+use super::count::{
+    addr_key, Alert, Classifier, Counters, Flow, Host, Net, WindowSummary, DIRECTIONS,
+};
 use super::decode::Skip;
+use super::live;
 use crate::lookup::answer::Answer;
 use ipfib::prefix::AnyAddr;
 use serde_json::{json, Value};
@@ -13,10 +16,14 @@ use std::time::Duration;
 
 pub struct Report<'a, 't, T: Answer> {
     pub c: &'a mut Classifier<'t, T>,
+    /// The capture file, or `interface IF`.
     pub file: &'a Path,
-    pub kind: Kind,
+    /// `pcap`, `pcapng` or `af_packet`.
+    pub format: &'static str,
     pub links: &'a [u16],
     pub damage: Option<&'a Damage>,
+    /// A live capture's kernel counters and why it stopped.
+    pub live: Option<&'a live::Stats>,
     pub top: usize,
     pub elapsed: Duration,
 }
@@ -37,8 +44,14 @@ fn flow_json(f: &Flow, windows: u64) -> Value {
     })
 }
 
-fn dirs_json(c: &Counters, windows: u64, into: &mut serde_json::Map<String, Value>) {
-    for (d, name) in DIRECTIONS.iter().enumerate() {
+/// The directions of `c`; `other` (neither end in a network) only for
+/// the totals, as it belongs to no network or hostgroup.
+fn dirs_json(c: &Counters, windows: u64, into: &mut serde_json::Map<String, Value>, other: bool) {
+    for (d, name) in DIRECTIONS
+        .iter()
+        .enumerate()
+        .take(if other { 4 } else { 3 })
+    {
         into.insert((*name).into(), flow_json(&c.dir[d], windows));
     }
 }
@@ -58,10 +71,39 @@ pub fn alert_json(a: &Alert) -> Value {
         "incoming_bps": a.bps,
         "incoming_mbps": a.bps as f64 / 1e6,
         "threshold": a.threshold,
+        "sampled_packets": a.sampled_packets,
         "top_sources": a.top_sources.iter().map(|(s, p, b)| json!({
             "address": addr_text(*s), "packets": p, "bytes": b
         })).collect::<Vec<_>>(),
     })
+}
+
+/// One closed window as a JSON object (a line of `--windows`).
+pub fn window_json(w: &WindowSummary) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("window".into(), json!(w.window));
+    for (d, name) in DIRECTIONS.iter().enumerate() {
+        m.insert(
+            (*name).into(),
+            json!({"packets": w.dirs[d].packets, "bytes": w.dirs[d].bytes}),
+        );
+    }
+    m.insert(
+        "top_hosts".into(),
+        w.top_hosts
+            .iter()
+            .map(|(a, network, group, pb)| {
+                json!({
+                    "host": addr_text(*a),
+                    "hostgroup": group,
+                    "network": network,
+                    "packets": pb.packets,
+                    "bytes": pb.bytes,
+                })
+            })
+            .collect(),
+    );
+    Value::Object(m)
 }
 
 fn link_name(l: u16) -> String {
@@ -159,14 +201,14 @@ impl<T: Answer> Report<'_, '_, T> {
         let c = &*self.c;
         let windows = c.windows();
         let mut totals = serde_json::Map::new();
-        dirs_json(&c.totals, windows, &mut totals);
+        dirs_json(&c.totals, windows, &mut totals, true);
         let groups: Vec<Value> = self
             .groups()
             .into_iter()
             .map(|g| {
                 let mut m = serde_json::Map::new();
                 m.insert("hostgroup".into(), json!(c.groups[g]));
-                dirs_json(&c.group_counters[g], windows, &mut m);
+                dirs_json(&c.group_counters[g], windows, &mut m, false);
                 Value::Object(m)
             })
             .collect();
@@ -178,7 +220,7 @@ impl<T: Answer> Report<'_, '_, T> {
                 let mut m = serde_json::Map::new();
                 m.insert("network".into(), json!(prefix));
                 m.insert("hostgroup".into(), json!(group));
-                dirs_json(&net.c, windows, &mut m);
+                dirs_json(&net.c, windows, &mut m, false);
                 Value::Object(m)
             })
             .collect();
@@ -189,7 +231,7 @@ impl<T: Answer> Report<'_, '_, T> {
         json!({
             "capture": {
                 "file": self.file.display().to_string(),
-                "format": self.kind.name(),
+                "format": self.format,
                 "link_types": self.links.iter().map(|&l| link_name(l)).collect::<Vec<_>>(),
                 "frames": c.frames,
                 "bytes": c.frame_bytes,
@@ -200,9 +242,14 @@ impl<T: Answer> Report<'_, '_, T> {
                 "damage_offset": self.damage.map(|d| d.offset),
                 "damage": self.damage.map(|d| d.reason.clone()),
                 "seconds": self.elapsed.as_secs_f64(),
+                "time_jumps": c.time_jumps,
+                "kernel_packets": self.live.map(|l| l.kernel_packets),
+                "kernel_drops": self.live.map(|l| l.kernel_drops),
+                "stopped_by": self.live.map(|l| l.stopped_by.name()),
             },
             "skipped": skipped,
             "fragments": c.fragments,
+            "untracked": {"hosts_packets": c.untracked_hosts, "sources_packets": c.untracked_sources},
             "totals": totals,
             "hostgroups": groups,
             "networks": networks,
@@ -225,7 +272,7 @@ impl<T: Answer> Report<'_, '_, T> {
             out,
             "capture   {} ({}, {}): {} frames, {} bytes, {} one-second window{}",
             self.file.display(),
-            self.kind.name(),
+            self.format,
             links.join(", "),
             c.frames,
             c.frame_bytes,
@@ -249,6 +296,39 @@ impl<T: Answer> Report<'_, '_, T> {
         )?;
         if let Some(d) = self.damage {
             writeln!(out, "damaged   {d}; the frames before it are counted")?;
+        }
+        if c.time_jumps > 0 {
+            writeln!(
+                out,
+                "time      {} jump(s) back in time or gap(s) over a day: means divide by the \
+                 {} seconds of the stretches between them",
+                c.time_jumps,
+                c.windows()
+            )?;
+        }
+        if c.untracked_hosts + c.untracked_sources > 0 {
+            writeln!(
+                out,
+                "untracked packets to hosts, from sources past the first {} of each: {}, {} \
+                 (counted in every other figure)",
+                super::count::MAX_TRACKED,
+                c.untracked_hosts,
+                c.untracked_sources
+            )?;
+        }
+        if let Some(l) = self.live {
+            writeln!(
+                out,
+                "kernel    {} packets received, {} dropped (ring full){}; stopped by {}",
+                l.kernel_packets,
+                l.kernel_drops,
+                if l.kernel_drops > 0 {
+                    ": counts are short by those"
+                } else {
+                    ""
+                },
+                l.stopped_by.name()
+            )?;
         }
         writeln!(out)?;
         let header = |out: &mut dyn Write, first: &str| {

@@ -1,8 +1,8 @@
 //! `ipfib classify --synthetic N`: the classifier's rate on an in-memory
 //! capture (no disk, no page cache), one core. The capture is N 64-byte
 //! Ethernet frames in pcap form: sources are the real addresses of
-//! `--pcap` (both directions of every packet), destinations random hosts
-//! inside the networks; three in four frames are incoming, one in eight
+//! `--pcap` (both directions of every packet), destinations drawn from
+//! 65,536 random hosts inside the networks (per family); three in four frames are incoming, one in eight
 //! outgoing (the two swapped), one in eight between two capture addresses.
 //! Frames are spread over ten 1-second windows. Each pass reads the
 //! capture, decodes, looks up both addresses, counts every network,
@@ -25,13 +25,13 @@ enum A {
 }
 
 pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Threshold>) -> CmdResult {
-    let (pool4, pool6) = capture_addresses(&args.pcap)?;
+    let pcap = args
+        .pcap
+        .as_deref()
+        .ok_or("--synthetic takes its addresses from --pcap FILE")?;
+    let (pool4, pool6) = capture_addresses(pcap)?;
     if pool4.is_empty() && pool6.is_empty() {
-        return Err(format!(
-            "{}: no IP packets to take addresses from",
-            args.pcap.display()
-        )
-        .into());
+        return Err(format!("{}: no IP packets to take addresses from", pcap.display()).into());
     }
     let mut rng = Rng::new(42);
     let inside4: Vec<_> = (0..table.routes_v4() as u32)
@@ -42,6 +42,29 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
         .collect();
     // The family of each frame follows the capture's mix.
     let v6_share = pool6.len() as f64 / (pool4.len() + pool6.len()) as f64;
+    // Destinations: a fixed set of hosts inside the networks (at most
+    // 65,536, as a network's busy hosts are), drawn at random per frame.
+    let hosts = 65_536usize;
+    let inside4: Vec<u32> = if inside4.is_empty() {
+        Vec::new()
+    } else {
+        (0..hosts)
+            .map(|_| {
+                let pre = inside4[rng.below(inside4.len() as u64) as usize];
+                host_in(u128::from(pre.addr()), pre.len(), 32, &mut rng) as u32
+            })
+            .collect()
+    };
+    let inside6: Vec<u128> = if inside6.is_empty() {
+        Vec::new()
+    } else {
+        (0..hosts)
+            .map(|_| {
+                let pre = inside6[rng.below(inside6.len() as u64) as usize];
+                host_in(pre.addr(), pre.len(), 128, &mut rng)
+            })
+            .collect()
+    };
     let mut bytes = pcap_header();
     for i in 0..n {
         let six = (rng.next_u64() as f64 / u64::MAX as f64) < v6_share && !pool6.is_empty();
@@ -50,8 +73,7 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
             let d = if inside6.is_empty() {
                 p
             } else {
-                let pre = inside6[rng.below(inside6.len() as u64) as usize];
-                host_in(pre.addr(), pre.len(), 128, &mut rng)
+                inside6[rng.below(inside6.len() as u64) as usize]
             };
             (A::V6(p), A::V6(d))
         } else {
@@ -59,8 +81,7 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
             let d = if inside4.is_empty() {
                 p
             } else {
-                let pre = inside4[rng.below(inside4.len() as u64) as usize];
-                host_in(u128::from(pre.addr()), pre.len(), 32, &mut rng) as u32
+                inside4[rng.below(inside4.len() as u64) as usize]
             };
             (A::V4(p), A::V4(d))
         };
