@@ -48,21 +48,16 @@ pub(super) struct Focus {
 }
 
 impl Focus {
-    /// The longest focus prefix for `iv`, at most `max_bits` long.
+    /// The longest focus prefix for `iv`, at most `max_bits` long: the
+    /// shared rule with every boundary held ([`focus_prefix`] at 1000
+    /// thousandths), since this layout has no table for the rest.
     fn of<A: Chunks>(iv: &Intervals<A>, max_bits: u32) -> Focus {
-        let n = iv.starts.len();
-        if n < 2 || max_bits == 0 {
-            return Focus::default();
-        }
-        let bits = A::BITS as u32;
-        // Left-aligned in 128 bits, so leading_zeros counts from the top.
-        let lo = iv.starts[1].to_u128() << (128 - bits);
-        let hi = (iv.starts[n - 1].to_u128() - 1).max(iv.starts[1].to_u128()) << (128 - bits);
-        let common = (lo ^ hi).leading_zeros().min(bits).min(max_bits);
+        let (common, first) = focus_prefix(iv, max_bits, 1000);
         if common == 0 {
             return Focus::default();
         }
-        let first = iv.starts[1].to_u128() & !low_mask(bits - common);
+        let bits = A::BITS as u32;
+        let n = iv.starts.len();
         Focus {
             bits: common,
             first,
@@ -71,6 +66,40 @@ impl Focus {
             above: direct_leaf(iv.payloads[n - 1]),
         }
     }
+}
+
+/// The focus rule of both layouts: the longest prefix `F` of at most
+/// `max_bits` bits such that at least `share` thousandths (`share > 500`)
+/// of the interval boundaries lie in `[F.first, F.last + 1]` (a boundary
+/// at `F.last + 1` starts the addresses above `F`: it costs no node
+/// inside), as `(|F|, F.first)`; `(0, 0)` when there is none (or no
+/// boundary). More than half the boundaries lie in that range, so the
+/// median boundary `m` does: it is in `F` or is `F.last + 1`, and the
+/// candidates are the prefixes of `m` and of `m - 1`. At 1000 every boundary is held, the
+/// 64-ary layout's rule (addresses outside `F` then share one answer below
+/// and one above); the flat layout takes 999 and gives the rest an outer
+/// table.
+pub(super) fn focus_prefix<A: Chunks>(iv: &Intervals<A>, max_bits: u32, share: u32) -> (u32, u128) {
+    let boundaries = iv.starts.get(1..).unwrap_or_default();
+    let total = boundaries.len();
+    if total == 0 || max_bits == 0 {
+        return (0, 0);
+    }
+    let bits = A::BITS as u32;
+    let median = boundaries[total / 2].to_u128();
+    // A boundary is never address 0 (starts[0] is), so `median - 1` is one.
+    for f in (1..=max_bits.min(bits)).rev() {
+        for anchor in [median, median - 1] {
+            let first = anchor & !low_mask(bits - f);
+            let end = (first | low_mask(bits - f)).saturating_add(1);
+            let lo = boundaries.partition_point(|a| a.to_u128() < first);
+            let hi = boundaries.partition_point(|a| a.to_u128() <= end);
+            if (hi - lo) * 1000 >= total * share as usize {
+                return (f, first);
+            }
+        }
+    }
+    (0, 0)
 }
 
 /// Build the trie for `iv` with `s` direct-pointing bits, over a focus
@@ -285,5 +314,72 @@ mod tests {
         assert_eq!(low_mask(1), 1);
         assert_eq!(low_mask(32), 0xffff_ffff);
         assert_eq!(low_mask(128), u128::MAX);
+    }
+
+    /// The 64-ary layout's rule as it was written before the two layouts
+    /// shared one: the common prefix of the first boundary and the
+    /// address before the last one (capped at `max_bits`).
+    fn common_prefix<A: Chunks>(iv: &Intervals<A>, max_bits: u32) -> (u32, u128) {
+        let n = iv.starts.len();
+        if n < 2 || max_bits == 0 {
+            return (0, 0);
+        }
+        let bits = A::BITS as u32;
+        let lo = iv.starts[1].to_u128() << (128 - bits);
+        let hi = (iv.starts[n - 1].to_u128() - 1).max(iv.starts[1].to_u128()) << (128 - bits);
+        let common = (lo ^ hi).leading_zeros().min(bits).min(max_bits);
+        match common {
+            0 => (0, 0),
+            c => (c, iv.starts[1].to_u128() & !low_mask(bits - c)),
+        }
+    }
+
+    fn intervals<A: Chunks + TryFrom<u128>>(mut starts: Vec<u128>) -> Intervals<A> {
+        starts.push(0);
+        starts.sort_unstable();
+        starts.dedup();
+        let n = starts.len();
+        Intervals {
+            starts: starts
+                .into_iter()
+                .map(|a| A::try_from(a).ok().unwrap())
+                .collect(),
+            payloads: (0..n as u32).collect(),
+        }
+    }
+
+    proptest::proptest! {
+        /// At 1000 thousandths the shared rule is exactly the common
+        /// prefix of all boundaries, on both families, with boundaries
+        /// clustered under a few random prefixes (long common prefixes,
+        /// boundaries on prefix ends, the top and bottom of the space).
+        #[test]
+        fn shared_rule_holds_every_boundary(
+            top in proptest::prelude::any::<u128>(),
+            cut in 0u32..40,
+            picks in proptest::collection::vec((proptest::prelude::any::<u128>(), 0u8..4), 0..12),
+            max_bits in 0u32..=24,
+        ) {
+            for family in [32u32, 128] {
+                let keep = low_mask(family.saturating_sub(cut).min(family));
+                let base = top & low_mask(family) & !keep;
+                let addrs: Vec<u128> = picks
+                    .iter()
+                    .map(|&(r, how)| match how {
+                        0 => base | (r & keep),
+                        1 => (base | keep).saturating_add(1) & low_mask(family),
+                        2 => base,
+                        _ => r & low_mask(family),
+                    })
+                    .collect();
+                if family == 32 {
+                    let iv = intervals::<u32>(addrs);
+                    proptest::prop_assert_eq!(focus_prefix(&iv, max_bits, 1000), common_prefix(&iv, max_bits));
+                } else {
+                    let iv = intervals::<u128>(addrs);
+                    proptest::prop_assert_eq!(focus_prefix(&iv, max_bits, 1000), common_prefix(&iv, max_bits));
+                }
+            }
+        }
     }
 }

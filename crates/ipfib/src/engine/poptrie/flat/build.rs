@@ -7,7 +7,7 @@
 //! build is linear in slots plus intervals per level.
 
 use super::{Focus, K, LEAF};
-use crate::engine::poptrie::build::{advance, single};
+use crate::engine::poptrie::build::{advance, focus_prefix, single};
 use crate::engine::poptrie::{low_mask, Chunks, PoptrieError};
 use crate::intervals::Intervals;
 
@@ -33,7 +33,7 @@ pub(super) fn build<A: Chunks>(
     share: u32,
 ) -> Result<Built, PoptrieError> {
     let bits = A::BITS as u32;
-    let (fbits, first) = dominant(iv, s, share);
+    let (fbits, first) = focus_prefix(iv, s, share);
     let focus_len = 1usize << (s - fbits);
     let outer_len = if fbits == 0 { 0 } else { 1usize << fbits };
     let mut b = Builder {
@@ -68,30 +68,6 @@ pub(super) fn build<A: Chunks>(
             first_top: ((first << (128 - bits)) >> 64) as u64,
         },
     })
-}
-
-/// The longest prefix `F` of at most `s` bits that holds at least `share`
-/// thousandths of the interval boundaries (`share > 500`), as `(|F|,
-/// first address)`; `(0, 0)` when there is none (or no boundary). Such a
-/// prefix holds the median boundary, so only its prefixes are candidates.
-fn dominant<A: Chunks>(iv: &Intervals<A>, s: u32, share: u32) -> (u32, u128) {
-    let boundaries = iv.starts.get(1..).unwrap_or_default();
-    let total = boundaries.len();
-    if total == 0 || s == 0 {
-        return (0, 0);
-    }
-    let bits = A::BITS as u32;
-    let median = boundaries[total / 2].to_u128();
-    for f in (1..=s).rev() {
-        let first = median & !low_mask(bits - f);
-        let last = first | low_mask(bits - f);
-        let lo = boundaries.partition_point(|a| a.to_u128() < first);
-        let hi = boundaries.partition_point(|a| a.to_u128() <= last);
-        if (hi - lo) * 1000 >= total * share as usize {
-            return (f, first);
-        }
-    }
-    (0, 0)
 }
 
 /// The leaf entry of `payload`.
