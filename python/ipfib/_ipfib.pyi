@@ -29,7 +29,7 @@ Addr = str | ipaddress.IPv4Address | ipaddress.IPv6Address
 # What Table's scalar calls take: an Addr, an int or packed bytes (4 or 16).
 ScalarAddr = Addr | int | bytes
 PrefixLike = str | ipaddress.IPv4Network | ipaddress.IPv6Network
-Engine = str  # "auto" | "planb" | "poptrie[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
+Engine = str  # "auto" | "planb" | "poptrie[:S]" | "poptrie32[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
 
 class TableFileError(ValueError):
     """A table file could not be read; the message names the file and the
@@ -53,9 +53,12 @@ class Table:
         per family, the engine that suits the table's shape, measured on
         this machine; ``info()`` says which and why), ``"planb"``,
         ``"poptrie"`` / ``"poptrie:S"`` (S direct-pointing bits),
+        ``"poptrie32"`` / ``"poptrie32:S"`` (32-ary nodes),
         ``"poptrie-flat"`` / ``"poptrie-flat:S"`` (32-ary nodes inline with
         their leaves: the fastest ``lookup_many`` on IPv6 tables) or
-        ``"radix"`` (the route table itself)."""
+        ``"radix"`` (the route table itself); the same names as the CLI's
+        ``--engine`` (``ipfib engines`` lists them). An unknown name raises
+        ``ValueError`` listing the valid ones."""
 
     @classmethod
     def open(

@@ -187,8 +187,15 @@ def test_bad_addresses_name_item_and_index() -> None:
     assert ipfib.Table.from_prefixes([("10.0.0.1/8", 2)], mask_host_bits=True)["10.0.0.0/8"] == 2
     with pytest.raises(ValueError, match="unknown engine"):
         ipfib.Table(engine="btree")
-    with pytest.raises(ValueError, match="0-24"):
+    with pytest.raises(ValueError, match="from 0 to 24"):
         ipfib.Table(engine="poptrie:30")
+    with pytest.raises(ValueError, match="bench. only"):
+        ipfib.Table(engine="planb-routes")
+    # The registry's names, old ones included, answer alike.
+    for name in ["poptrie32", "poptrie32:16", "poptrie5", "poptrie-flat:12", "planb", "radix"]:
+        e = ipfib.Table.from_prefixes([("10.0.0.0/8", 1), ("10.1.0.0/16", 2)], engine=name)
+        assert [e.lookup("10.1.2.3"), e.lookup("10.2.0.0"), e.lookup("11.0.0.0")] == [2, 1, None]
+    assert ipfib.Table(engine="poptrie5:12").engine == "poptrie32:12"
     assert t.lookup_many([]).tolist() == []
 
 

@@ -17,7 +17,8 @@
 //! - `poptrie[:S]`: Poptrie with leafvec over value payloads (route
 //!   aggregation), `S` direct-pointing bits; `poptrie-routes[:S]`: leafvec
 //!   over route payloads (no aggregation); `poptrie-basic[:S]`: neither
-//!   (the paper's Table 2 rows); `poptrie5[:S]`: 32-ary nodes;
+//!   (the paper's Table 2 rows); `poptrie32[:S]` (was `poptrie5`): 32-ary
+//!   nodes;
 //!   `poptrie-flat[:S]`: 32-ary nodes held inline with the leaves. Poptrie
 //!   rows also report internal nodes and leaves (flat: entries, as
 //!   leaves).
@@ -41,11 +42,11 @@ mod summary;
 mod trace;
 mod tsc;
 
-use crate::engines::{EngineSpec, BENCH_ENGINES};
 use crate::load::{from_routes, load, TableArgs};
 use crate::{CmdResult, Outcome};
-use ipfib::engine::planb::kernel::Kernel;
-use ipfib::engine::poptrie;
+use ipfib::engine::kernel::Kernel;
+use ipfib::engine::registry::EngineSpec;
+use ipfib::engine::{planb, poptrie};
 use ipfib::gen::{synthetic_v4, synthetic_v6};
 use ipfib::table::Table;
 use machine::{pin_to, Machine};
@@ -92,18 +93,19 @@ pub struct Args {
     /// Addresses per generated trace.
     #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
-    /// Engines: planb, planb-routes, radix, poptrie[:S], poptrie-routes[:S],
-    /// poptrie-basic[:S], poptrie5[:S], poptrie-flat[:S] (S: direct-pointing
-    /// bits, 0-24).
+    /// Engines: auto, planb, poptrie[:S], poptrie32[:S], poptrie-flat[:S],
+    /// radix, and the bench-only planb-routes, poptrie-routes[:S],
+    /// poptrie-basic[:S] (S: direct-pointing bits, 0-24; `ipfib engines`
+    /// says what each is).
     #[arg(
         long,
         default_value = "auto,planb,planb-routes,poptrie,poptrie-flat,radix",
         value_delimiter = ','
     )]
     engines: Vec<String>,
-    /// PlanB kernels, or `all` for every kernel this CPU supports
-    /// (default: the best one). Poptrie runs its best kernel, the scalar
-    /// one too when scalar is listed, and all of its kernels with `all`.
+    /// Kernels (scalar, popcnt, avx2, avx512, neon), or `all`: each engine
+    /// runs those listed that it has and this CPU supports (its best when
+    /// none), every one it supports here with `all`; default: its best.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
     /// Batch sizes (1 = single lookups; 8, 16, 32, 64 are compiled, other
@@ -200,18 +202,19 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(cpu) = args.pin {
         pin_to(cpu).map_err(|e| format!("--pin {e}"))?;
     }
-    let kernels: Vec<Kernel> = if args.kernels.is_empty() {
-        vec![Kernel::detect()]
-    } else if args.kernels.iter().any(|k| k == "all") {
-        Kernel::supported()
-    } else {
-        args.kernels
+    let all_kernels = args.kernels.iter().any(|k| k == "all");
+    let kernels: Vec<Kernel> = args
+        .kernels
+        .iter()
+        .filter(|k| *k != "all")
+        .map(|k| k.parse())
+        .collect::<Result<_, _>>()?;
+    if let Some(k) = kernels.iter().find(|&&k| {
+        ![&planb::KERNELS, &poptrie::KERNELS]
             .iter()
-            .map(|k| k.parse())
-            .collect::<Result<_, _>>()?
-    };
-    if let Some(k) = kernels.iter().find(|k| !k.is_supported()) {
-        return Err(format!("kernel {k} is not supported by this CPU").into());
+            .any(|s| s.is_supported(k))
+    }) {
+        return Err(format!("kernel {k} is not supported by this CPU (by any engine)").into());
     }
     let preset = args
         .preset
@@ -225,7 +228,7 @@ pub fn run(args: Args) -> CmdResult {
     };
     let engines = engine_names
         .iter()
-        .map(|e| EngineSpec::parse(e).map_err(|m| format!("{m} (available: {BENCH_ENGINES})")))
+        .map(|e| e.parse::<EngineSpec>())
         .collect::<Result<Vec<_>, _>>()?;
     let traces = trace_names
         .iter()
@@ -242,34 +245,26 @@ pub fn run(args: Args) -> CmdResult {
     }
     let latency = args.latency.map(runner::latency_setup).transpose()?;
     let (table, name) = load_table(&args)?;
+    // The header names the kernels PlanB runs (Poptrie's are in each row).
+    let planb_kernels = match all_kernels {
+        true => planb::KERNELS.supported(),
+        false => kernels
+            .iter()
+            .copied()
+            .filter(|&k| planb::KERNELS.is_supported(k))
+            .collect(),
+    };
     let mut machine = Machine::detect(
         args.pin,
-        kernels.iter().map(|k| k.name().to_string()).collect(),
+        match planb_kernels.is_empty() {
+            true => vec![planb::KERNELS.detect().name().to_string()],
+            false => planb_kernels.iter().map(|k| k.name().to_string()).collect(),
+        },
     );
     machine.tsc_hz = latency.and_then(|l| l.2);
     println!("{}", machine.header());
-    // Poptrie's kernels follow `--kernels`: every supported one with `all`,
-    // else the best plus the portable popcount when `scalar` is asked for.
-    let all_kernels = args.kernels.iter().any(|k| k == "all");
-    let pop_kernels: Vec<poptrie::Kernel> = if all_kernels {
-        poptrie::Kernel::supported()
-    } else {
-        std::iter::once(poptrie::Kernel::detect())
-            .chain(
-                kernels
-                    .contains(&Kernel::Scalar)
-                    .then_some(poptrie::Kernel::Scalar),
-            )
-            .fold(Vec::new(), |mut v, k| {
-                if !v.contains(&k) {
-                    v.push(k);
-                }
-                v
-            })
-    };
     let plan = Plan {
-        kernels: &kernels,
-        pop_kernels: &pop_kernels,
+        kernels: (!all_kernels).then_some(&kernels[..]),
         engines: &engines,
         traces: &traces,
         batches: &batches,

@@ -15,10 +15,10 @@
 //! exported), 2 nothing written (unreadable input, bad arguments, a value
 //! the output cannot hold, unwritable output).
 
-use crate::engines::{EngineSpec, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
+use ipfib::engine::registry::EngineSpec;
 use ipfib_io::mmdb_write::{self, IpVersion, Options, RecordMode, Stats};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value = "auto")]
     format: String,
     /// ipfib: the engine compiled in: auto (the default: chosen per
-    /// family), planb, poptrie[:S], poptrie5[:S], poptrie-flat[:S].
+    /// family), planb, poptrie[:S], poptrie32[:S], poptrie-flat[:S].
     #[arg(long, default_value = "auto")]
     engine: String,
     /// Clear host bits instead of rejecting the line.
@@ -142,8 +142,7 @@ impl Args {
 
 /// A compiled table file, with the engines `--engine` names.
 fn compiled(args: Args) -> CmdResult {
-    let spec = EngineSpec::parse(&args.engine)
-        .map_err(|e| format!("{e} (available: {LOOKUP_ENGINES} but radix)"))?;
+    let spec = EngineSpec::parse_lookup(&args.engine)?;
     if spec == EngineSpec::Radix {
         return Err("radix is the route table itself, not a compiled engine".into());
     }

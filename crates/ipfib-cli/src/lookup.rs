@@ -14,12 +14,12 @@
 pub mod answer;
 mod stream;
 
-use crate::engines::{EngineSpec, LOOKUP_ENGINES};
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
-use ipfib::engine::planb::kernel::Kernel;
-use ipfib::engine::poptrie;
+use ipfib::engine::kernel::Kernel;
+use ipfib::engine::registry::EngineSpec;
+use ipfib::engine::{planb, poptrie};
 use ipfib::table::CompiledTable;
 use std::io;
 use stream::Failure;
@@ -31,14 +31,15 @@ pub struct Args {
     /// Lookup engine: auto (the default: chosen per family from the
     /// table's shape and a short calibration; `ipfib info` says which),
     /// planb (linearized B+-tree), poptrie[:S] (Poptrie with
-    /// S direct-pointing bits, 0-24, default 18), poptrie5[:S] (32-ary
-    /// nodes), poptrie-flat[:S] (32-ary nodes inline with the leaves: the
-    /// fastest batches on IPv6) or radix (the route table itself).
+    /// S direct-pointing bits, 0-24, default 18), poptrie32[:S] (32-ary
+    /// nodes; `poptrie5` before), poptrie-flat[:S] (32-ary nodes inline
+    /// with the leaves) or radix (the route table itself); `ipfib engines`
+    /// lists them.
     #[arg(long, default_value = "auto")]
     engine: String,
-    /// PlanB search kernel (avx512, avx2, neon, scalar); default: the best
-    /// this CPU supports. Poptrie: scalar forces the portable popcount,
-    /// any other the hardware one.
+    /// Search kernel (scalar, popcnt, avx2, avx512, neon) for every engine
+    /// that has it on this CPU (the others run their best); default: each
+    /// engine's best. `ipfib engines` lists each engine's kernels.
     #[arg(long)]
     kernel: Option<String>,
     /// Addresses to look up; with none, read stdin one per line.
@@ -59,29 +60,14 @@ pub fn run(args: Args) -> CmdResult {
         .map(str::parse::<Kernel>)
         .transpose()?;
     // Checked up front, whatever the engine (radix ignores the kernel).
-    if let Some(k) = kernel.filter(|k| !k.is_supported()) {
-        return Err(format!("kernel {k} is not supported by this CPU").into());
+    if let Some(k) = kernel.filter(|&k| {
+        ![&planb::KERNELS, &poptrie::KERNELS]
+            .iter()
+            .any(|s| s.is_supported(k))
+    }) {
+        return Err(format!("kernel {k} is not supported by this CPU (by any engine)").into());
     }
-    let spec = match EngineSpec::parse(&args.engine) {
-        Ok(
-            spec @ (EngineSpec::Auto
-            | EngineSpec::Planb
-            | EngineSpec::Radix
-            | EngineSpec::Poptrie {
-                leafvec: true,
-                aggregate: true,
-                ..
-            }),
-        ) => spec,
-        Ok(_) => {
-            return Err(format!(
-                "engine {:?} is for `ipfib bench` (lookup takes: {LOOKUP_ENGINES})",
-                args.engine
-            )
-            .into())
-        }
-        Err(e) => return Err(format!("{e} (available: {LOOKUP_ENGINES})").into()),
-    };
+    let spec = EngineSpec::parse_lookup(&args.engine)?;
     if crate::load::is_compiled(&args.table)? {
         if spec != EngineSpec::Auto || kernel.is_some() {
             return Err(
@@ -116,18 +102,11 @@ pub fn run(args: Args) -> CmdResult {
     let engine = match spec {
         EngineSpec::Radix => Engine::Radix,
         // Route payloads (`Compiled`), so the matching prefix is printed.
-        _ => Engine::Compiled(Box::new(
-            table.compile(&AutoOptions {
-                planb_kernel: kernel,
-                // Poptrie: scalar forces the portable popcount, any other
-                // kernel name the hardware one.
-                poptrie_kernel: kernel
-                    .filter(|&k| k == Kernel::Scalar)
-                    .map(|_| poptrie::Kernel::Scalar),
-                force,
-                ..AutoOptions::default()
-            })?,
-        )),
+        _ => Engine::Compiled(Box::new(table.compile(&AutoOptions {
+            kernel,
+            force,
+            ..AutoOptions::default()
+        })?)),
     };
     let addrs = &args.addrs;
     let answered = match &engine {

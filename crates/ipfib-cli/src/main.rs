@@ -47,6 +47,9 @@ enum Command {
     /// `ipfib.Table.open` map in milliseconds, or (`--output-format mmdb`)
     /// a MaxMind DB answering every address like `ipfib lookup`.
     Compile(compile::Args),
+    /// List the engines (every name `--engine` takes, with a line each)
+    /// and the kernels each has on this CPU.
+    Engines(engines::Args),
     /// Count a capture's traffic per network of a table (FastNetMon's job):
     /// packets, bytes and rates per direction, hostgroup, network and host,
     /// top remote sources, alerts on thresholds.
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::BmpReplay(a) => bmp_replay::run(a),
         Command::Compile(a) => compile::run(a),
         Command::Classify(a) => classify::run(a),
+        Command::Engines(a) => engines::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -19,6 +19,7 @@ use crate::bench::machine::{pin_to, worker_cpus};
 use crate::bench::stats::{quantile, Summary};
 use crate::load::{self, TableArgs};
 use crate::{CmdResult, Outcome};
+use ipfib::engine::registry::{EngineSpec, Kind, Variant};
 use ipfib::engine::Family;
 use ipfib::fib::{Fib, FibEngine, FibOptions, FibReader, FibUpdate};
 use ipfib::gen::matched_trace;
@@ -120,11 +121,26 @@ struct Report {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let named = match args.engine.as_str() {
-        "auto" => None,
-        "poptrie" => Some(FibEngine::Poptrie),
-        "planb" => Some(FibEngine::PlanB),
-        other => return Err(format!("unknown engine {other:?} (auto, poptrie or planb)").into()),
+    // Names go through the registry (one error for unknown ones); the
+    // dynamic FIB updates two of its engines in place.
+    let named = match args.engine.parse::<EngineSpec>()? {
+        EngineSpec::Auto => None,
+        EngineSpec::Engine {
+            kind: Kind::Poptrie,
+            bits: None,
+            variant: Variant::Values,
+        } => Some(FibEngine::Poptrie),
+        EngineSpec::Engine {
+            kind: Kind::Planb,
+            variant: Variant::Values,
+            ..
+        } => Some(FibEngine::PlanB),
+        other => {
+            return Err(format!(
+                "engine {other}: the dynamic FIB runs auto, poptrie (S = 18) or planb"
+            )
+            .into())
+        }
     };
     if args.runs == 0 || args.batch == 0 || args.readers == 0 {
         return Err("--runs, --batch and --readers must be at least 1".into());

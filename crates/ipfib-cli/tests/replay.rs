@@ -227,7 +227,25 @@ fn replay_refuses_bad_arguments_and_missing_files() {
         None,
     );
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("unknown engine"), "{}", r.stderr);
+    assert!(r.stderr.contains("the dynamic FIB runs"), "{}", r.stderr);
+    let r = ipfib(
+        &[
+            "replay",
+            "--table",
+            t,
+            "--updates",
+            u,
+            "--engine",
+            "poptree",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("unknown engine") && r.stderr.contains("available: auto, planb"),
+        "{}",
+        r.stderr
+    );
     let r = ipfib(
         &["replay", "--table", t, "--updates", "/nonexistent/u.txt"],
         None,

@@ -15,8 +15,8 @@
 //! never change it. `radix` keeps a copy of the route table and asks it.
 
 use crate::value::Value;
-use ipfib::engine::auto::{AutoEngine, AutoOptions, Choice, Kind, Pick};
-use ipfib::engine::poptrie::PoptrieOptions;
+use ipfib::engine::auto::{AutoEngine, AutoOptions, Choice};
+pub use ipfib::engine::registry::EngineSpec;
 use ipfib::engine::{Engine, Family, NO_ROUTE};
 use ipfib::image::FamilyImage;
 use ipfib::intervals::compile;
@@ -31,70 +31,6 @@ use std::sync::OnceLock;
 pub const BATCH: usize = 32;
 /// Addresses per chunk of work: the ordinals of one chunk stay in L1.
 pub const CHUNK: usize = 2048;
-
-/// Which engine a table compiles to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineSpec {
-    /// Chosen per family from the table (`ipfib::engine::auto`): the
-    /// default.
-    Auto,
-    Planb,
-    /// Poptrie with `s` direct-pointing bits (`None`: the default, 18).
-    Poptrie(Option<u8>),
-    /// The flat Poptrie (32-ary nodes inline with the leaves), `s` as above.
-    PoptrieFlat(Option<u8>),
-    Radix,
-}
-
-impl EngineSpec {
-    /// `auto`, `planb`, `poptrie[:S]`, `poptrie-flat[:S]` (S in 0..=24),
-    /// `radix`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let bits = |bits: &str| match bits.parse::<u8>() {
-            Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Ok(Some(s)),
-            _ => Err(format!(
-                "engine {text:?}: direct-pointing bits must be 0-{}",
-                PoptrieOptions::MAX_DIRECT_BITS
-            )),
-        };
-        match text.split_once(':') {
-            None if text == "auto" => Ok(EngineSpec::Auto),
-            None if text == "planb" => Ok(EngineSpec::Planb),
-            None if text == "radix" => Ok(EngineSpec::Radix),
-            None if text == "poptrie" => Ok(EngineSpec::Poptrie(None)),
-            None if text == "poptrie-flat" => Ok(EngineSpec::PoptrieFlat(None)),
-            Some(("poptrie", b)) => bits(b).map(EngineSpec::Poptrie),
-            Some(("poptrie-flat", b)) => bits(b).map(EngineSpec::PoptrieFlat),
-            _ => Err(format!(
-                "unknown engine {text:?} (expected auto, planb, poptrie[:S], poptrie-flat[:S] or radix)"
-            )),
-        }
-    }
-
-    /// The name `parse` takes back.
-    pub fn name(self) -> String {
-        match self {
-            EngineSpec::Auto => "auto".into(),
-            EngineSpec::Planb => "planb".into(),
-            EngineSpec::Poptrie(None) => "poptrie".into(),
-            EngineSpec::Poptrie(Some(s)) => format!("poptrie:{s}"),
-            EngineSpec::PoptrieFlat(None) => "poptrie-flat".into(),
-            EngineSpec::PoptrieFlat(Some(s)) => format!("poptrie-flat:{s}"),
-            EngineSpec::Radix => "radix".into(),
-        }
-    }
-
-    /// The engine `auto` builds for a named one (`None`: choose).
-    pub(crate) fn force(self) -> Option<Pick> {
-        let s = |s: Option<u8>| Some(s.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS));
-        match self {
-            EngineSpec::Auto | EngineSpec::Radix => None,
-            EngineSpec::Planb => Some((Kind::Planb, None)),
-            EngineSpec::Poptrie(b) => Some((Kind::Poptrie, s(b))),
-            EngineSpec::PoptrieFlat(b) => Some((Kind::Flat, s(b))),
-        }
-    }
-}
 
 /// A compiled engine of one family: every named engine is built through
 /// [`AutoEngine`] with its choice forced, so one enum arm serves them all.

@@ -116,7 +116,7 @@ fn build_err(e: String) -> PyErr {
 }
 
 fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
-    EngineSpec::parse(engine).map_err(PyValueError::new_err)
+    EngineSpec::parse_lookup(engine).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 impl Table {
@@ -679,7 +679,7 @@ impl Table {
     /// The engine name as given (`auto`, `planb`, `poptrie:16`, `radix`).
     #[getter]
     fn engine(&self) -> String {
-        self.live.snapshot().spec.name()
+        self.live.snapshot().spec.to_string()
     }
 
     /// Write the table as a MaxMind DB file (see `mmdb.rs` and the stub).
@@ -785,7 +785,7 @@ impl Table {
         let (n4, n6) = (snap.v4.len(), snap.v6.len());
         let footprint = snap.v4.footprint_bytes() + snap.v6.footprint_bytes();
         let distinct = |vals: &[Option<Value>]| vals.iter().filter(|v| v.is_some()).count();
-        d.set_item("engine", snap.spec.name())?;
+        d.set_item("engine", snap.spec.to_string())?;
         d.set_item("engine_v4", snap.v4.engine_name())?;
         d.set_item("engine_v6", snap.v6.engine_name())?;
         for (key, fam) in [
@@ -824,7 +824,7 @@ impl Table {
             "<ipfib.Table: {} IPv4 + {} IPv6 prefixes, engine {}>",
             snap.v4.len(),
             snap.v6.len(),
-            snap.spec.name()
+            snap.spec
         )
     }
 
@@ -847,7 +847,7 @@ impl Table {
         let state = PyTuple::new(
             py,
             [
-                PyString::new(py, &snap.spec.name()).into_any(),
+                PyString::new(py, &snap.spec.to_string()).into_any(),
                 PyBytes::new(py, &a4).into_any(),
                 PyBytes::new(py, &l4).into_any(),
                 PyBytes::new(py, &a6).into_any(),

@@ -4,7 +4,7 @@
 //! Full side-by-side figures come from `ipfib bench` (BENCHMARKS.md).
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use ipfib::engine::planb::kernel::Kernel;
+use ipfib::engine::planb::KERNELS;
 use ipfib::engine::planb::{Family, PlanB, PlanbOptions};
 use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::{compile, Intervals};
@@ -26,7 +26,7 @@ fn lookups<A: Family>(c: &mut Criterion, name: &str, iv: &Intervals<A>, prefixes
     let mut g = c.benchmark_group(format!("planb/{name}"));
     g.throughput(Throughput::Elements(TRACE as u64));
     g.sample_size(20);
-    for kernel in Kernel::supported() {
+    for kernel in KERNELS.supported() {
         let e = PlanB::build(
             iv,
             &PlanbOptions {

@@ -139,7 +139,7 @@ const INPUT_AHEAD_ROUNDS: usize = 4;
 /// which real IPv6 tables fit in (0.4-0.6 MiB of a 1 MiB L2); fetched
 /// non-temporally they stay out of the way. Measured on the LINX matched
 /// trace (2M addresses, batch 32): the flat Poptrie's batch went from
-/// ~183 to ~280 MLPS, `poptrie5:18`'s from 191 to 245. Never faults, whatever the address (past the end of the
+/// ~183 to ~280 MLPS, `poptrie32:18`'s from 191 to 245. Never faults, whatever the address (past the end of the
 /// input included).
 #[inline(always)]
 pub(crate) fn prefetch_input<A>(round: *const A, n: usize) {

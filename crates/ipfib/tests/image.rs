@@ -25,7 +25,7 @@ fn every_engine() -> Vec<AutoOptions> {
         forced(None),
         forced(Some((Kind::Planb, None))),
         forced(Some((Kind::Poptrie, Some(16)))),
-        forced(Some((Kind::Poptrie5, Some(18)))),
+        forced(Some((Kind::Poptrie32, Some(18)))),
         forced(Some((Kind::Flat, Some(12)))),
     ]
 }
@@ -358,17 +358,17 @@ fn seed_tables() -> Vec<(&'static str, Table<String>, AutoOptions)> {
         (
             "small-poptrie5-0",
             small.clone(),
-            forced(Some((Kind::Poptrie5, Some(0)))),
+            forced(Some((Kind::Poptrie32, Some(0)))),
         ),
         (
             "small-poptrie5-5",
             small.clone(),
-            forced(Some((Kind::Poptrie5, Some(5)))),
+            forced(Some((Kind::Poptrie32, Some(5)))),
         ),
         (
             "focused-poptrie5-10",
             focused.clone(),
-            forced(Some((Kind::Poptrie5, Some(10)))),
+            forced(Some((Kind::Poptrie32, Some(10)))),
         ),
         (
             "small-flat0",
@@ -453,7 +453,7 @@ fn seed_tables_answer_and_cover_every_layout() {
             Built::Poptrie(e) => {
                 seen.insert(["poptrie", "poptrie focus"][(e.focus_bits() > 0) as usize]);
             }
-            Built::Poptrie5(e) => {
+            Built::Poptrie32(e) => {
                 seen.insert(["poptrie5", "poptrie5 focus"][(e.focus_bits() > 0) as usize]);
             }
             Built::Flat(e) => {

@@ -237,7 +237,7 @@ fn typed_errors_instead_of_panics() {
     }
     assert_eq!(
         "sse9".parse::<ipfib::engine::poptrie::Kernel>().err(),
-        Some(PoptrieError::UnknownKernel("sse9".into()))
+        Some(ipfib::engine::kernel::UnknownKernel("sse9".into()))
     );
 }
 

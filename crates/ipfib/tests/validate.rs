@@ -9,10 +9,10 @@
 //! corruption is tested next to them, where a structure can be corrupted.)
 
 use ipfib::addr::Addr;
-use ipfib::engine::planb::kernel::Kernel as PlanbKernel;
+use ipfib::engine::planb::KERNELS as PLANB_KERNELS;
 use ipfib::engine::planb::{PlanB, PlanbOptions};
 use ipfib::engine::poptrie::{
-    Chunks, FlatPoptrie, Kernel, Node, Node32, Poptrie, PoptrieOptions, Updatable,
+    Chunks, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Updatable, KERNELS,
 };
 use ipfib::engine::Family;
 use ipfib::gen::{synthetic_v4, synthetic_v6, uniform_trace, Rng};
@@ -52,8 +52,8 @@ fn all_engines_validate<A: Family>(iv: &Intervals<A>, ctx: &str) {
     };
     // The largest `s` (2^24 entries) once, with the detected kernels.
     let with_max = |k: bool, s: &[u8]| [s, if k { &[24][..] } else { &[] }].concat();
-    for kernel in PlanbKernel::supported() {
-        for s in with_max(kernel == PlanbKernel::detect(), &[1, 8, 16]) {
+    for kernel in PLANB_KERNELS.supported() {
+        for s in with_max(kernel == PLANB_KERNELS.detect(), &[1, 8, 16]) {
             let opts = PlanbOptions {
                 kernel: Some(kernel),
                 direct_bits: Some(s),
@@ -64,8 +64,8 @@ fn all_engines_validate<A: Family>(iv: &Intervals<A>, ctx: &str) {
             check(format!("planb {kernel} s={s}"), got, e.validate());
         }
     }
-    for kernel in Kernel::supported() {
-        for s in with_max(kernel == Kernel::detect(), &[0, 1, 16]) {
+    for kernel in KERNELS.supported() {
+        for s in with_max(kernel == KERNELS.detect(), &[0, 1, 16]) {
             for leafvec in [true, false] {
                 if !leafvec && s > 16 {
                     continue; // basic leaves: the 2^s table adds nothing new
@@ -80,7 +80,7 @@ fn all_engines_validate<A: Family>(iv: &Intervals<A>, ctx: &str) {
                 check(format!("poptrie {opts:?}"), got, e.validate());
                 let e = Poptrie::<A, Node32>::build(iv, &opts).unwrap();
                 let got = q.iter().map(|&a| e.lookup(a)).collect();
-                check(format!("poptrie5 {opts:?}"), got, e.validate());
+                check(format!("poptrie32 {opts:?}"), got, e.validate());
             }
             let opts = PoptrieOptions {
                 direct_bits: Some(s),

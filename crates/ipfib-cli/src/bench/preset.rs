@@ -28,7 +28,7 @@ const STANDING_ENGINES: &[&str] = &[
     "auto",
     "planb",
     "poptrie:18",
-    "poptrie5:18",
+    "poptrie32:18",
     "poptrie-flat:16",
     "poptrie-flat:18",
     "radix",

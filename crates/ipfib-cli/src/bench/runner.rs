@@ -9,12 +9,12 @@ use super::passes::time_passes;
 use super::report::{print_row, Row, Subject};
 use super::trace::TraceSpec;
 use super::tsc;
-use crate::engines::{EngineSpec, Layout};
 use ipfib::compiled::Compiled;
 use ipfib::engine::auto::{AutoEngine, AutoOptions};
-use ipfib::engine::planb::kernel::Kernel;
+use ipfib::engine::kernel::{Kernel, KernelSet};
 use ipfib::engine::planb::{PlanB, PlanbOptions};
 use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
+use ipfib::engine::registry::{EngineSpec, Kind, Variant as PayloadKind};
 use ipfib::engine::{Engine, Family};
 use ipfib::intervals::{compile, NO_ROUTE};
 use ipfib::route_table::RouteTable;
@@ -26,8 +26,9 @@ type Error = Box<dyn std::error::Error>;
 
 /// What every table of a run shares.
 pub struct Plan<'a> {
-    pub kernels: &'a [Kernel],
-    pub pop_kernels: &'a [poptrie::Kernel],
+    /// `--kernels`: `None` for every kernel this CPU supports (`all`),
+    /// empty for each engine's best.
+    pub kernels: Option<&'a [Kernel]>,
     pub engines: &'a [EngineSpec],
     pub traces: &'a [TraceSpec],
     pub batches: &'a [usize],
@@ -144,6 +145,24 @@ impl Plan<'_> {
         Ok(())
     }
 
+    /// The kernels to run an engine of `set` with: every one this CPU
+    /// supports (`--kernels all`), those listed that it supports, or (none
+    /// listed, or none of them its) its best.
+    fn kernels_of(&self, set: &KernelSet) -> Vec<Kernel> {
+        let Some(listed) = self.kernels else {
+            return set.supported();
+        };
+        let mine: Vec<Kernel> = listed
+            .iter()
+            .copied()
+            .filter(|&k| set.is_supported(k))
+            .collect();
+        match mine.is_empty() {
+            true => vec![set.detect()],
+            false => mine,
+        }
+    }
+
     /// Every engine variant, in `--engines` order.
     fn build_all<'t, A: Family>(
         &self,
@@ -166,41 +185,46 @@ impl Plan<'_> {
                     v.base.chosen_reason = Some(choice.reason);
                     built.push(Box::new(v));
                 }
-                EngineSpec::Planb | EngineSpec::PlanbRoutes => {
-                    for &kernel in self.kernels {
+                EngineSpec::Engine {
+                    kind: Kind::Planb,
+                    variant,
+                    ..
+                } => {
+                    for kernel in self.kernels_of(&ipfib::engine::planb::KERNELS) {
                         let opts = PlanbOptions {
                             kernel: Some(kernel),
                             direct_bits: self.direct_bits,
                             ..Default::default()
                         };
-                        let aggregate = engine == EngineSpec::Planb;
+                        let aggregate = variant == PayloadKind::Values;
                         let who = (engine.label(0), kernel.name());
                         let v = Variant::<A, PlanB<A>>::build(table, &opts, aggregate, who)?;
                         built.push(Box::new(v));
                     }
                 }
-                EngineSpec::Poptrie {
-                    s,
-                    leafvec,
-                    aggregate,
-                    layout,
+                EngineSpec::Engine {
+                    kind,
+                    bits,
+                    variant,
                 } => {
-                    for &kernel in self.pop_kernels {
+                    for kernel in self.kernels_of(&poptrie::KERNELS) {
                         let opts = PoptrieOptions {
-                            direct_bits: s,
-                            leafvec,
+                            direct_bits: bits,
+                            leafvec: variant != PayloadKind::Basic,
                             kernel: Some(kernel),
                         };
+                        let aggregate = variant == PayloadKind::Values;
                         let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
                         let who = (label, kernel.name());
-                        built.push(match layout {
-                            Layout::Node64 => {
+                        built.push(match kind {
+                            Kind::Poptrie => {
                                 poptrie_variant::<A, Node>(table, &opts, aggregate, who)?
                             }
-                            Layout::Node32 => {
+                            Kind::Planb => unreachable!("PlanB is the arm above"),
+                            Kind::Poptrie32 => {
                                 poptrie_variant::<A, Node32>(table, &opts, aggregate, who)?
                             }
-                            Layout::Flat => flat_variant::<A>(table, &opts, aggregate, who)?,
+                            Kind::Flat => flat_variant::<A>(table, &opts, aggregate, who)?,
                         });
                     }
                 }

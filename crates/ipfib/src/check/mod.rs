@@ -17,7 +17,6 @@ pub use image::{check_image_bytes, check_image_round_trip, IMAGE_MODES};
 
 use crate::compiled::Compiled;
 use crate::engine::auto::{self, AutoEngine, AutoOptions};
-use crate::engine::planb::kernel::Kernel;
 use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
 use crate::engine::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieOptions};
 use crate::engine::{Engine, Family};
@@ -153,7 +152,7 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
         value_iv: compile(table.iter_indices()),
         queries,
     };
-    for kernel in Kernel::supported() {
+    for kernel in crate::engine::planb::KERNELS.supported() {
         for &(direct_bits, sub_min_keys) in planb_layouts {
             let opts = PlanbOptions {
                 kernel: Some(kernel),
@@ -166,8 +165,8 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     }
     // The kernels share every line of the search but the popcount's code,
     // so the ones the CPU would not pick by itself run one layout.
-    for kernel in poptrie::Kernel::supported() {
-        let layouts: &[(u8, bool)] = if kernel == poptrie::Kernel::detect() {
+    for kernel in poptrie::KERNELS.supported() {
+        let layouts: &[(u8, bool)] = if kernel == poptrie::KERNELS.detect() {
             poptrie_layouts
         } else {
             &poptrie_layouts[2..3]
@@ -182,7 +181,7 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
             c.variant::<Poptrie<A>>(&name, &opts)?;
             // The 32-ary layout: the same build and search at K = 5 (its
             // AVX-512 batch differs: one gather per level).
-            let name = format!("poptrie5[{kernel}, s={s}, leafvec={leafvec}]");
+            let name = format!("poptrie32[{kernel}, s={s}, leafvec={leafvec}]");
             c.variant::<Poptrie<A, Node32>>(&name, &opts)?;
         }
         // The flat layout (its runs are always compressed), every `s` on
@@ -212,7 +211,7 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
         };
         c.variant::<AutoEngine<A>>("auto[untimed]", &untimed)?;
         for pick in [
-            (auto::Kind::Poptrie5, Some(16)),
+            (auto::Kind::Poptrie32, Some(16)),
             (auto::Kind::Flat, Some(8)),
         ]
         .into_iter()

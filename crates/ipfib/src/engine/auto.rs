@@ -27,36 +27,13 @@
 //! bindings take it like any other: one `match` per lookup or batch is
 //! all it adds.
 
-use super::planb::{BuildError, PlanB, PlanbOptions};
-use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
+use super::planb::BuildError;
+use super::poptrie::{PoptrieError, PoptrieOptions};
+pub use super::registry::{label, AutoError, Built, Kind, Pick};
+use super::registry::{meta_pick, pick_meta};
 use super::{Engine, Family};
 use crate::intervals::Intervals;
 use std::fmt;
-
-/// An engine `auto` may pick.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// [`PlanB`] over the intervals.
-    Planb,
-    /// [`Poptrie`] with the paper's 64-ary nodes.
-    Poptrie,
-    /// [`Poptrie`] with 32-ary nodes ([`Node32`]).
-    Poptrie5,
-    /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves.
-    Flat,
-}
-
-impl Kind {
-    /// The engine's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Planb => "planb",
-            Kind::Poptrie => "poptrie",
-            Kind::Poptrie5 => "poptrie5",
-            Kind::Flat => "poptrie-flat",
-        }
-    }
-}
 
 /// Direct-pointing bits of the shape count and the family defaults: the
 /// paper's 18 (the flat layout is also tried at 16, which won some IPv4
@@ -83,7 +60,7 @@ pub struct Shape {
     /// Internal nodes a 64-ary Poptrie with [`DIRECT_BITS`] would hold
     /// (without focusing its direct table).
     pub nodes64: u64,
-    /// The same for 32-ary nodes (`poptrie5`, `poptrie-flat`).
+    /// The same for 32-ary nodes (`poptrie32`, `poptrie-flat`).
     pub nodes32: u64,
 }
 
@@ -132,11 +109,8 @@ pub fn trie_nodes<A: Family>(iv: &Intervals<A>, s: u32, k: u32) -> u64 {
     nodes
 }
 
-/// A candidate engine: kind and direct-pointing bits.
-pub type Pick = (Kind, Option<u8>);
-
 /// What calibration tries when the shape admits a trie: PlanB, the 64-ary
-/// Poptrie and the flat Poptrie at two sizes of direct table. `poptrie5`
+/// Poptrie and the flat Poptrie at two sizes of direct table. `poptrie32`
 /// is left out: on no real table measured was it the only engine within
 /// 10% of the best (BENCHMARKS.md, "Standing").
 pub const CANDIDATES: [Pick; 4] = [
@@ -177,13 +151,15 @@ fn untimed(shape: &Shape) -> Pick {
     }
 }
 
-/// Build options for [`AutoEngine`]: the kernels to use, whichever engine
-/// is chosen (`None`: the best this CPU supports), whether to time the
-/// candidates, and an optional engine that overrides the choice.
+/// Build options for [`AutoEngine`]: the kernel to use, whichever engine
+/// is chosen, whether to time the candidates, and an optional engine that
+/// overrides the choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutoOptions {
-    pub planb_kernel: Option<super::planb::kernel::Kernel>,
-    pub poptrie_kernel: Option<poptrie::Kernel>,
+    /// The kernel for every engine this CPU supports it for (see
+    /// [`super::kernel::KernelSet::prefer`]); every other engine, and all
+    /// of them with `None`, runs its best.
+    pub kernel: Option<super::kernel::Kernel>,
     /// Time the candidates on samples of the table (default); `false`
     /// chooses from the shape alone, the same engine on every machine.
     pub calibrate: bool,
@@ -220,145 +196,13 @@ impl AutoOptions {
 impl Default for AutoOptions {
     fn default() -> Self {
         AutoOptions {
-            planb_kernel: None,
-            poptrie_kernel: None,
+            kernel: None,
             calibrate: true,
             force: None,
             force_batch: None,
             reused_from: None,
         }
     }
-}
-
-/// Why an [`AutoEngine`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AutoError {
-    #[error(transparent)]
-    Planb(#[from] BuildError),
-    #[error(transparent)]
-    Poptrie(#[from] PoptrieError),
-}
-
-/// One built engine of any kind.
-pub enum Built<A: Family> {
-    Planb(PlanB<A>),
-    Poptrie(Poptrie<A>),
-    Poptrie5(Poptrie<A, Node32>),
-    Flat(FlatPoptrie<A>),
-}
-
-/// One arm per engine: `$e` bound to the built engine.
-macro_rules! each {
-    ($built:expr, $e:ident => $body:expr) => {
-        match $built {
-            Built::Planb($e) => $body,
-            Built::Poptrie($e) => $body,
-            Built::Poptrie5($e) => $body,
-            Built::Flat($e) => $body,
-        }
-    };
-}
-
-impl<A: Family> Built<A> {
-    /// Build `pick` over `iv`.
-    pub fn build(iv: &Intervals<A>, pick: Pick, opts: &AutoOptions) -> Result<Self, AutoError> {
-        let popts = PoptrieOptions {
-            direct_bits: pick.1,
-            kernel: opts.poptrie_kernel,
-            ..PoptrieOptions::default()
-        };
-        Ok(match pick.0 {
-            Kind::Planb => {
-                let o = PlanbOptions {
-                    kernel: opts.planb_kernel,
-                    direct_bits: pick.1,
-                    ..PlanbOptions::default()
-                };
-                Built::Planb(PlanB::build(iv, &o)?)
-            }
-            Kind::Poptrie => Built::Poptrie(Poptrie::build(iv, &popts)?),
-            Kind::Poptrie5 => Built::Poptrie5(Poptrie::build(iv, &popts)?),
-            Kind::Flat => Built::Flat(FlatPoptrie::build(iv, &popts)?),
-        })
-    }
-
-    // `inline(always)` here and in `AutoEngine::lookup`: a caller's loop of
-    // single lookups then sees the match and hoists it. Measured (606K
-    // synthetic IPv4, 2M addresses, Intel Xeon): with plain `inline`,
-    // single lookups through a forced `poptrie:18` ran 13-18% below the
-    // Poptrie itself (141 vs 170 MLPS uniform, 95 vs 109 matched); with
-    // it, 2-4% (160 vs 166, 106 vs 109).
-    #[inline(always)]
-    fn lookup(&self, addr: A) -> u32 {
-        each!(self, e => e.lookup(addr))
-    }
-
-    #[inline]
-    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        each!(self, e => e.lookup_batch::<M>(addrs, out))
-    }
-
-    fn footprint_bytes(&self) -> usize {
-        each!(self, e => e.footprint_bytes())
-    }
-
-    fn name(&self) -> String {
-        each!(self, e => <_ as Engine<A>>::name(e))
-    }
-
-    fn validate(&self) -> Result<(), String> {
-        each!(self, e => <_ as Engine<A>>::validate(e))
-    }
-
-    fn kind(&self) -> Kind {
-        match self {
-            Built::Planb(_) => Kind::Planb,
-            Built::Poptrie(_) => Kind::Poptrie,
-            Built::Poptrie5(_) => Kind::Poptrie5,
-            Built::Flat(_) => Kind::Flat,
-        }
-    }
-
-    /// Write the engine's kind, then the engine (see `crate::image`).
-    fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[self.kind() as u64]);
-        each!(self, e => e.save(w))
-    }
-
-    /// Read what `save` wrote (each engine validates itself).
-    fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let kind = r.meta("engine kind", 1)?[0];
-        Ok(match kind {
-            k if k == Kind::Planb as u64 => Built::Planb(PlanB::load(r)?),
-            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r)?),
-            k if k == Kind::Poptrie5 as u64 => Built::Poptrie5(Poptrie::load(r)?),
-            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r)?),
-            k => {
-                return Err(crate::image::invalid(
-                    at,
-                    "engine kind",
-                    format!("unknown kind {k}"),
-                ))
-            }
-        })
-    }
-}
-
-/// A pick as two scalars (`u64::MAX`: no direct-pointing bits named).
-fn pick_meta(p: Pick) -> [u64; 2] {
-    [p.0 as u64, p.1.map_or(u64::MAX, u64::from)]
-}
-
-fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
-    let kind = [Kind::Planb, Kind::Poptrie, Kind::Poptrie5, Kind::Flat]
-        .into_iter()
-        .find(|k| *k as u64 == kind)?;
-    let s = match s {
-        u64::MAX => None,
-        s => Some(u8::try_from(s).ok()?),
-    };
-    Some((kind, s))
 }
 
 impl<A: Family> AutoEngine<A> {
@@ -449,14 +293,6 @@ pub struct Choice {
     pub reason: String,
     /// Intervals of the table it was made for.
     pub intervals: usize,
-}
-
-/// `poptrie-flat:18`, `planb`.
-pub fn label(pick: Pick) -> String {
-    match pick.1 {
-        Some(s) => format!("{}:{s}", pick.0.name()),
-        None => pick.0.name().to_string(),
-    }
 }
 
 impl Choice {
@@ -774,6 +610,7 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::poptrie::{Node32, Poptrie};
     use crate::intervals::compile;
     use crate::prefix::Prefix;
 

@@ -12,11 +12,27 @@
 //! something built from intervals.
 
 pub mod auto;
+pub mod kernel;
 pub mod planb;
 pub mod poptrie;
+pub mod registry;
 
 use crate::intervals::Intervals;
 pub use crate::intervals::NO_ROUTE;
+
+/// The checks every engine's `lookup_batch` makes before its unchecked
+/// search: at least one address in flight (`M > 0`, refused at compile
+/// time) and an output as long as the input (else a panic).
+#[inline(always)]
+pub(crate) fn batch_args<const M: usize, A>(addrs: &[A], out: &[u32]) {
+    const {
+        assert!(
+            M > 0,
+            "lookup_batch needs at least one address in flight (M > 0)"
+        )
+    };
+    assert!(out.len() >= addrs.len(), "output shorter than input");
+}
 
 /// An address family every engine can search (`u32` and `u128`).
 pub trait Family: planb::Family + poptrie::Chunks {}
@@ -44,6 +60,43 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// Payload for `addr`, or [`NO_ROUTE`].
     fn lookup(&self, addr: A) -> u32;
     /// Payloads for `addrs` into `out`, `M` addresses in flight.
+    ///
+    /// ```
+    /// use ipfib::engine::{planb::PlanB, Engine, NO_ROUTE};
+    /// let ten: ipfib::prefix::Prefix<u32> = "10.0.0.0/8".parse().unwrap();
+    /// let iv = ipfib::intervals::compile([(ten, 7)]);
+    /// let e = PlanB::build(&iv, &Default::default()).unwrap();
+    /// let mut out = [0; 3];
+    /// Engine::lookup_batch::<2>(&e, &[0x0a01_0203, 0x0b00_0000, 0x0a00_0000], &mut out);
+    /// assert_eq!(out, [7, NO_ROUTE, 7]);
+    /// ```
+    ///
+    /// `M` must be at least 1: `M = 0` is refused at compile time, by
+    /// every engine:
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::planb::PlanB;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = PlanB::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::poptrie::Poptrie;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = Poptrie::<u32>::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
+    /// ```compile_fail
+    /// use ipfib::engine::poptrie::FlatPoptrie;
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default()).unwrap();
+    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
     fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]);
     /// Heap bytes of the lookup structure.
     fn footprint_bytes(&self) -> usize;

@@ -24,6 +24,7 @@ use crate::addr::Addr;
 use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
+pub use kernel::KERNELS;
 use stage2::Stage2;
 use tree::{build_local, lines_per_node, Desc, Key, Line};
 
@@ -183,10 +184,9 @@ impl<A: Family> PlanB<A> {
     /// Build from compiled intervals. Linear in the number of intervals
     /// (plus `2^s` for the direct-pointing table).
     pub fn build(iv: &Intervals<A>, opts: &PlanbOptions) -> Result<Self, BuildError> {
-        let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
-        if !kernel.is_supported() {
-            return Err(BuildError::UnsupportedKernel(kernel));
-        }
+        let kernel = KERNELS
+            .choose(opts.kernel)
+            .map_err(BuildError::UnsupportedKernel)?;
         // Keys are `start - 1` of starts[1..] and ranks index `payloads`
         // unchecked: both need the shape `validate` checks.
         iv.validate()?;
@@ -286,7 +286,7 @@ impl<A: Family> PlanB<A> {
             sub: r.array("planb sub-tables")?,
             payloads: r.array("planb payloads")?,
             stage2: Stage2::load(r)?,
-            kernel: Kernel::detect(),
+            kernel: KERNELS.detect(),
         };
         e.validate()
             .map_err(|why| crate::image::invalid(at, "planb engine", why))?;
@@ -342,30 +342,14 @@ impl<A: Family> PlanB<A> {
         search::lookup(self, addr)
     }
 
-    /// Payloads for `addrs` into `out` (`out.len() >= addrs.len()`),
-    /// traversing `M` addresses level by level. `M` is any of
-    /// [`BATCH_SIZES`] or another size; 16 or 32 are usually best.
-    ///
-    /// `M` must be at least 1: `M = 0` is refused at compile time.
-    ///
-    /// ```compile_fail
-    /// use ipfib::engine::planb::PlanB;
-    /// let iv = ipfib::intervals::compile::<u32>([]);
-    /// let e = PlanB::build(&iv, &Default::default()).unwrap();
-    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
-    /// ```
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
+    /// Payloads for `addrs` into `out`, traversing `M` addresses level
+    /// by level ([`crate::engine::Engine::lookup_batch`]'s contract: `M >
+    /// 0` at compile time, a panic when `out` is shorter than `addrs`).
+    /// `M` is any of [`BATCH_SIZES`] or another size; 16 or 32 are usually
+    /// best.
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        const {
-            assert!(
-                M > 0,
-                "lookup_batch needs at least one address in flight (M > 0)"
-            )
-        };
-        assert!(out.len() >= addrs.len(), "output shorter than input");
+        super::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, M>(self, addrs, out)
     }
 }

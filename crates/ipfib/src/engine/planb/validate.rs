@@ -34,7 +34,7 @@ impl<A: Family> PlanB<A> {
     /// in bounds, padding never counted, payloads in range. Linear in the
     /// engine's size. An engine from [`PlanB::build`] always passes.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.kernel.is_supported() {
+        if !super::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
         let bits = <A::Key as Key>::BITS;

@@ -51,7 +51,6 @@ use crate::addr::Addr;
 use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::fmt;
-use std::str::FromStr;
 
 /// Direct-pointing entries with this bit set are leaves (their payload in
 /// the low 31 bits, or `u32::MAX` for `NO_ROUTE`); others index `nodes`.
@@ -71,7 +70,7 @@ pub trait Stride:
 {
     /// Address bits per level.
     const K: u32;
-    /// Name suffix of the engine (`poptrie` or `poptrie5`).
+    /// Name suffix of the engine (`poptrie` or `poptrie32`).
     const NAME: &'static str;
     #[doc(hidden)]
     fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self;
@@ -142,7 +141,7 @@ pub struct Node32 {
 
 impl Stride for Node32 {
     const K: u32 = 5;
-    const NAME: &'static str = "poptrie5";
+    const NAME: &'static str = "poptrie32";
     #[inline(always)]
     fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self {
         Node32 {
@@ -168,45 +167,29 @@ impl Stride for Node32 {
     }
 }
 
-/// How the search counts bits: the one choice made per build (SIMD is
-/// chosen at one dispatch point, never inside the hot loop).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// `count_ones()` compiled for the baseline target (a bit-twiddling
-    /// sequence on x86-64 without `popcnt`); always available, always tested.
-    Scalar,
-    /// The search compiled with `popcnt`, `bmi1` and `bmi2` enabled
-    /// (x86-64): one `popcnt` per level.
-    Popcnt,
-    /// `Popcnt` for single lookups; batches (of a multiple of 8 addresses)
-    /// walk eight lanes per AVX-512 vector with gathers (`avx512.rs`).
-    /// x86-64 with AVX-512F, VL and VPOPCNTDQ.
-    Avx512,
-}
+pub use crate::engine::kernel::Kernel;
+use crate::engine::kernel::KernelSet;
 
-impl Kernel {
-    /// Every kernel, best first.
-    pub const ALL: [Kernel; 3] = [Kernel::Avx512, Kernel::Popcnt, Kernel::Scalar];
-
-    /// The best kernel this CPU supports.
-    pub fn detect() -> Kernel {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.is_supported())
-            .unwrap_or(Kernel::Scalar)
-    }
-
-    /// The target features the kernel's code is compiled with: the
-    /// `#[target_feature]` attributes of `search.rs` and `flat/search.rs`
-    /// (`Popcnt`, and `Avx512` for single lookups and batch remainders),
-    /// plus those of `avx512.rs` and `flat/avx512.rs` (`Avx512`). The
-    /// tests compare this list with those attributes, and
-    /// [`Kernel::is_supported`] checks exactly it.
-    pub fn target_features(self) -> &'static [&'static str] {
-        match self {
-            Kernel::Scalar => &[],
-            Kernel::Popcnt => &["popcnt", "bmi1", "bmi2"],
-            Kernel::Avx512 => &[
+/// Poptrie's kernels (both layouts), best first: the one choice made per
+/// build (SIMD is chosen at one dispatch point, never inside the hot loop).
+/// - [`Kernel::Avx512`]: [`Kernel::Popcnt`] for single lookups; batches (of
+///   a multiple of 8 addresses) walk eight lanes per AVX-512 vector with
+///   gathers (`avx512.rs`); needs AVX-512F, VL and VPOPCNTDQ.
+/// - [`Kernel::Popcnt`]: the search compiled with `popcnt`, `bmi1` and
+///   `bmi2`: one `popcnt` per level.
+/// - [`Kernel::Scalar`]: `count_ones()` for the baseline target (a
+///   bit-twiddling sequence on x86-64 without `popcnt`).
+///
+/// The features are those of the `#[target_feature]` attributes of
+/// `search.rs` and `flat/search.rs` (`Popcnt`, and `Avx512` for single
+/// lookups and batch remainders), plus those of `avx512.rs` and
+/// `flat/avx512.rs` (`Avx512`); the tests compare the two.
+pub const KERNELS: KernelSet = KernelSet::new(
+    "poptrie",
+    &[
+        (
+            Kernel::Avx512,
+            &[
                 "popcnt",
                 "bmi1",
                 "bmi2",
@@ -214,50 +197,11 @@ impl Kernel {
                 "avx512vl",
                 "avx512vpopcntdq",
             ],
-        }
-    }
-
-    /// Whether this CPU can run the kernel: it has every feature of
-    /// [`Kernel::target_features`] (and the kernel exists on this
-    /// architecture).
-    pub fn is_supported(self) -> bool {
-        let here = match self {
-            Kernel::Scalar => true,
-            Kernel::Popcnt | Kernel::Avx512 => cfg!(target_arch = "x86_64"),
-        };
-        here && crate::cpu::has_all(self.target_features())
-    }
-
-    /// Every kernel this CPU supports (scalar always included).
-    pub fn supported() -> Vec<Kernel> {
-        Self::ALL.into_iter().filter(|k| k.is_supported()).collect()
-    }
-
-    /// Lower-case name, as accepted by `FromStr`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Scalar => "scalar",
-            Kernel::Popcnt => "popcnt",
-            Kernel::Avx512 => "avx512",
-        }
-    }
-}
-
-impl fmt::Display for Kernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Kernel {
-    type Err = PoptrieError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| PoptrieError::UnknownKernel(s.to_string()))
-    }
-}
+        ),
+        (Kernel::Popcnt, &["popcnt", "bmi1", "bmi2"]),
+        (Kernel::Scalar, &[]),
+    ],
+);
 
 /// Build options for [`Poptrie`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,8 +242,6 @@ pub enum PoptrieError {
     DirectBits(u8),
     #[error("popcount kernel {0} is not supported by this CPU")]
     UnsupportedKernel(Kernel),
-    #[error("unknown poptrie kernel {0:?} (expected avx512, popcnt or scalar)")]
-    UnknownKernel(String),
     #[error("payload {0} is too large (poptrie payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),
     #[error("{0} internal nodes is more than poptrie indexes (2^31)")]
@@ -446,7 +388,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             direct: r.array("poptrie direct table")?,
             nodes: r.array("poptrie nodes")?,
             leaves: r.array("poptrie leaves")?,
-            kernel: Kernel::detect(),
+            kernel: KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
         e.validate()
@@ -460,28 +402,12 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         search::lookup(self, addr)
     }
 
-    /// Payloads for `addrs` into `out`, `M` addresses in flight.
-    ///
-    /// `M` must be at least 1: `M = 0` is refused at compile time.
-    ///
-    /// ```compile_fail
-    /// use ipfib::engine::poptrie::Poptrie;
-    /// let iv = ipfib::intervals::compile::<u32>([]);
-    /// let e = Poptrie::<u32>::build(&iv, &Default::default()).unwrap();
-    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
-    /// ```
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
+    /// Payloads for `addrs` into `out`, `M` addresses in flight
+    /// ([`crate::engine::Engine::lookup_batch`]'s contract: `M > 0` at
+    /// compile time, a panic when `out` is shorter than `addrs`).
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        const {
-            assert!(
-                M > 0,
-                "lookup_batch needs at least one address in flight (M > 0)"
-            )
-        };
-        assert!(out.len() >= addrs.len(), "output shorter than input");
+        super::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, N, M>(self, addrs, out)
     }
 
@@ -534,10 +460,9 @@ fn checked<A: Chunks>(
     iv: &Intervals<A>,
     opts: &PoptrieOptions,
 ) -> Result<(Kernel, u8), PoptrieError> {
-    let kernel = opts.kernel.unwrap_or_else(Kernel::detect);
-    if !kernel.is_supported() {
-        return Err(PoptrieError::UnsupportedKernel(kernel));
-    }
+    let kernel = KERNELS
+        .choose(opts.kernel)
+        .map_err(PoptrieError::UnsupportedKernel)?;
     let s = opts
         .direct_bits
         .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
@@ -592,7 +517,7 @@ const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<N
 
 #[cfg(test)]
 mod tests {
-    use super::Kernel;
+    use super::{Kernel, KERNELS};
     use crate::cpu::target_features_in;
 
     /// The sorted union of every `#[target_feature]` list in `files`.
@@ -609,7 +534,8 @@ mod tests {
     }
 
     fn sorted(k: Kernel) -> Vec<String> {
-        let mut v: Vec<String> = k.target_features().iter().map(|f| f.to_string()).collect();
+        let features = KERNELS.target_features(k).unwrap();
+        let mut v: Vec<String> = features.iter().map(|f| f.to_string()).collect();
         v.sort_unstable();
         v
     }
@@ -629,13 +555,6 @@ mod tests {
         assert_eq!(sorted(Kernel::Popcnt), union(&popcnt), "popcnt");
         let both: Vec<(&str, &str)> = popcnt.iter().chain(&avx512).copied().collect();
         assert_eq!(sorted(Kernel::Avx512), union(&both), "avx512");
-        assert!(Kernel::Scalar.target_features().is_empty());
-        assert!(Kernel::Scalar.is_supported());
-        #[cfg(target_arch = "x86_64")]
-        for k in [Kernel::Popcnt, Kernel::Avx512] {
-            for f in k.target_features() {
-                assert!(crate::cpu::has(f).is_some(), "{k}: {f}");
-            }
-        }
+        crate::engine::kernel::tests::well_formed(&KERNELS);
     }
 }

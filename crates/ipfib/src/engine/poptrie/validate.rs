@@ -60,7 +60,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
 
     /// [`Poptrie::validate`], returning every direct slot's blocks.
     pub(super) fn subtree_blocks(&self) -> Result<Vec<Blocks>, String> {
-        if !self.kernel.is_supported() {
+        if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
         if self.s > u32::from(PoptrieOptions::MAX_DIRECT_BITS) {

@@ -95,7 +95,7 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// interval boundaries, so that tests can send many lanes through the
     /// outer table. `share` is clamped to 501..=1000: below half, the
     /// median boundary need not lie in the prefix the rule looks for
-    /// (`build::dominant`).
+    /// (`poptrie::build::focus_prefix`).
     #[cfg(any(test, feature = "testing"))]
     pub fn build_with_share(
         iv: &Intervals<A>,
@@ -145,7 +145,7 @@ impl<A: Chunks> FlatPoptrie<A> {
                 first_top: m[2],
             },
             entries: r.array("flat poptrie entries")?,
-            kernel: Kernel::detect(),
+            kernel: super::KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
         e.validate()
@@ -159,28 +159,12 @@ impl<A: Chunks> FlatPoptrie<A> {
         search::lookup(self, addr)
     }
 
-    /// Payloads for `addrs` into `out`, `M` addresses in flight.
-    ///
-    /// `M` must be at least 1: `M = 0` is refused at compile time.
-    ///
-    /// ```compile_fail
-    /// use ipfib::engine::poptrie::FlatPoptrie;
-    /// let iv = ipfib::intervals::compile::<u32>([]);
-    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default()).unwrap();
-    /// e.lookup_batch::<0>(&[1, 2], &mut [0; 2]);
-    /// ```
-    ///
-    /// # Panics
-    /// If `out` is shorter than `addrs`.
+    /// Payloads for `addrs` into `out`, `M` addresses in flight
+    /// ([`crate::engine::Engine::lookup_batch`]'s contract: `M > 0` at
+    /// compile time, a panic when `out` is shorter than `addrs`).
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        const {
-            assert!(
-                M > 0,
-                "lookup_batch needs at least one address in flight (M > 0)"
-            )
-        };
-        assert!(out.len() >= addrs.len(), "output shorter than input");
+        crate::engine::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, M>(self, addrs, out)
     }
 
@@ -274,7 +258,7 @@ mod tests {
 
     fn check<A: Chunks>(routes: &[&str], s: u8, share: u32, want_focus: u8) {
         let iv = intervals::<A>(routes);
-        for kernel in Kernel::supported() {
+        for kernel in crate::engine::poptrie::KERNELS.supported() {
             let opts = PoptrieOptions {
                 direct_bits: Some(s),
                 kernel: Some(kernel),
@@ -352,13 +336,23 @@ mod tests {
         for s in [0, 1, 13, 24] {
             check::<u32>(&spread, s, 999, 0);
         }
-        // Boundaries from 10.1.0.0 to 10.1.128.0: all in 10.1.0.0/16.
+        // Boundaries from 10.1.0.0 to 10.1.128.0: all in 10.1.0.0/17 or
+        // at the address after it (10.1.128.0 starts what lies above F).
         let inside = ["10.1.0.0/17", "10.1.2.0/24", "10.1.2.3/32", "10.1.127.0/25"];
-        for s in [0, 1, 13, 16] {
+        for s in [0, 1, 13, 16, 17] {
             check::<u32>(&inside, s, 999, s);
         }
-        // |F| = 16 with s = 24: between 0 and s.
-        check::<u32>(&inside, 24, 999, 16);
+        // |F| = 17 with s = 24: between 0 and s.
+        check::<u32>(&inside, 24, 999, 17);
+        // One more boundary past 10.1.128.0 and F is the /16 again.
+        let past = [
+            "10.1.0.0/17",
+            "10.1.2.0/24",
+            "10.1.2.3/32",
+            "10.1.127.0/25",
+            "10.1.128.0/24",
+        ];
+        check::<u32>(&past, 24, 1000, 16);
         // The same shape: eight /24s in eight /16s of 10.0.0.0/8 and two
         // /32 strays; the median boundary 10.5.0.0, 10.0.0.0/13 holds 14 of
         // 20 (the /14 around the median 8), 0.0.0.0/1 18.

@@ -29,7 +29,7 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// Linear in the number of entries. A trie from
     /// [`FlatPoptrie::build`] always passes.
     pub fn validate(&self) -> Result<(), String> {
-        if !self.kernel.is_supported() {
+        if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
         let (f, s) = (self.focus.bits, self.s);

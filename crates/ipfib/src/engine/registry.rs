@@ -1,0 +1,696 @@
+//! The engine registry: the one place that names every engine, its
+//! parameter and its variants, parses an engine spec (`poptrie-flat:16`,
+//! `auto`), lists what exists with a line each, and builds it.
+//!
+//! The CLI (`--engine`, `--engines`), the Python bindings
+//! (`Table(engine=...)`), `ipfib compile` and the benchmarks all parse
+//! names here ([`EngineSpec`]'s `FromStr`), so an unknown name gets one
+//! error listing the valid ones wherever it is typed, and a new engine is
+//! one module plus one entry here (docs/architecture.md, "Adding an
+//! engine").
+//!
+//! ```
+//! use ipfib::engine::registry::{EngineSpec, Kind, ENGINES};
+//!
+//! let spec: EngineSpec = "poptrie-flat:16".parse()?;
+//! assert_eq!(spec.force(), Some((Kind::Flat, Some(16))));
+//! assert_eq!(spec.to_string(), "poptrie-flat:16");
+//! // Old names stay accepted and print as the new one.
+//! assert_eq!("poptrie5".parse::<EngineSpec>()?.to_string(), "poptrie32");
+//! // Every engine has a line of description.
+//! assert!(ENGINES.iter().all(|e| !e.summary.is_empty()));
+//! let err = "poptree".parse::<EngineSpec>().unwrap_err();
+//! assert!(err.to_string().contains("auto, planb, poptrie[:S]"));
+//! # Ok::<(), ipfib::engine::registry::SpecError>(())
+//! ```
+
+use super::auto::AutoOptions;
+use super::planb::{BuildError, PlanB, PlanbOptions};
+use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
+use super::{Engine, Family};
+use crate::intervals::Intervals;
+use std::fmt;
+use std::str::FromStr;
+
+/// An engine compiled from intervals: what `auto` chooses among and what
+/// a named engine builds. The discriminant is the engine's tag in
+/// compiled table files: never reuse or renumber one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// [`PlanB`]: linearized B+-tree over the intervals.
+    Planb = 0,
+    /// [`Poptrie`] with the paper's 64-ary nodes.
+    Poptrie = 1,
+    /// [`Poptrie`] with 32-ary nodes ([`Node32`]): one gather per level in
+    /// batches. Named `poptrie5` (5 bits per level) before.
+    Poptrie32 = 2,
+    /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves, one 64-bit
+    /// read per level.
+    Flat = 3,
+}
+
+impl Kind {
+    /// Every kind, in tag order.
+    ///
+    /// ```
+    /// use ipfib::engine::registry::Kind;
+    /// assert!(Kind::ALL.iter().enumerate().all(|(i, k)| *k as usize == i));
+    /// ```
+    pub const ALL: [Kind; 4] = [Kind::Planb, Kind::Poptrie, Kind::Poptrie32, Kind::Flat];
+
+    /// The engine's name (as `--engine` takes it).
+    ///
+    /// ```
+    /// assert_eq!(ipfib::engine::registry::Kind::Flat.name(), "poptrie-flat");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Planb => "planb",
+            Kind::Poptrie => "poptrie",
+            Kind::Poptrie32 => "poptrie32",
+            Kind::Flat => "poptrie-flat",
+        }
+    }
+
+    /// Whether the engine takes direct-pointing bits (`name:S`).
+    ///
+    /// ```
+    /// use ipfib::engine::registry::Kind;
+    /// assert!(Kind::Poptrie.takes_bits() && !Kind::Planb.takes_bits());
+    /// ```
+    pub fn takes_bits(self) -> bool {
+        self != Kind::Planb
+    }
+}
+
+/// A built engine's kind and direct-pointing bits (`None`: the engine's
+/// default).
+pub type Pick = (Kind, Option<u8>);
+
+/// `poptrie-flat:18`, `planb`.
+///
+/// ```
+/// use ipfib::engine::registry::{label, Kind};
+/// assert_eq!(label((Kind::Flat, Some(18))), "poptrie-flat:18");
+/// assert_eq!(label((Kind::Planb, None)), "planb");
+/// ```
+pub fn label(pick: Pick) -> String {
+    match pick.1 {
+        Some(s) => format!("{}:{s}", pick.0.name()),
+        None => pick.0.name().to_string(),
+    }
+}
+
+/// Why an engine could not be built.
+///
+/// ```
+/// use ipfib::engine::registry::{AutoError, Built, Kind};
+/// let iv = ipfib::intervals::compile::<u32>([]);
+/// let too_many_bits = Built::build(&iv, (Kind::Poptrie, Some(30)), &Default::default());
+/// assert!(matches!(too_many_bits, Err(AutoError::Poptrie(_))));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AutoError {
+    #[error(transparent)]
+    Planb(#[from] BuildError),
+    #[error(transparent)]
+    Poptrie(#[from] PoptrieError),
+}
+
+/// One built engine of any kind.
+pub enum Built<A: Family> {
+    Planb(PlanB<A>),
+    Poptrie(Poptrie<A>),
+    Poptrie32(Poptrie<A, Node32>),
+    Flat(FlatPoptrie<A>),
+}
+
+/// One arm per engine: `$e` bound to the built engine.
+macro_rules! each {
+    ($built:expr, $e:ident => $body:expr) => {
+        match $built {
+            Built::Planb($e) => $body,
+            Built::Poptrie($e) => $body,
+            Built::Poptrie32($e) => $body,
+            Built::Flat($e) => $body,
+        }
+    };
+}
+
+impl<A: Family> Built<A> {
+    /// Build `pick` over `iv`.
+    pub fn build(iv: &Intervals<A>, pick: Pick, opts: &AutoOptions) -> Result<Self, AutoError> {
+        let popts = PoptrieOptions {
+            direct_bits: pick.1,
+            kernel: poptrie::KERNELS.prefer(opts.kernel),
+            ..PoptrieOptions::default()
+        };
+        Ok(match pick.0 {
+            Kind::Planb => {
+                let o = PlanbOptions {
+                    kernel: super::planb::KERNELS.prefer(opts.kernel),
+                    direct_bits: pick.1,
+                    ..PlanbOptions::default()
+                };
+                Built::Planb(PlanB::build(iv, &o)?)
+            }
+            Kind::Poptrie => Built::Poptrie(Poptrie::build(iv, &popts)?),
+            Kind::Poptrie32 => Built::Poptrie32(Poptrie::build(iv, &popts)?),
+            Kind::Flat => Built::Flat(FlatPoptrie::build(iv, &popts)?),
+        })
+    }
+
+    // `inline(always)` here and in `AutoEngine::lookup`: a caller's loop of
+    // single lookups then sees the match and hoists it. Measured (606K
+    // synthetic IPv4, 2M addresses, Intel Xeon): with plain `inline`,
+    // single lookups through a forced `poptrie:18` ran 13-18% below the
+    // Poptrie itself (141 vs 170 MLPS uniform, 95 vs 109 matched); with
+    // it, 2-4% (160 vs 166, 106 vs 109).
+    #[inline(always)]
+    pub(crate) fn lookup(&self, addr: A) -> u32 {
+        each!(self, e => e.lookup(addr))
+    }
+
+    #[inline]
+    pub(crate) fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        each!(self, e => e.lookup_batch::<M>(addrs, out))
+    }
+
+    pub(crate) fn footprint_bytes(&self) -> usize {
+        each!(self, e => e.footprint_bytes())
+    }
+
+    pub(crate) fn name(&self) -> String {
+        each!(self, e => <_ as Engine<A>>::name(e))
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        each!(self, e => <_ as Engine<A>>::validate(e))
+    }
+
+    /// Which engine this is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Built::Planb(_) => Kind::Planb,
+            Built::Poptrie(_) => Kind::Poptrie,
+            Built::Poptrie32(_) => Kind::Poptrie32,
+            Built::Flat(_) => Kind::Flat,
+        }
+    }
+
+    /// Write the engine's kind, then the engine (see `crate::image`).
+    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
+        w.meta(&[self.kind() as u64]);
+        each!(self, e => e.save(w))
+    }
+
+    /// Read what `save` wrote (each engine validates itself).
+    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+        let at = r.offset_of_next();
+        let kind = r.meta("engine kind", 1)?[0];
+        Ok(match kind {
+            k if k == Kind::Planb as u64 => Built::Planb(PlanB::load(r)?),
+            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r)?),
+            k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r)?),
+            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r)?),
+            k => {
+                return Err(crate::image::invalid(
+                    at,
+                    "engine kind",
+                    format!("unknown kind {k}"),
+                ))
+            }
+        })
+    }
+}
+
+/// A pick as two scalars (`u64::MAX`: no direct-pointing bits named).
+pub(crate) fn pick_meta(p: Pick) -> [u64; 2] {
+    [p.0 as u64, p.1.map_or(u64::MAX, u64::from)]
+}
+
+pub(crate) fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
+    let kind = Kind::ALL.into_iter().find(|k| *k as u64 == kind)?;
+    let s = match s {
+        u64::MAX => None,
+        s => Some(u8::try_from(s).ok()?),
+    };
+    Some((kind, s))
+}
+
+/// What an engine's payloads are, for the engines that have variants
+/// (`ipfib bench` measures them side by side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Value payloads, equal neighbours merged, Poptrie leaves compressed
+    /// (`leafvec`): what lookups use.
+    Values,
+    /// Route payloads (the matching prefix is known; no two prefixes
+    /// merge): `planb-routes`, `poptrie-routes`.
+    Routes,
+    /// Route payloads and no leaf compression: `poptrie-basic`, the
+    /// paper's basic Poptrie.
+    Basic,
+}
+
+/// One engine as named by a user: `auto`, the route table (`radix`), or
+/// an engine of [`Kind`] with its parameter and variant.
+///
+/// ```
+/// use ipfib::engine::registry::{EngineSpec, Kind, Variant};
+/// assert_eq!("auto".parse(), Ok(EngineSpec::Auto));
+/// assert_eq!(
+///     "poptrie-routes:16".parse(),
+///     Ok(EngineSpec::Engine { kind: Kind::Poptrie, bits: Some(16), variant: Variant::Routes })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineSpec {
+    /// Chosen per family from the table's shape and a calibration
+    /// ([`crate::engine::auto`]).
+    Auto,
+    /// The route table itself (radix trie): the baseline.
+    Radix,
+    /// One engine compiled from intervals.
+    Engine {
+        /// Which engine.
+        kind: Kind,
+        /// Direct-pointing bits (`None`: the engine's default).
+        bits: Option<u8>,
+        /// Payload variant.
+        variant: Variant,
+    },
+}
+
+/// One name the registry knows, with what it builds and a line saying
+/// what it is.
+///
+/// ```
+/// use ipfib::engine::registry::ENGINES;
+/// let flat = ENGINES.iter().find(|e| e.name == "poptrie-flat").unwrap();
+/// assert!(flat.takes_bits && flat.lookup);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct EngineInfo {
+    /// The name.
+    pub name: &'static str,
+    /// Earlier names, still accepted.
+    pub aliases: &'static [&'static str],
+    /// What it builds (bits: `None`).
+    pub spec: EngineSpec,
+    /// Takes `:S`, the direct-pointing bits.
+    pub takes_bits: bool,
+    /// Answers lookups (CLI `lookup`/`compile`, Python); `false`: a
+    /// variant `ipfib bench` measures for comparison only.
+    pub lookup: bool,
+    /// What it is, in a line.
+    pub summary: &'static str,
+}
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    spec: EngineSpec,
+    lookup: bool,
+    summary: &'static str,
+) -> EngineInfo {
+    let takes_bits = match spec {
+        EngineSpec::Engine { kind, .. } => !matches!(kind, Kind::Planb),
+        _ => false,
+    };
+    EngineInfo {
+        name,
+        aliases,
+        spec,
+        takes_bits,
+        lookup,
+        summary,
+    }
+}
+
+const fn engine(kind: Kind, variant: Variant) -> EngineSpec {
+    EngineSpec::Engine {
+        kind,
+        bits: None,
+        variant,
+    }
+}
+
+/// Every engine name, in the order lists and errors show them. Adding an
+/// engine: a [`Kind`], its arms in [`Built`], and a row here.
+pub const ENGINES: &[EngineInfo] = &[
+    entry(
+        "auto",
+        &[],
+        EngineSpec::Auto,
+        true,
+        "the default: per family, the engine and S that suit the table's shape, timed on samples",
+    ),
+    entry(
+        "planb",
+        &[],
+        engine(Kind::Planb, Variant::Values),
+        true,
+        "linearized B+-tree over the address intervals, searched with SIMD (NSDI '26)",
+    ),
+    entry(
+        "poptrie",
+        &[],
+        engine(Kind::Poptrie, Variant::Values),
+        true,
+        "Poptrie (SIGCOMM '15): 64-ary nodes indexed by popcount, S-bit direct table",
+    ),
+    entry(
+        "poptrie32",
+        &["poptrie5"],
+        engine(Kind::Poptrie32, Variant::Values),
+        true,
+        "Poptrie with 32-ary nodes (5 bits a level): one gather per level in batches",
+    ),
+    entry(
+        "poptrie-flat",
+        &[],
+        engine(Kind::Flat, Variant::Values),
+        true,
+        "Poptrie with 32-ary nodes inline with the leaves: one 64-bit read per level",
+    ),
+    entry(
+        "radix",
+        &[],
+        EngineSpec::Radix,
+        true,
+        "the route table itself (path-compressed radix trie): the baseline",
+    ),
+    entry(
+        "planb-routes",
+        &[],
+        engine(Kind::Planb, Variant::Routes),
+        false,
+        "planb over route payloads (no merging of equal neighbours): bench only",
+    ),
+    entry(
+        "poptrie-routes",
+        &[],
+        engine(Kind::Poptrie, Variant::Routes),
+        false,
+        "poptrie over route payloads: bench only",
+    ),
+    entry(
+        "poptrie-basic",
+        &[],
+        engine(Kind::Poptrie, Variant::Basic),
+        false,
+        "the paper's basic Poptrie (route payloads, no leaf compression): bench only",
+    ),
+];
+
+/// Why a spec was refused; the message lists what is accepted.
+///
+/// ```
+/// use ipfib::engine::registry::{EngineSpec, SpecError};
+/// let e = "planb:12".parse::<EngineSpec>().unwrap_err();
+/// assert!(matches!(e, SpecError::NoBits { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("unknown engine {name:?} (available: {})", names(false))]
+    Unknown { name: String },
+    #[error(
+        "engine {spec:?}: direct-pointing bits must be a number from 0 to {max} (e.g. {base}:18)",
+        max = PoptrieOptions::MAX_DIRECT_BITS
+    )]
+    Bits { spec: String, base: String },
+    #[error("engine {spec:?}: {base} takes no direct-pointing bits (write {base})")]
+    NoBits { spec: String, base: String },
+    #[error(
+        "engine {name:?} is for `ipfib bench` only (lookups take: {})",
+        names(true)
+    )]
+    BenchOnly { name: String },
+}
+
+/// The names, comma-separated, `[:S]` after those that take bits; only
+/// the lookup engines when `lookup_only`.
+///
+/// ```
+/// let all = ipfib::engine::registry::names(false);
+/// assert!(all.starts_with("auto, planb, poptrie[:S], poptrie32[:S]"));
+/// assert!(!ipfib::engine::registry::names(true).contains("poptrie-basic"));
+/// ```
+pub fn names(lookup_only: bool) -> String {
+    ENGINES
+        .iter()
+        .filter(|e| e.lookup || !lookup_only)
+        .map(|e| {
+            if e.takes_bits {
+                format!("{}[:S]", e.name)
+            } else {
+                e.name.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl EngineSpec {
+    /// Parse a name that must answer lookups (not a bench-only variant).
+    ///
+    /// ```
+    /// use ipfib::engine::registry::EngineSpec;
+    /// assert!(EngineSpec::parse_lookup("poptrie:16").is_ok());
+    /// assert!(EngineSpec::parse_lookup("poptrie-basic").is_err());
+    /// ```
+    pub fn parse_lookup(text: &str) -> Result<EngineSpec, SpecError> {
+        let spec: EngineSpec = text.parse()?;
+        match spec.info().lookup {
+            true => Ok(spec),
+            false => Err(SpecError::BenchOnly { name: text.into() }),
+        }
+    }
+
+    /// The registry's row for this spec.
+    ///
+    /// ```
+    /// use ipfib::engine::registry::EngineSpec;
+    /// let spec: EngineSpec = "poptrie5:12".parse().unwrap();
+    /// assert_eq!(spec.info().name, "poptrie32");
+    /// ```
+    pub fn info(&self) -> &'static EngineInfo {
+        let bare = self.with_bits(None);
+        ENGINES
+            .iter()
+            .find(|e| e.spec == bare)
+            .expect("every spec comes from a registry row")
+    }
+
+    /// This spec with direct-pointing bits `bits` (unchanged when the
+    /// engine takes none).
+    ///
+    /// ```
+    /// use ipfib::engine::registry::EngineSpec;
+    /// let s: EngineSpec = "poptrie".parse().unwrap();
+    /// assert_eq!(s.with_bits(Some(16)).to_string(), "poptrie:16");
+    /// ```
+    pub fn with_bits(self, bits: Option<u8>) -> EngineSpec {
+        match self {
+            EngineSpec::Engine { kind, variant, .. } if kind.takes_bits() => EngineSpec::Engine {
+                kind,
+                bits,
+                variant,
+            },
+            other => other,
+        }
+    }
+
+    /// The direct-pointing bits named (`None`: none, or the default).
+    ///
+    /// ```
+    /// use ipfib::engine::registry::EngineSpec;
+    /// assert_eq!("poptrie:12".parse::<EngineSpec>().unwrap().bits(), Some(12));
+    /// ```
+    pub fn bits(&self) -> Option<u8> {
+        match self {
+            EngineSpec::Engine { bits, .. } => *bits,
+            _ => None,
+        }
+    }
+
+    /// The engine [`crate::engine::auto::AutoEngine`] is forced to build
+    /// for this name, with the engine's default bits filled in (`None`:
+    /// `auto` chooses; `radix` is not compiled from intervals). Variants
+    /// build the value engine: a compiled table picks its payloads itself.
+    ///
+    /// ```
+    /// use ipfib::engine::registry::{EngineSpec, Kind};
+    /// let s: EngineSpec = "poptrie".parse().unwrap();
+    /// assert_eq!(s.force(), Some((Kind::Poptrie, Some(18))));
+    /// assert_eq!(EngineSpec::Auto.force(), None);
+    /// ```
+    pub fn force(&self) -> Option<Pick> {
+        match *self {
+            EngineSpec::Engine { kind, bits, .. } => Some((
+                kind,
+                kind.takes_bits()
+                    .then(|| bits.unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS)),
+            )),
+            EngineSpec::Auto | EngineSpec::Radix => None,
+        }
+    }
+
+    /// The name as reports print it: with the bits in use
+    /// (`poptrie:18`), `default_bits` filling in a default.
+    ///
+    /// ```
+    /// use ipfib::engine::registry::EngineSpec;
+    /// assert_eq!("poptrie".parse::<EngineSpec>().unwrap().label(18), "poptrie:18");
+    /// assert_eq!("planb".parse::<EngineSpec>().unwrap().label(18), "planb");
+    /// ```
+    pub fn label(&self, default_bits: u8) -> String {
+        match self.info().takes_bits {
+            true => format!(
+                "{}:{}",
+                self.info().name,
+                self.bits().unwrap_or(default_bits)
+            ),
+            false => self.info().name.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for EngineSpec {
+    /// The registry name, `:S` when bits were named.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().name)?;
+        match self.bits() {
+            Some(s) => write!(f, ":{s}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl FromStr for EngineSpec {
+    type Err = SpecError;
+
+    /// A registry name or alias, with `:S` (0 to 24) for the engines that
+    /// take direct-pointing bits.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (base, bits) = match text.split_once(':') {
+            Some((base, bits)) => (base, Some(bits)),
+            None => (text, None),
+        };
+        let info = ENGINES
+            .iter()
+            .find(|e| e.name == base || e.aliases.contains(&base))
+            .ok_or_else(|| SpecError::Unknown { name: text.into() })?;
+        let bits = match (bits, info.takes_bits) {
+            (None, _) => None,
+            (Some(_), false) => {
+                return Err(SpecError::NoBits {
+                    spec: text.into(),
+                    base: info.name.into(),
+                })
+            }
+            (Some(b), true) => match b.parse::<u8>() {
+                Ok(s) if s <= PoptrieOptions::MAX_DIRECT_BITS => Some(s),
+                _ => {
+                    return Err(SpecError::Bits {
+                        spec: text.into(),
+                        base: info.name.into(),
+                    })
+                }
+            },
+        };
+        Ok(info.spec.with_bits(bits))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_round_trips() {
+        for e in ENGINES {
+            for name in std::iter::once(&e.name).chain(e.aliases) {
+                let spec: EngineSpec = name.parse().unwrap();
+                assert_eq!(spec, e.spec, "{name}");
+                assert_eq!(spec.to_string(), e.name, "{name}");
+                assert_eq!(spec.info().name, e.name);
+                if e.takes_bits {
+                    let s: EngineSpec = format!("{name}:7").parse().unwrap();
+                    assert_eq!(s.bits(), Some(7));
+                    assert_eq!(s.to_string(), format!("{}:7", e.name));
+                    assert_eq!(s.force().map(|p| p.1), Some(Some(7)));
+                    assert_eq!(spec.force().map(|p| p.1), Some(Some(18)));
+                } else {
+                    assert!(format!("{name}:7").parse::<EngineSpec>().is_err());
+                }
+            }
+        }
+        // Names and aliases are unique, and each spec has one row.
+        let mut all: Vec<&str> = ENGINES
+            .iter()
+            .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()))
+            .collect();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a name twice");
+        for (i, a) in ENGINES.iter().enumerate() {
+            for b in &ENGINES[i + 1..] {
+                assert_ne!(a.spec, b.spec, "{} and {}", a.name, b.name);
+            }
+        }
+        // Every kind has a value row that answers lookups.
+        for k in Kind::ALL {
+            assert!(ENGINES
+                .iter()
+                .any(|e| e.lookup && e.spec == engine(k, Variant::Values)));
+            assert_eq!(k.takes_bits(), k != Kind::Planb);
+        }
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        for (bad, want) in [
+            ("poptrie:x", "a number from 0 to 24"),
+            ("poptrie:25", "a number from 0 to 24"),
+            ("poptrie:", "a number from 0 to 24"),
+            ("poptrie:-1", "a number from 0 to 24"),
+            ("planb:3", "takes no direct-pointing bits"),
+            ("auto:18", "takes no direct-pointing bits"),
+            ("radix:1", "takes no direct-pointing bits"),
+            ("bogus", "available: auto, planb, poptrie[:S]"),
+            ("", "unknown engine"),
+            ("Poptrie", "unknown engine"),
+            ("poptrie-flat:16:1", "a number from 0 to 24"),
+        ] {
+            let e = bad.parse::<EngineSpec>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let e = EngineSpec::parse_lookup("planb-routes")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bench` only") && e.contains("poptrie-flat[:S], radix"),
+            "{e}"
+        );
+        assert!(!names(true).contains("routes"));
+    }
+
+    #[test]
+    fn built_kinds_match_their_tags() {
+        let iv = crate::intervals::compile::<u32>([]);
+        for k in Kind::ALL {
+            let b = Built::build(
+                &iv,
+                (k, k.takes_bits().then_some(4)),
+                &AutoOptions::default(),
+            )
+            .unwrap();
+            assert_eq!(b.kind(), k);
+            assert_eq!(meta_pick(pick_meta((k, Some(4)))[0], 4), Some((k, Some(4))));
+        }
+        assert_eq!(meta_pick(Kind::ALL.len() as u64, u64::MAX), None);
+    }
+}
