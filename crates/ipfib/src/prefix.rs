@@ -341,6 +341,14 @@ fn parse_len(l: &str) -> Result<u8, PrefixError> {
     u8::try_from(n).map_err(|_| PrefixError::LengthTooLong { len: n, max: 128 })
 }
 
+/// ```
+/// use ipfib::prefix::{Prefix, PrefixError};
+/// let p: Prefix<u128> = "2001:db8::/32".parse()?;
+/// assert_eq!(p.len(), 32);
+/// // Strict: host bits are an error (see `Prefix::parse` to mask them).
+/// assert!(matches!("10.0.0.1/8".parse::<Prefix<u32>>(), Err(PrefixError::HostBitsSet { .. })));
+/// # Ok::<(), PrefixError>(())
+/// ```
 impl<A: Addr> FromStr for Prefix<A> {
     type Err = PrefixError;
     /// Strict parse: host bits set is an error.
@@ -349,12 +357,24 @@ impl<A: Addr> FromStr for Prefix<A> {
     }
 }
 
+/// ```
+/// use ipfib::prefix::Prefix;
+/// assert_eq!(Prefix::new(0x0a00_0000u32, 8)?.to_string(), "10.0.0.0/8");
+/// assert_eq!(Prefix::new(0x2001_0db8u128 << 96, 32)?.to_string(), "2001:db8::/32");
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl<A: Addr> fmt::Display for Prefix<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.addr.to_std(), self.len)
     }
 }
 
+/// ```
+/// use ipfib::prefix::Prefix;
+/// let p: Prefix<u32> = "192.0.2.0/24".parse()?;
+/// assert_eq!(format!("{p:?}"), "192.0.2.0/24"); // as Display: readable in assertions
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl<A: Addr> fmt::Debug for Prefix<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
@@ -449,6 +469,13 @@ impl AnyPrefix {
     }
 }
 
+/// ```
+/// use ipfib::prefix::AnyPrefix;
+/// assert_eq!("10.0.0.0/8".parse::<AnyPrefix>()?.family(), 4);
+/// assert_eq!("::/0".parse::<AnyPrefix>()?.family(), 6);
+/// assert!("10.0.0.1/8".parse::<AnyPrefix>().is_err()); // strict, as for `Prefix`
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl FromStr for AnyPrefix {
     type Err = PrefixError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -456,6 +483,12 @@ impl FromStr for AnyPrefix {
     }
 }
 
+/// ```
+/// use ipfib::prefix::AnyPrefix;
+/// let p: AnyPrefix = "2001:DB8:0::/48".parse()?;
+/// assert_eq!(p.to_string(), "2001:db8::/48"); // canonical text
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl fmt::Display for AnyPrefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -465,12 +498,22 @@ impl fmt::Display for AnyPrefix {
     }
 }
 
+/// ```
+/// use ipfib::prefix::{AnyPrefix, Prefix};
+/// let p = Prefix::<u32>::default_route();
+/// assert_eq!(AnyPrefix::from(p), AnyPrefix::V4(p));
+/// ```
 impl From<Prefix<u32>> for AnyPrefix {
     fn from(p: Prefix<u32>) -> Self {
         AnyPrefix::V4(p)
     }
 }
 
+/// ```
+/// use ipfib::prefix::{AnyPrefix, Prefix};
+/// let p = Prefix::host(1u128);
+/// assert_eq!(AnyPrefix::from(p).to_string(), "::1/128");
+/// ```
 impl From<Prefix<u128>> for AnyPrefix {
     fn from(p: Prefix<u128>) -> Self {
         AnyPrefix::V6(p)

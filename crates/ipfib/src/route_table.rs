@@ -757,6 +757,16 @@ impl<'a, A: Addr, V> Iterator for Iter<'a, A, V> {
     }
 }
 
+/// ```
+/// use ipfib::prefix::Prefix;
+/// use ipfib::route_table::RouteTable;
+/// let routes = [("10.0.0.0/8", 1), ("10.0.0.0/8", 2), ("10.1.0.0/16", 3)];
+/// let rt: RouteTable<u32, u8> =
+///     routes.iter().map(|&(p, v)| (p.parse::<Prefix<u32>>().unwrap(), v)).collect();
+/// assert_eq!(rt.len(), 2);
+/// assert_eq!(rt.get(&"10.0.0.0/8".parse()?), Some(&2)); // the later duplicate wins
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl<A: Addr, V: Clone + Eq + Hash> FromIterator<(Prefix<A>, V)> for RouteTable<A, V> {
     /// Later duplicates replace earlier ones. Panics only past 2^30 distinct
     /// values; use `insert` to handle that as an error.
