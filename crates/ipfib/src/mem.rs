@@ -115,12 +115,12 @@ impl<T: Copy> LookupBuf<T> {
     /// use ipfib::image::{write_table, ImageTable};
     /// use ipfib::mem::LookupBuf;
     /// assert!(!LookupBuf::from_slice(&[1u32]).is_mapped()); // owned
-    /// let path = std::env::temp_dir().join(format!("ipfib-doc-mapped-{}.ipfib", std::process::id()));
-    /// let mut t = ipfib::table::Table::new();
-    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
-    /// write_table(&t, &path, &AutoOptions::default(), "")?;
+    /// # let path = std::env::temp_dir().join(format!("ipfib-doc-mapped-{}.ipfib", std::process::id()));
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// write_table(&t, &path, &AutoOptions::default(), "")?; // 10.0.0.0/8 -> "ten"
     /// let (_, _, _, mut slots, _) = ImageTable::open(&path)?.v4.into_parts();
-    /// std::fs::remove_file(&path)?;
+    /// # std::fs::remove_file(&path)?;
     /// assert!(slots.is_mapped()); // borrowed from the mapped file
     /// slots[0] = 0; // writing copies it first: the file is never written
     /// assert!(!slots.is_mapped());

@@ -533,10 +533,7 @@ impl<A: Addr, V> RouteTable<A, V> {
     /// ```
     /// use ipfib::prefix::Prefix;
     /// use ipfib::route_table::RouteTable;
-    /// let mut rt = RouteTable::<u32, u32>::new();
-    /// for i in 0..64u32 {
-    ///     rt.insert(Prefix::new(i << 24, 8)?, i)?;
-    /// }
+    /// let mut rt: RouteTable<u32, u32> = (0..64).map(|i| (Prefix::new(i << 24, 8).unwrap(), i)).collect();
     /// for i in (0..64u32).step_by(2) {
     ///     rt.remove(&Prefix::new(i << 24, 8)?);
     /// }

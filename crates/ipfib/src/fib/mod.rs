@@ -873,10 +873,9 @@ impl<V> Fib<V> {
 ///
 /// ```
 /// use ipfib::fib::{Fib, FibOptions};
-/// use ipfib::table::Table;
-/// let mut t = Table::new();
-/// t.insert("10.0.0.0/8".parse()?, "ten")?;
-/// let fib = Fib::from_table(t, FibOptions::default())?;
+/// # let mut t = ipfib::table::Table::new();
+/// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let fib = Fib::from_table(t, FibOptions::default())?; // 10.0.0.0/8 -> "ten"
 /// let threads: Vec<_> = (0..2)
 ///     .map(|_| {
 ///         let reader = fib.reader();

@@ -646,15 +646,15 @@ fn encode<V: AsRef<str>>(
 /// use ipfib::image::{write_table, ImageTable};
 /// use ipfib::prefix::AnyAddr;
 /// use ipfib::table::Table;
-/// let dir = std::env::temp_dir().join(format!("ipfib-doc-write-table-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
+/// # let dir = std::env::temp_dir().join(format!("ipfib-doc-write-table-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
 /// let mut t = Table::new();
 /// t.insert("10.0.0.0/8".parse()?, "ten")?;
 /// write_table(&t, &dir.join("t.ipfib"), &AutoOptions::default(), "doc")?;
 /// let img = ImageTable::open(&dir.join("t.ipfib"))?;
 /// assert_eq!(img.lookup(AnyAddr::V4(0x0a00_0001)).map(|(_, v)| v), Some("ten"));
 /// assert_eq!(std::fs::read_dir(&dir)?.count(), 1); // no temporary file left behind
-/// std::fs::remove_dir_all(&dir)?;
+/// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_table<V: AsRef<str>>(
