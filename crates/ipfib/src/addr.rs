@@ -12,46 +12,172 @@ use std::str::FromStr;
 ///
 /// Implemented for `u32` (IPv4) and `u128` (IPv6) only; the trait is sealed
 /// in spirit: engines rely on `BITS` being 32 or 128.
+///
+/// ```
+/// use ipfib::addr::Addr;
+/// // Written once, for both families.
+/// fn network<A: Addr>(a: A, len: u8) -> A {
+///     a.and(A::mask(len))
+/// }
+/// assert_eq!(network(0x0a01_0203u32, 8), 0x0a00_0000);
+/// assert_eq!(network(u128::MAX, 1), 1 << 127);
+/// ```
 pub trait Addr:
     Copy + Ord + Eq + Hash + Debug + Default + Send + Sync + 'static + sealed::Sealed
 {
     /// Width of the address in bits (32 or 128).
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(<u32 as Addr>::BITS, 32);
+    /// assert_eq!(<u128 as Addr>::BITS, 128);
+    /// ```
     const BITS: u8;
     /// The all-zero address.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// use ipfib::prefix::Prefix;
+    /// assert_eq!(Prefix::<u32>::default_route().addr(), <u32 as Addr>::ZERO);
+    /// assert_eq!(<u128 as Addr>::ZERO.checked_pred(), None);
+    /// ```
     const ZERO: Self;
     /// The all-ones address (top of the address space).
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// use ipfib::prefix::Prefix;
+    /// assert_eq!(Prefix::<u128>::default_route().last(), <u128 as Addr>::MAX);
+    /// assert_eq!(<u32 as Addr>::MAX.checked_succ(), None);
+    /// ```
     const MAX: Self;
     /// IP version number: 4 or 6.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!((<u32 as Addr>::FAMILY, <u128 as Addr>::FAMILY), (4, 6));
+    /// ```
     const FAMILY: u8;
     /// The `std::net` type this integer stands for.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// let a: <u32 as Addr>::Std = "10.0.0.1".parse()?; // an Ipv4Addr
+    /// assert_eq!(u32::from_std(a), 0x0a00_0001);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     type Std: Copy + Display + Debug + FromStr + Into<IpAddr>;
 
     /// Network mask with the top `len` bits set; `len` must be `<= BITS`.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(u32::mask(8), 0xff00_0000);
+    /// assert_eq!(u32::mask(0), 0);
+    /// assert_eq!(u128::mask(128), u128::MAX);
+    /// ```
     fn mask(len: u8) -> Self;
     /// `self & other`.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(0x0a01_0203u32.and(u32::mask(16)), 0x0a01_0000);
+    /// ```
     fn and(self, other: Self) -> Self;
     /// `self | !mask(len)`: the last address of the prefix `self/len`.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(0x0a00_0000u32.last_of(8), 0x0aff_ffff);
+    /// assert_eq!(0u32.last_of(0), u32::MAX);
+    /// ```
     fn last_of(self, len: u8) -> Self;
     /// Bit `i` counted from the most significant bit (`i < BITS`).
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert!(0x8000_0001u32.bit(0));
+    /// assert!(!0x8000_0001u32.bit(1));
+    /// assert!(0x8000_0001u32.bit(31));
+    /// ```
     fn bit(self, i: u8) -> bool;
     /// Number of leading bits that `self` and `other` share.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(0x0a00_0000u32.common_len(0x0a80_0000), 8);
+    /// assert_eq!(5u32.common_len(5), 32);
+    /// ```
     fn common_len(self, other: Self) -> u8;
     /// `self + 1`, or `None` at the top of the address space.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(Addr::checked_succ(9u32), Some(10));
+    /// assert_eq!(Addr::checked_succ(u128::MAX), None);
+    /// ```
     fn checked_succ(self) -> Option<Self>;
     /// `self - 1`, or `None` at zero.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(Addr::checked_pred(10u32), Some(9));
+    /// assert_eq!(Addr::checked_pred(0u128), None);
+    /// ```
     fn checked_pred(self) -> Option<Self>;
     /// Whether the bits after the first `len` are all zero (`len >= BITS`:
     /// true), without a branch.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert!(0x0a00_0000u32.host_bits_clear(8));
+    /// assert!(!0x0a00_0001u32.host_bits_clear(8));
+    /// assert!(u32::MAX.host_bits_clear(32));
+    /// ```
     fn host_bits_clear(self, len: u8) -> bool;
     /// Widen to `u128`, keeping the numeric value.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(u32::MAX.to_u128(), 0xffff_ffff);
+    /// ```
     fn to_u128(self) -> u128;
     /// Narrow from `u128`, keeping the low `BITS` bits.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(u32::from_u128_truncate(0x1_0000_0005), 5);
+    /// assert_eq!(u128::from_u128_truncate(u128::MAX), u128::MAX);
+    /// ```
     fn from_u128_truncate(v: u128) -> Self;
     /// Convert from the `std::net` type.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// use std::net::{Ipv4Addr, Ipv6Addr};
+    /// assert_eq!(u32::from_std(Ipv4Addr::new(10, 0, 0, 1)), 0x0a00_0001);
+    /// assert_eq!(u128::from_std(Ipv6Addr::LOCALHOST), 1);
+    /// ```
     fn from_std(a: Self::Std) -> Self;
     /// Convert to the `std::net` type.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// assert_eq!(0x0a00_0001u32.to_std().to_string(), "10.0.0.1");
+    /// assert_eq!(1u128.to_std(), std::net::Ipv6Addr::LOCALHOST);
+    /// ```
     fn to_std(self) -> Self::Std;
     /// Try to read this family's address out of any `IpAddr`.
+    ///
+    /// ```
+    /// use ipfib::addr::Addr;
+    /// use std::net::IpAddr;
+    /// assert_eq!(u32::from_ip(IpAddr::from([10, 0, 0, 1])), Some(0x0a00_0001));
+    /// assert_eq!(u32::from_ip("::1".parse()?), None);
+    /// // No unmapping here (that is `AnyAddr`'s job): a mapped address is IPv6.
+    /// assert_eq!(u32::from_ip("::ffff:10.0.0.1".parse()?), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn from_ip(a: IpAddr) -> Option<Self>;
 }
 

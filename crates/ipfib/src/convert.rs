@@ -73,6 +73,13 @@ impl FromStr for AnyAddr {
     }
 }
 
+/// ```
+/// use ipfib::prefix::AnyAddr;
+/// assert_eq!(AnyAddr::V4(0xc000_0201).to_string(), "192.0.2.1");
+/// // The IPv4-mapped rule shows: mapped text comes back as IPv4.
+/// assert_eq!("::ffff:192.0.2.1".parse::<AnyAddr>()?.to_string(), "192.0.2.1");
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 impl std::fmt::Display for AnyAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.to_ip().fmt(f)
@@ -114,6 +121,15 @@ impl TryFrom<(Ipv4Addr, u8)> for Prefix<u32> {
 }
 
 /// `(address, length)`, host bits refused.
+///
+/// ```
+/// use ipfib::prefix::Prefix;
+/// use std::net::Ipv6Addr;
+/// let net: Ipv6Addr = "2001:db8::".parse()?;
+/// assert_eq!(Prefix::<u128>::try_from((net, 32))?.to_string(), "2001:db8::/32");
+/// assert!(Prefix::<u128>::try_from((Ipv6Addr::LOCALHOST, 64)).is_err()); // host bits
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 impl TryFrom<(Ipv6Addr, u8)> for Prefix<u128> {
     type Error = PrefixError;
     fn try_from((a, len): (Ipv6Addr, u8)) -> Result<Self, Self::Error> {
@@ -122,6 +138,18 @@ impl TryFrom<(Ipv6Addr, u8)> for Prefix<u128> {
 }
 
 /// `(address, length)`, host bits refused; the family is the address's.
+///
+/// ```
+/// use ipfib::prefix::AnyPrefix;
+/// use std::net::IpAddr;
+/// let v4: IpAddr = "10.0.0.0".parse()?;
+/// assert_eq!(AnyPrefix::try_from((v4, 8))?.family(), 4);
+/// assert!(AnyPrefix::try_from((v4, 33)).is_err()); // too long for IPv4
+/// // A mapped address keeps its family here: prefixes are never unmapped.
+/// let mapped: IpAddr = "::ffff:10.0.0.0".parse()?;
+/// assert_eq!(AnyPrefix::try_from((mapped, 104))?.family(), 6);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 impl TryFrom<(IpAddr, u8)> for AnyPrefix {
     type Error = PrefixError;
     fn try_from((a, len): (IpAddr, u8)) -> Result<Self, Self::Error> {

@@ -13,6 +13,15 @@ use crate::addr::Addr;
 use crate::prefix::Prefix;
 
 /// Payload of the addresses no route covers.
+///
+/// ```
+/// use ipfib::intervals::{compile, NO_ROUTE};
+/// use ipfib::prefix::Prefix;
+/// let iv = compile([("10.0.0.0/8".parse::<Prefix<u32>>()?, 7)]);
+/// assert_eq!(iv.resolve(0x0a00_0001), 7);
+/// assert_eq!(iv.resolve(0x0b00_0000), NO_ROUTE);
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 pub const NO_ROUTE: u32 = u32::MAX;
 
 /// Sorted elementary intervals: interval `i` is
@@ -25,6 +34,14 @@ pub const NO_ROUTE: u32 = u32::MAX;
 /// payload). The fields are public, so hand-made values may break it:
 /// every engine's build checks [`Intervals::validate`] first and refuses
 /// them with an error.
+///
+/// ```
+/// use ipfib::intervals::{compile, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+/// assert_eq!(iv.starts, [0, 0x0a00_0000, 0x0a01_0000, 0x0a02_0000, 0x0b00_0000]);
+/// assert_eq!(iv.payloads, [NO_ROUTE, 1, 2, 1, NO_ROUTE]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Intervals<A: Addr> {
     pub starts: Vec<A>,
@@ -33,11 +50,25 @@ pub struct Intervals<A: Addr> {
 
 impl<A: Addr> Intervals<A> {
     /// Number of intervals.
+    ///
+    /// ```
+    /// use ipfib::intervals::compile;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// assert_eq!(compile::<u32>([]).len(), 1); // the whole space, no route
+    /// assert_eq!(compile([(p("10.0.0.0/8"), 1)]).len(), 3); // before, inside, after
+    /// ```
     pub fn len(&self) -> usize {
         self.starts.len()
     }
 
     /// Always false: the whole space is at least one interval.
+    ///
+    /// ```
+    /// use ipfib::intervals::{compile, Intervals};
+    /// assert!(!compile::<u128>([]).is_empty());
+    /// let hand_made = Intervals::<u32> { starts: vec![], payloads: vec![] };
+    /// assert!(hand_made.is_empty() && hand_made.validate().is_err());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }
@@ -48,6 +79,17 @@ impl<A: Addr> Intervals<A> {
     ///
     /// Neighbours with equal payloads are accepted: they describe the same
     /// mapping as the merged interval, only less compactly.
+    ///
+    /// ```
+    /// use ipfib::intervals::{compile, Intervals, InvalidIntervals};
+    /// assert_eq!(compile::<u32>([]).validate(), Ok(()));
+    /// let repeated = Intervals { starts: vec![0u32, 5, 5], payloads: vec![1, 2, 3] };
+    /// assert_eq!(repeated.validate(), Err(InvalidIntervals::NotIncreasing(2)));
+    /// let late = Intervals { starts: vec![1u32], payloads: vec![1] };
+    /// assert_eq!(late.validate(), Err(InvalidIntervals::FirstNotZero));
+    /// // Equal neighbours are accepted: the same mapping, less compact.
+    /// assert_eq!(Intervals { starts: vec![0u32, 9], payloads: vec![4, 4] }.validate(), Ok(()));
+    /// ```
     pub fn validate(&self) -> Result<(), InvalidIntervals> {
         if self.starts.is_empty() {
             return Err(InvalidIntervals::Empty);
@@ -68,6 +110,15 @@ impl<A: Addr> Intervals<A> {
     }
 
     /// Reference predecessor search (binary search); engines must agree.
+    ///
+    /// ```
+    /// use ipfib::intervals::{compile, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// assert_eq!(iv.resolve(0x0a01_ffff), 2);
+    /// assert_eq!(iv.resolve(0x0a02_0000), 1);
+    /// assert_eq!(iv.resolve(u32::MAX), NO_ROUTE);
+    /// ```
     pub fn resolve(&self, addr: A) -> u32 {
         let rank = self.starts.partition_point(|&s| s <= addr);
         self.payloads[rank - 1]
@@ -80,6 +131,13 @@ impl<A: Addr> Intervals<A> {
 
 /// Why hand-made [`Intervals`] cannot be searched (see
 /// [`Intervals::validate`]).
+///
+/// ```
+/// use ipfib::intervals::{Intervals, InvalidIntervals};
+/// let e = Intervals::<u32> { starts: vec![0, 1], payloads: vec![7] }.validate().unwrap_err();
+/// assert_eq!(e, InvalidIntervals::LengthMismatch { starts: 2, payloads: 1 });
+/// assert_eq!(e.to_string(), "2 interval starts but 1 payloads");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidIntervals {
     #[error("no intervals: the first must start at address zero")]
@@ -114,6 +172,17 @@ pub(crate) fn push_merged<T: PartialEq>(
 
 /// Compile routes given in pre-order (`Prefix` order, no duplicates) with
 /// their payloads into elementary intervals.
+///
+/// ```
+/// use ipfib::intervals::{compile, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// // Routes in prefix order; equal neighbours merge (route aggregation).
+/// let iv = compile([(p("192.0.2.0/24"), 5), (p("192.0.2.0/25"), 5), (p("192.0.2.128/25"), 6)]);
+/// assert_eq!(iv.starts, [0, 0xc000_0200, 0xc000_0280, 0xc000_0300]);
+/// assert_eq!(iv.payloads, [NO_ROUTE, 5, 6, NO_ROUTE]);
+/// // A route at the top of the space ends the list: no overflow.
+/// assert_eq!(compile([(p("255.255.255.255/32"), 1)]).starts, [0, u32::MAX]);
+/// ```
 pub fn compile<A: Addr>(routes: impl IntoIterator<Item = (Prefix<A>, u32)>) -> Intervals<A> {
     let mut out = Intervals {
         starts: vec![A::ZERO],

@@ -18,6 +18,13 @@ const HUGE: usize = 2 << 20;
 /// A fixed-size, 64-byte (or 2 MiB) aligned array of plain-old-data `T`,
 /// owned, or borrowed from a read-only mapping of a compiled table file
 /// ([`crate::image`]) that it keeps alive.
+///
+/// ```
+/// use ipfib::mem::LookupBuf;
+/// let b = LookupBuf::from_slice(&[1u32, 2, 3]);
+/// assert_eq!(&b[..], [1, 2, 3]); // derefs to a slice
+/// assert_eq!(b.as_ptr() as usize % 64, 0); // cache-line aligned
+/// ```
 pub struct LookupBuf<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
@@ -33,6 +40,15 @@ unsafe impl<T: Copy + Sync> Sync for LookupBuf<T> {}
 
 impl<T: Copy> LookupBuf<T> {
     /// Copy `items` into a fresh aligned buffer.
+    ///
+    /// ```
+    /// use ipfib::mem::LookupBuf;
+    /// let huge = 2 << 20;
+    /// let big = LookupBuf::from_slice(&vec![7u8; huge]);
+    /// assert_eq!(big.as_ptr() as usize % huge, 0); // 2 MiB and up: huge-page aligned
+    /// assert_eq!((big.len(), big[huge - 1]), (huge, 7));
+    /// assert!(LookupBuf::<u64>::from_slice(&[]).is_empty());
+    /// ```
     pub fn from_slice(items: &[T]) -> Self {
         let bytes = std::mem::size_of_val(items);
         if bytes == 0 {
@@ -93,6 +109,23 @@ impl<T: Copy> LookupBuf<T> {
     }
 
     /// Whether the elements live in a mapped file (not owned).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{write_table, ImageTable};
+    /// use ipfib::mem::LookupBuf;
+    /// assert!(!LookupBuf::from_slice(&[1u32]).is_mapped()); // owned
+    /// # let path = std::env::temp_dir().join(format!("ipfib-doc-mapped-{}.ipfib", std::process::id()));
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// write_table(&t, &path, &AutoOptions::default(), "")?; // 10.0.0.0/8 -> "ten"
+    /// let (_, _, _, mut slots, _) = ImageTable::open(&path)?.v4.into_parts();
+    /// # std::fs::remove_file(&path)?;
+    /// assert!(slots.is_mapped()); // borrowed from the mapped file
+    /// slots[0] = 0; // writing copies it first: the file is never written
+    /// assert!(!slots.is_mapped());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_mapped(&self) -> bool {
         self.mapped.is_some()
     }

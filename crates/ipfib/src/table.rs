@@ -42,6 +42,15 @@ use crate::values::TooManyValues;
 use std::hash::Hash;
 
 /// Route tables of both families.
+///
+/// ```
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, 1)?;
+/// t.insert("2001:db8::/32".parse()?, 2)?;
+/// assert_eq!((t.v4.len(), t.v6.len()), (1, 1)); // one route table per family
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Table<V> {
     pub v4: RouteTable<u32, V>,
@@ -59,11 +68,27 @@ impl<V> Default for Table<V> {
 
 impl<V: Clone + Eq + Hash> Table<V> {
     /// An empty table.
+    ///
+    /// ```
+    /// use ipfib::table::Table;
+    /// let t: Table<&str> = Table::new();
+    /// assert!(t.is_empty());
+    /// assert_eq!(t.lookup(std::net::Ipv4Addr::new(10, 0, 0, 1)), None);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Insert or replace; returns the old value.
+    ///
+    /// ```
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// assert_eq!(t.insert("10.0.0.0/8".parse()?, "a")?, None);
+    /// assert_eq!(t.insert("10.0.0.0/8".parse()?, "b")?, Some("a")); // replaced
+    /// assert_eq!(t.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn insert(&mut self, prefix: AnyPrefix, value: V) -> Result<Option<V>, TooManyValues> {
         match prefix {
             AnyPrefix::V4(p) => self.v4.insert(p, value),
@@ -72,6 +97,18 @@ impl<V: Clone + Eq + Hash> Table<V> {
     }
 
     /// Remove exactly `prefix`; returns its value.
+    ///
+    /// ```
+    /// use ipfib::prefix::AnyPrefix;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// let p: AnyPrefix = "2001:db8::/32".parse()?;
+    /// t.insert(p, "doc")?;
+    /// assert_eq!(t.remove(&"2001:db8::/48".parse()?), None); // exact prefix only
+    /// assert_eq!(t.remove(&p), Some("doc"));
+    /// assert!(t.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove(&mut self, prefix: &AnyPrefix) -> Option<V> {
         match prefix {
             AnyPrefix::V4(p) => self.v4.remove(p),
@@ -80,6 +117,22 @@ impl<V: Clone + Eq + Hash> Table<V> {
     }
 
     /// Lay both tries out in walk order (see [`RouteTable::compact`]).
+    ///
+    /// ```
+    /// use ipfib::prefix::{AnyPrefix, Prefix};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// for i in 0..100u32 {
+    ///     t.insert(AnyPrefix::V4(Prefix::new(i << 24, 8)?), i)?;
+    /// }
+    /// for i in 0..50u32 {
+    ///     t.remove(&AnyPrefix::V4(Prefix::new(i << 24, 8)?));
+    /// }
+    /// t.compact(); // same routes, laid out for the ordered walk
+    /// assert_eq!(t.len(), 50);
+    /// assert_eq!(t.lookup(std::net::Ipv4Addr::new(99, 1, 2, 3)).map(|(_, v)| *v), Some(99));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact(&mut self) {
         self.v4.compact();
         self.v6.compact();
@@ -87,6 +140,20 @@ impl<V: Clone + Eq + Hash> Table<V> {
 
     /// Compile both families, each with the engine `auto` chooses for
     /// its shape (see [`crate::engine::auto`]).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::table::Table;
+    /// use std::net::{IpAddr, Ipv4Addr};
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let c = t.compile(&AutoOptions::default())?;
+    /// assert_eq!(c.lookup(Ipv4Addr::new(10, 9, 8, 7)).map(|(_, v)| *v), Some("ten"));
+    /// // `::ffff:10.9.8.7` is answered from the IPv4 table.
+    /// let mapped: IpAddr = "::ffff:10.9.8.7".parse()?;
+    /// assert_eq!(c.lookup(mapped).map(|(_, v)| *v), Some("ten"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compile(&self, opts: &AutoOptions) -> Result<CompiledTable<V>, AutoError> {
         self.compile_with::<AutoEngine<u32>, AutoEngine<u128>>(opts)
     }
@@ -94,6 +161,20 @@ impl<V: Clone + Eq + Hash> Table<V> {
     /// Compile both families with the engines `E4` (IPv4) and `E6` (IPv6),
     /// which share their options and error type (e.g. `Poptrie<u32>` and
     /// `Poptrie<u128>`).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+    /// use ipfib::engine::Engine;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, 1)?;
+    /// t.insert("10.1.0.0/16".parse()?, 2)?;
+    /// let c = t.compile_with::<Poptrie<u32>, Poptrie<u128>>(&PoptrieOptions::default())?;
+    /// let (prefix, value) = c.lookup(std::net::Ipv4Addr::new(10, 1, 2, 3)).expect("covered");
+    /// assert_eq!((prefix.to_string(), *value), ("10.1.0.0/16".to_string(), 2));
+    /// assert!(c.v4.engine().name().starts_with("poptrie"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compile_with<E4, E6>(
         &self,
         opts: &E4::Options,
@@ -111,16 +192,43 @@ impl<V: Clone + Eq + Hash> Table<V> {
 
 impl<V> Table<V> {
     /// Routes in both families.
+    ///
+    /// ```
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, ())?;
+    /// t.insert("::/0".parse()?, ())?;
+    /// assert_eq!(t.len(), 2); // both families
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.v4.len() + self.v6.len()
     }
 
     /// Whether there are no routes.
+    ///
+    /// ```
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// assert!(t.is_empty());
+    /// t.insert("::/0".parse()?, ())?;
+    /// assert!(!t.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The value for exactly `prefix`.
+    ///
+    /// ```
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// assert_eq!(t.get(&"10.0.0.0/8".parse()?), Some(&"ten"));
+    /// assert_eq!(t.get(&"10.0.0.0/16".parse()?), None); // exact match, not longest-prefix
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self, prefix: &AnyPrefix) -> Option<&V> {
         match prefix {
             AnyPrefix::V4(p) => self.v4.get(p),
@@ -130,6 +238,22 @@ impl<V> Table<V> {
 
     /// Longest-prefix match in the radix tries (`IpAddr`, `Ipv4Addr`,
     /// `Ipv6Addr` or [`AnyAddr`]; IPv4-mapped addresses answer from IPv4).
+    ///
+    /// ```
+    /// use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// use ipfib::table::Table;
+    /// use std::net::{Ipv4Addr, Ipv6Addr};
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// t.insert("::/0".parse()?, "v6")?;
+    /// let lab: AnyPrefix = "10.1.0.0/16".parse()?;
+    /// assert_eq!(t.lookup(Ipv4Addr::new(10, 1, 0, 1)), Some((lab, &"lab")));
+    /// assert_eq!(t.lookup(AnyAddr::parse("::ffff:10.2.0.1")?).map(|(_, v)| *v), Some("ten"));
+    /// assert_eq!(t.lookup(Ipv4Addr::new(11, 0, 0, 1)), None); // no IPv4 default route
+    /// assert_eq!(t.lookup(Ipv6Addr::LOCALHOST).map(|(_, v)| *v), Some("v6"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lookup(&self, addr: impl Into<AnyAddr>) -> Option<(AnyPrefix, &V)> {
         match addr.into() {
             AnyAddr::V4(a) => self.v4.lookup(a).map(|(p, v)| (p.into(), v)),
@@ -139,6 +263,19 @@ impl<V> Table<V> {
 }
 
 /// Snapshots of both families (`auto`'s engines unless others are named).
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::table::{CompiledTable, Table};
+/// let mut t = Table::new();
+/// t.insert("192.0.2.0/24".parse()?, "doc")?;
+/// let c: CompiledTable<&str> = t.compile(&AutoOptions::default())?;
+/// t.insert("192.0.2.0/25".parse()?, "later")?; // not seen by the snapshot
+/// let a = std::net::Ipv4Addr::new(192, 0, 2, 1);
+/// assert_eq!(c.lookup(a).map(|(_, v)| *v), Some("doc"));
+/// assert_eq!((c.v4.len(), c.v6.len()), (1, 0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct CompiledTable<V, E4: Engine<u32> = AutoEngine<u32>, E6: Engine<u128> = AutoEngine<u128>>
 {
     pub v4: Compiled<u32, V, E4>,
@@ -148,6 +285,22 @@ pub struct CompiledTable<V, E4: Engine<u32> = AutoEngine<u32>, E6: Engine<u128> 
 impl<V, E4: Engine<u32>, E6: Engine<u128>> CompiledTable<V, E4, E6> {
     /// Longest-prefix match (`IpAddr`, `Ipv4Addr`, `Ipv6Addr` or
     /// [`AnyAddr`]; IPv4-mapped addresses answer from IPv4).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::table::Table;
+    /// use std::net::{IpAddr, Ipv6Addr};
+    /// let mut t = Table::new();
+    /// t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// t.insert("::/0".parse()?, "default6")?;
+    /// let c = t.compile(&AutoOptions::default())?;
+    /// let doc = c.lookup("2001:db8::1".parse::<IpAddr>()?).map(|(p, _)| p.to_string());
+    /// assert_eq!(doc.as_deref(), Some("2001:db8::/32"));
+    /// assert_eq!(c.lookup(Ipv6Addr::LOCALHOST).map(|(_, v)| *v), Some("default6"));
+    /// // IPv4, mapped or not, is answered from the (empty) IPv4 table.
+    /// assert_eq!(c.lookup("::ffff:192.0.2.1".parse::<IpAddr>()?), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: impl Into<AnyAddr>) -> Option<(AnyPrefix, &V)> {
         match addr.into() {
@@ -157,6 +310,17 @@ impl<V, E4: Engine<u32>, E6: Engine<u128>> CompiledTable<V, E4, E6> {
     }
 
     /// Engine footprint of both families in bytes.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, 1)?;
+    /// let c = t.compile(&AutoOptions::default())?;
+    /// assert_eq!(c.footprint_bytes(), c.v4.footprint_bytes() + c.v6.footprint_bytes());
+    /// assert!(c.v4.footprint_bytes() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         self.v4.footprint_bytes() + self.v6.footprint_bytes()
     }

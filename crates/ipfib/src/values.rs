@@ -11,9 +11,26 @@ use std::hash::Hash;
 
 /// Largest number of distinct values a table holds: indices stay below
 /// `2^30` so engines can keep two flag bits in a `u32` payload.
+///
+/// ```
+/// use ipfib::values::MAX_VALUES;
+/// assert_eq!(MAX_VALUES, 1 << 30);
+/// // Every index fits below the two flag bits at the top of a `u32` payload.
+/// assert_eq!((MAX_VALUES - 1) as u32 >> 30, 0);
+/// ```
 pub const MAX_VALUES: usize = 1 << 30;
 
 /// Interned values with reference counts.
+///
+/// ```
+/// use ipfib::values::ValueTable;
+/// let mut vt = ValueTable::default();
+/// let a = vt.acquire("eth0")?;
+/// assert_eq!(vt.acquire("eth0")?, a); // interned: one index per distinct value
+/// assert_eq!(vt.distinct(), 1);
+/// assert_eq!(vt.get(a), Some(&"eth0"));
+/// # Ok::<(), ipfib::values::TooManyValues>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ValueTable<V> {
     slots: Vec<Option<V>>,
@@ -34,12 +51,29 @@ impl<V> Default for ValueTable<V> {
 }
 
 /// The table already holds [`MAX_VALUES`] distinct values.
+///
+/// ```
+/// use ipfib::values::TooManyValues;
+/// assert_eq!(TooManyValues.to_string(), "more than 1073741824 distinct values");
+/// let e: Box<dyn std::error::Error> = TooManyValues.into(); // a std error
+/// assert!(e.source().is_none());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("more than {MAX_VALUES} distinct values")]
 pub struct TooManyValues;
 
 impl<V: Clone + Eq + Hash> ValueTable<V> {
     /// Take one reference to `v`, interning it if new.
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// let a = vt.acquire("a")?;
+    /// let b = vt.acquire("b")?;
+    /// assert_ne!(a, b);
+    /// assert_eq!(vt.acquire("a")?, a); // a second reference to the same index
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     pub fn acquire(&mut self, v: V) -> Result<u32, TooManyValues> {
         if let Some(&i) = self.index.get(&v) {
             self.refs[i as usize] += 1;
@@ -64,6 +98,17 @@ impl<V: Clone + Eq + Hash> ValueTable<V> {
     }
 
     /// Drop one reference to index `i`, returning the value when it was the last.
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// let i = vt.acquire("a")?;
+    /// vt.acquire("a")?;
+    /// assert_eq!(vt.release(i), None); // one reference left
+    /// assert_eq!(vt.release(i), Some("a")); // the last: the value comes back
+    /// assert_eq!(vt.get(i), None);
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     pub fn release(&mut self, i: u32) -> Option<V> {
         let r = self.refs.get_mut(i as usize)?;
         debug_assert!(*r > 0, "release of a free value index");
@@ -80,17 +125,46 @@ impl<V: Clone + Eq + Hash> ValueTable<V> {
 
 impl<V> ValueTable<V> {
     /// The value at index `i`, if live.
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// let i = vt.acquire(String::from("x"))?;
+    /// assert_eq!(vt.get(i).map(String::as_str), Some("x"));
+    /// assert_eq!(vt.get(i + 1), None); // never handed out
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     #[inline]
     pub fn get(&self, i: u32) -> Option<&V> {
         self.slots.get(i as usize).and_then(|s| s.as_ref())
     }
 
     /// Number of live distinct values.
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// for v in ["a", "b", "a"] {
+    ///     vt.acquire(v)?;
+    /// }
+    /// assert_eq!(vt.distinct(), 2);
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     pub fn distinct(&self) -> usize {
         self.slots.len() - self.free.len()
     }
 
     /// A copy of every slot, indexed by value index (for snapshots).
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// let a = vt.acquire("a")?;
+    /// vt.acquire("b")?;
+    /// vt.release(a);
+    /// assert_eq!(vt.to_vec(), [None, Some("b")]); // freed slots stay, empty
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     pub fn to_vec(&self) -> Vec<Option<V>>
     where
         V: Clone,
@@ -99,6 +173,18 @@ impl<V> ValueTable<V> {
     }
 
     /// One past the largest index ever handed out.
+    ///
+    /// ```
+    /// use ipfib::values::ValueTable;
+    /// let mut vt = ValueTable::default();
+    /// let a = vt.acquire("a")?;
+    /// vt.acquire("b")?;
+    /// vt.release(a);
+    /// assert_eq!((vt.distinct(), vt.capacity_used()), (1, 2));
+    /// assert_eq!(vt.acquire("c")?, a); // a freed index is reused first
+    /// assert_eq!(vt.capacity_used(), 2);
+    /// # Ok::<(), ipfib::values::TooManyValues>(())
+    /// ```
     pub fn capacity_used(&self) -> usize {
         self.slots.len()
     }

@@ -75,6 +75,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which engine a [`Fib`] publishes.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibEngine, FibOptions};
+/// for engine in [FibEngine::PlanB, FibEngine::Poptrie] {
+///     let mut fib = Fib::new(FibOptions::with_engine(engine))?;
+///     fib.insert("10.0.0.0/8".parse()?, "ten")?;
+///     fib.flush()?;
+///     assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), Some(&"ten"));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FibEngine {
     /// Coalesced rebuild-and-swap of the whole engine per publication.
@@ -89,6 +100,18 @@ impl FibEngine {
     /// makes updates cheap) unless either family's shape is one a trie
     /// handles badly ([`crate::engine::auto::decide`] allows only PlanB),
     /// then PlanB. The reason names the deciding figures.
+    ///
+    /// ```
+    /// use ipfib::fib::FibEngine;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, 1)?;
+    /// t.insert("2001:db8::/32".parse()?, 2)?;
+    /// let (engine, why) = FibEngine::choose(&t);
+    /// assert_eq!(engine, FibEngine::Poptrie); // a small, ordinary table
+    /// assert!(why.starts_with("IPv4: ") && why.contains("; IPv6: "));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn choose<V: Clone>(table: &crate::table::Table<V>) -> (FibEngine, String) {
         use crate::engine::auto::{decide, Shape};
         use crate::intervals::compile;
@@ -103,6 +126,12 @@ impl FibEngine {
     }
 
     /// Lower-case name (`planb`, `poptrie`).
+    ///
+    /// ```
+    /// use ipfib::fib::FibEngine;
+    /// assert_eq!(FibEngine::PlanB.name(), "planb");
+    /// assert_eq!(FibEngine::Poptrie.name(), "poptrie");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             FibEngine::PlanB => "planb",
@@ -112,6 +141,17 @@ impl FibEngine {
 }
 
 /// How a [`Fib`] publishes.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibOptions};
+/// // Publish every change at once (the default waits for 64, or 1 ms).
+/// let opts = FibOptions { max_pending: 1, ..FibOptions::default() };
+/// let mut fib = Fib::new(opts)?;
+/// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+/// assert_eq!(fib.version(), 1);
+/// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), Some(&"ten"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct FibOptions {
     pub engine: FibEngine,
@@ -148,6 +188,14 @@ impl Default for FibOptions {
 
 impl FibOptions {
     /// Options for `engine`, defaults otherwise.
+    ///
+    /// ```
+    /// use ipfib::fib::{FibEngine, FibOptions};
+    /// let opts = FibOptions::with_engine(FibEngine::PlanB);
+    /// assert_eq!(opts.engine, FibEngine::PlanB);
+    /// assert_eq!(opts.max_pending, FibOptions::default().max_pending);
+    /// assert_eq!(FibOptions::default().engine, FibEngine::Poptrie);
+    /// ```
     pub fn with_engine(engine: FibEngine) -> Self {
         FibOptions {
             engine,
@@ -169,6 +217,14 @@ impl FibOptions {
 /// published version, the route table keeps the changes, which stay
 /// pending, and the next publication (the next change,
 /// [`Fib::publish_if_due`], [`Fib::flush`]) tries again.
+///
+/// ```
+/// use ipfib::fib::FibError;
+/// use ipfib::values::TooManyValues;
+/// let e = FibError::from(TooManyValues);
+/// assert!(matches!(e, FibError::Values(_)));
+/// assert_eq!(e.to_string(), TooManyValues.to_string()); // transparent
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum FibError {
     #[error(transparent)]
@@ -184,6 +240,20 @@ pub enum FibError {
 }
 
 /// One route change for [`Fib::apply`] and [`Fib::apply_batch`].
+///
+/// ```
+/// use ipfib::fib::{Fib, FibOptions, FibUpdate};
+/// let mut fib = Fib::new(FibOptions::default())?;
+/// fib.apply_batch([
+///     FibUpdate::Insert("10.0.0.0/8".parse()?, 1),
+///     FibUpdate::Insert("10.1.0.0/16".parse()?, 2),
+///     FibUpdate::Remove("10.0.0.0/8".parse()?),
+/// ])?;
+/// fib.flush()?;
+/// let s = fib.snapshot();
+/// assert_eq!((s.lookup_v4(0x0a01_0001), s.lookup_v4(0x0a02_0001)), (Some(&2), None));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FibUpdate<V> {
     /// Insert or replace the route for the prefix.
@@ -192,6 +262,18 @@ pub enum FibUpdate<V> {
 }
 
 /// Counters of what publications did.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibEngine, FibOptions};
+/// let mut fib = Fib::new(FibOptions::with_engine(FibEngine::PlanB))?;
+/// fib.insert("10.0.0.0/8".parse()?, 1)?;
+/// fib.flush()?;
+/// let stats = fib.stats();
+/// assert_eq!(stats.publications, 1);
+/// assert_eq!(stats.full_builds, 1); // the IPv4 side only: IPv6 did not change
+/// assert_eq!(stats.publish_total, stats.last_publish);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct FibStats {
     pub publications: u64,
@@ -231,6 +313,17 @@ pub(crate) struct Published<V> {
 /// A miss returns `None`. IPv4-mapped IPv6 addresses are looked up in the
 /// IPv4 table by [`Snapshot::lookup`] (the [`AnyAddr`] rule); the
 /// per-family calls take addresses as given.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibOptions};
+/// let mut fib = Fib::new(FibOptions::default())?;
+/// let reader = fib.reader();
+/// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+/// fib.flush()?; // publish now
+/// let lookup = std::thread::spawn(move || reader.snapshot().lookup_v4(0x0a01_0203).copied());
+/// assert_eq!(lookup.join().unwrap(), Some("ten"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Fib<V> {
     v4: FamilyFib<u32, V>,
     v6: FamilyFib<u128, V>,
@@ -246,11 +339,31 @@ pub struct Fib<V> {
 
 impl<V: Clone + Eq + Hash> Fib<V> {
     /// An empty FIB.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let fib: Fib<u32> = Fib::new(FibOptions::default())?;
+    /// assert_eq!(fib.version(), 0);
+    /// assert_eq!(fib.snapshot().lookup_v4(0), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(opts: FibOptions) -> Result<Self, FibError> {
         Self::from_table(Table::new(), opts)
     }
 
     /// A FIB holding `table`, published as version 0.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::prefix::AnyAddr;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// let fib = Fib::from_table(t, FibOptions::default())?;
+    /// let s = fib.snapshot();
+    /// assert_eq!((s.version(), s.lookup(AnyAddr::parse("2001:db8::1")?)), (0, Some(&"doc")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_table(table: Table<V>, mut opts: FibOptions) -> Result<Self, FibError> {
         opts.max_pending = opts.max_pending.max(1);
         let v4 = FamilyFib::new(table.v4, &opts)?;
@@ -275,6 +388,18 @@ impl<V: Clone + Eq + Hash> Fib<V> {
 
     /// Insert or replace the route for `prefix`; returns the old value.
     /// Visible to readers at the next publication.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// # let opts = FibOptions { max_delay: std::time::Duration::from_secs(3600), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// assert_eq!(fib.insert("10.0.0.0/8".parse()?, "a")?, None);
+    /// assert_eq!(fib.insert("10.0.0.0/8".parse()?, "b")?, Some("a"));
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), None); // not published yet
+    /// fib.flush()?;
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), Some(&"b"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn insert(&mut self, prefix: AnyPrefix, value: V) -> Result<Option<V>, FibError> {
         let (old, changed) = self.insert_unpublished(prefix, value)?;
         self.changed(changed)?;
@@ -282,6 +407,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Remove the route for exactly `prefix`; returns its value.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::prefix::AnyPrefix;
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// let p: AnyPrefix = "10.0.0.0/8".parse()?;
+    /// fib.insert(p, "ten")?;
+    /// assert_eq!(fib.remove(&p)?, Some("ten"));
+    /// assert_eq!(fib.remove(&p)?, None);
+    /// fib.flush()?;
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove(&mut self, prefix: &AnyPrefix) -> Result<Option<V>, FibError> {
         let (old, changed) = self.remove_unpublished(prefix);
         self.changed(changed)?;
@@ -289,6 +427,17 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Apply one update (insert or remove).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions, FibUpdate};
+    /// # let opts = FibOptions { max_delay: std::time::Duration::from_secs(3600), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// fib.apply(FibUpdate::Insert("2001:db8::/32".parse()?, 1))?;
+    /// assert_eq!((fib.pending(), fib.routes_v6().len()), (1, 1));
+    /// fib.apply(FibUpdate::Remove("2001:db8::/32".parse()?))?;
+    /// assert!(fib.routes_v6().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn apply(&mut self, update: FibUpdate<V>) -> Result<(), FibError> {
         let changed = self.apply_unpublished(update)?;
         self.changed(changed)
@@ -308,6 +457,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// readers see all of them or none. All or none for the route table
     /// too: when an update is refused ([`FibError::Values`]), the ones
     /// before it are undone and the call changes nothing.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions, FibUpdate};
+    /// let mut fib = Fib::new(FibOptions { max_pending: 1, ..FibOptions::default() })?;
+    /// fib.apply_batch([
+    ///     FibUpdate::Insert("10.0.0.0/8".parse()?, "ten"),
+    ///     FibUpdate::Insert("2001:db8::/32".parse()?, "doc"),
+    /// ])?;
+    /// assert_eq!(fib.version(), 1); // one publication for the whole batch
+    /// let s = fib.snapshot();
+    /// assert_eq!((s.lookup_v4(0x0a00_0001), s.lookup_v6(0x2001_0db8 << 96)), (Some(&"ten"), Some(&"doc")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn apply_batch(
         &mut self,
         updates: impl IntoIterator<Item = FibUpdate<V>>,
@@ -360,6 +522,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Replace every route with `table` and publish at once.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::table::Table;
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let mut next = Table::new();
+    /// next.insert("11.0.0.0/8".parse()?, "eleven")?;
+    /// fib.replace_all(next)?; // published at once
+    /// let s = fib.snapshot();
+    /// assert_eq!((s.lookup_v4(0x0a00_0001), s.lookup_v4(0x0b00_0001)), (None, Some(&"eleven")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn replace_all(&mut self, table: Table<V>) -> Result<(), FibError> {
         self.v4.reset(table.v4);
         self.v6.reset(table.v6);
@@ -369,6 +544,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// Publish pending changes now.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// # let opts = FibOptions { max_delay: std::time::Duration::from_secs(3600), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// assert_eq!((fib.pending(), fib.version()), (1, 0));
+    /// fib.flush()?;
+    /// assert_eq!((fib.pending(), fib.version()), (0, 1));
+    /// fib.flush()?; // nothing pending: no new version
+    /// assert_eq!(fib.version(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush(&mut self) -> Result<(), FibError> {
         if self.pending > 0 {
             // (`deferred_since` is cleared by a publication that succeeds.)
@@ -427,6 +615,18 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// is copied instead). A writer that waits for updates with a timeout
     /// uses this as the timeout, then calls `publish_if_due`: the FIB has
     /// no thread of its own.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use std::time::Duration;
+    /// let opts = FibOptions { max_delay: Duration::from_secs(60), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// assert_eq!(fib.due_in(), None); // nothing pending
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// let wait = fib.due_in().expect("a change is pending");
+    /// assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn due_in(&self) -> Option<Duration> {
         if self.pending == 0 {
             return None;
@@ -450,6 +650,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// Update calls do this themselves; a writer with no more updates for
     /// a while calls it (or [`Fib::flush`]) so that the last changes do
     /// not wait for the next update.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use std::time::Duration;
+    /// let opts = FibOptions { max_delay: Duration::from_millis(5), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// std::thread::sleep(fib.due_in().unwrap_or_default());
+    /// assert!(fib.publish_if_due()?);
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), Some(&1));
+    /// assert!(!fib.publish_if_due()?); // nothing left to publish
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn publish_if_due(&mut self) -> Result<bool, FibError> {
         if !self.overdue() {
             return Ok(false);
@@ -507,6 +720,19 @@ impl<V: Clone + Eq + Hash> Fib<V> {
 
 impl<V> Fib<V> {
     /// A handle for reader threads.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// let reader = fib.reader();
+    /// let other = reader.clone();
+    /// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// fib.flush()?;
+    /// let lookup = std::thread::spawn(move || other.snapshot().lookup_v4(0x0a00_0001).copied());
+    /// assert_eq!(lookup.join().unwrap(), Some("ten"));
+    /// assert_eq!(reader.snapshot().version(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reader(&self) -> FibReader<V> {
         FibReader {
             shared: Arc::clone(&self.shared),
@@ -514,6 +740,19 @@ impl<V> Fib<V> {
     }
 
     /// The latest published version, for the writer's own lookups.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.flush()?;
+    /// let old = fib.snapshot();
+    /// fib.insert("10.0.0.0/8".parse()?, 2)?;
+    /// fib.flush()?;
+    /// assert_eq!(old.lookup_v4(0x0a00_0001), Some(&1)); // a snapshot keeps its version
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), Some(&2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self) -> Snapshot<V> {
         Snapshot {
             guard: self.shared.load(),
@@ -521,31 +760,90 @@ impl<V> Fib<V> {
     }
 
     /// Version of the latest publication (0: the initial table).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// assert_eq!(fib.version(), 0);
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.flush()?;
+    /// assert_eq!(fib.version(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn version(&self) -> u64 {
         self.version
     }
 
     /// Changes not yet published.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// # let opts = FibOptions { max_delay: std::time::Duration::from_secs(3600), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.insert("11.0.0.0/8".parse()?, 1)?;
+    /// fib.insert("11.0.0.0/8".parse()?, 1)?; // the same value: not a change
+    /// assert_eq!(fib.pending(), 2);
+    /// fib.flush()?;
+    /// assert_eq!(fib.pending(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pending(&self) -> usize {
         self.pending
     }
 
     /// The IPv4 route table (the truth, including unpublished changes).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// # let opts = FibOptions { max_delay: std::time::Duration::from_secs(3600), ..FibOptions::default() };
+    /// let mut fib = Fib::new(opts)?;
+    /// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// assert_eq!(fib.routes_v4().lookup(0x0a00_0001).map(|(_, v)| *v), Some("ten"));
+    /// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), None); // not published yet
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn routes_v4(&self) -> &RouteTable<u32, V> {
         &self.v4.routes
     }
 
     /// The IPv6 route table.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// fib.insert("2001:db8::/32".parse()?, "doc")?;
+    /// assert_eq!(fib.routes_v6().get(&"2001:db8::/32".parse()?), Some(&"doc"));
+    /// assert!(fib.routes_v4().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn routes_v6(&self) -> &RouteTable<u128, V> {
         &self.v6.routes
     }
 
     /// What publications did so far.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// assert_eq!(fib.stats().publications, 0);
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.flush()?;
+    /// assert_eq!(fib.stats().publications, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> &FibStats {
         &self.stats
     }
 
     /// The options in force.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let fib: Fib<u8> = Fib::new(FibOptions { max_pending: 0, ..FibOptions::default() })?;
+    /// assert_eq!(fib.options().max_pending, 1); // at least 1
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(&self) -> &FibOptions {
         &self.opts
     }
@@ -553,12 +851,42 @@ impl<V> Fib<V> {
     /// Heap bytes the writer keeps: route tables, the published and spare
     /// engines with their value slots (not the values' own heap data, nor
     /// versions that readers still hold).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::prefix::{AnyPrefix, Prefix};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// let empty = fib.footprint_bytes();
+    /// for i in 0..256u32 {
+    ///     fib.insert(AnyPrefix::V4(Prefix::new(i << 16, 16)?), i)?;
+    /// }
+    /// fib.flush()?;
+    /// assert!(fib.footprint_bytes() > empty);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         self.v4.footprint_bytes() + self.v6.footprint_bytes()
     }
 }
 
 /// A reader's handle on a [`Fib`]: cheap to clone, `Send + Sync`.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibOptions};
+/// # let mut t = ipfib::table::Table::new();
+/// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let fib = Fib::from_table(t, FibOptions::default())?; // 10.0.0.0/8 -> "ten"
+/// let threads: Vec<_> = (0..2)
+///     .map(|_| {
+///         let reader = fib.reader();
+///         std::thread::spawn(move || reader.snapshot().lookup_v4(0x0a00_0001).copied())
+///     })
+///     .collect();
+/// for t in threads {
+///     assert_eq!(t.join().unwrap(), Some("ten"));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct FibReader<V> {
     shared: Arc<ArcSwap<Published<V>>>,
 }
@@ -576,6 +904,18 @@ impl<V> FibReader<V> {
     /// no allocation; holding it keeps that version's memory alive, and
     /// holding it across two publications makes the Poptrie writer build a
     /// fresh copy (slower updates, never blocked lookups).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// let reader = fib.reader();
+    /// let before = reader.snapshot();
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.flush()?;
+    /// assert_eq!((before.version(), before.lookup_v4(0x0a00_0001)), (0, None));
+    /// assert_eq!(reader.snapshot().lookup_v4(0x0a00_0001), Some(&1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn snapshot(&self) -> Snapshot<V> {
         Snapshot {
@@ -586,17 +926,54 @@ impl<V> FibReader<V> {
 
 /// One published version of a [`Fib`]: every lookup through it answers
 /// from that version.
+///
+/// ```
+/// use ipfib::fib::{Fib, FibOptions, Snapshot};
+/// let mut fib = Fib::new(FibOptions::default())?;
+/// fib.insert("10.0.0.0/8".parse()?, "ten")?;
+/// fib.flush()?;
+/// let s: Snapshot<&str> = fib.snapshot();
+/// fib.remove(&"10.0.0.0/8".parse()?)?;
+/// fib.flush()?;
+/// assert_eq!(s.lookup_v4(0x0a00_0001), Some(&"ten")); // still version 1
+/// assert_eq!(fib.snapshot().lookup_v4(0x0a00_0001), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Snapshot<V> {
     guard: arc_swap::Guard<Arc<Published<V>>>,
 }
 
 impl<V> Snapshot<V> {
     /// The publication this snapshot shows (0: the initial table).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// let mut fib = Fib::new(FibOptions::default())?;
+    /// assert_eq!(fib.snapshot().version(), 0);
+    /// fib.insert("10.0.0.0/8".parse()?, 1)?;
+    /// fib.flush()?;
+    /// assert_eq!(fib.snapshot().version(), fib.version());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn version(&self) -> u64 {
         self.guard.version
     }
 
     /// Longest-prefix match, IPv4-mapped IPv6 looked up as IPv4.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::prefix::AnyAddr;
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "v4")?;
+    /// t.insert("::/0".parse()?, "v6")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot();
+    /// assert_eq!(s.lookup(AnyAddr::parse("::ffff:10.0.0.1")?), Some(&"v4")); // unmapped
+    /// assert_eq!(s.lookup(AnyAddr::parse("::ffff:11.0.0.1")?), None); // an IPv4 miss
+    /// assert_eq!(s.lookup(AnyAddr::parse("::1")?), Some(&"v6"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: AnyAddr) -> Option<&V> {
         match addr {
@@ -606,6 +983,19 @@ impl<V> Snapshot<V> {
     }
 
     /// Longest-prefix match of an IPv4 address.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot();
+    /// assert_eq!(s.lookup_v4(0x0a01_0001), Some(&"lab"));
+    /// assert_eq!(s.lookup_v4(0x0a02_0001), Some(&"ten"));
+    /// assert_eq!(s.lookup_v4(0x0b00_0000), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup_v4(&self, addr: u32) -> Option<&V> {
         let side = &self.guard.v4;
@@ -613,6 +1003,18 @@ impl<V> Snapshot<V> {
     }
 
     /// Longest-prefix match of an IPv6 address (taken as given).
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "v4")?;
+    /// t.insert("::/0".parse()?, "v6")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot();
+    /// let mapped = u128::from(std::net::Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped());
+    /// assert_eq!(s.lookup_v6(mapped), Some(&"v6")); // taken as given: not unmapped
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup_v6(&self, addr: u128) -> Option<&V> {
         let side = &self.guard.v6;
@@ -625,24 +1027,76 @@ impl<V> Snapshot<V> {
     ///
     /// # Panics
     /// If `out` is shorter than `addrs`.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::intervals::NO_ROUTE;
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot(); // 10.0.0.0/8 -> "ten"
+    /// let mut out = [0u32; 2];
+    /// s.lookup_batch_v4(&[0x0a00_0001, 0x0b00_0001], &mut out);
+    /// assert_eq!(s.value_v4(out[0]), Some(&"ten"));
+    /// assert_eq!(out[1], NO_ROUTE);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup_batch_v4(&self, addrs: &[u32], out: &mut [u32]) {
         self.guard.v4.lookup_batch(addrs, out)
     }
 
     /// As [`Snapshot::lookup_batch_v4`], for IPv6.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::intervals::NO_ROUTE;
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot(); // 2001:db8::/32 -> "doc"
+    /// let mut out = [0u32; 2];
+    /// s.lookup_batch_v6(&[0x2001_0db8 << 96 | 1, 1], &mut out);
+    /// assert_eq!(s.value_v6(out[0]), Some(&"doc"));
+    /// assert_eq!(out[1], NO_ROUTE);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup_batch_v6(&self, addrs: &[u128], out: &mut [u32]) {
         self.guard.v6.lookup_batch(addrs, out)
     }
 
     /// The value of an IPv4 index this snapshot answered.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::intervals::NO_ROUTE;
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot(); // 10.0.0.0/8 -> "ten"
+    /// let mut out = [0u32; 1];
+    /// s.lookup_batch_v4(&[0x0a00_0001], &mut out);
+    /// assert_eq!(s.value_v4(out[0]), Some(&"ten"));
+    /// assert_eq!(s.value_v4(NO_ROUTE), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn value_v4(&self, index: u32) -> Option<&V> {
         self.guard.v4.value(index)
     }
 
     /// The value of an IPv6 index this snapshot answered.
+    ///
+    /// ```
+    /// use ipfib::fib::{Fib, FibOptions};
+    /// use ipfib::intervals::NO_ROUTE;
+    /// # let mut t = ipfib::table::Table::new();
+    /// # t.insert("::/0".parse()?, "default")?;
+    /// let s = Fib::from_table(t, FibOptions::default())?.snapshot(); // ::/0 -> "default"
+    /// let mut out = [0u32; 1];
+    /// s.lookup_batch_v6(&[1], &mut out);
+    /// assert_eq!(s.value_v6(out[0]), Some(&"default"));
+    /// assert_eq!(s.value_v6(NO_ROUTE), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn value_v6(&self, index: u32) -> Option<&V> {
         self.guard.v6.value(index)

@@ -33,8 +33,30 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// The first eight bytes of every compiled table file.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, MAGIC};
+/// use ipfib::table::Table;
+/// let bytes = to_bytes(&Table::<&str>::new(), &AutoOptions::default(), "")?;
+/// assert!(bytes.starts_with(&MAGIC));
+/// assert_eq!(&MAGIC, b"IPFIBTBL");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAGIC: [u8; 8] = *b"IPFIBTBL";
 /// The layout version this build writes and reads.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, ImageError, ImageTable, VERSION};
+/// use ipfib::table::Table;
+/// let mut bytes = to_bytes(&Table::<&str>::new(), &AutoOptions::default(), "")?;
+/// assert_eq!(bytes[8..12], VERSION.to_le_bytes()); // right after the magic
+/// bytes[8..12].copy_from_slice(&(VERSION + 1).to_le_bytes());
+/// let err = ImageTable::from_bytes(&bytes).err().expect("refused");
+/// assert!(matches!(err, ImageError::Version { found } if found == VERSION + 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const VERSION: u32 = 1;
 /// Written as a native `u32`: reads back as this only on a little-endian
 /// machine (the layout is little-endian).
@@ -53,6 +75,18 @@ const MAX_SECTIONS: u32 = 4096;
 /// Implement only for `Copy` types whose every byte pattern is valid (all
 /// fields integers or arrays of them; padding allowed, since padding bytes
 /// are never read as values) and whose alignment is at most 64.
+///
+/// ```
+/// use ipfib::image::Plain;
+/// use ipfib::prefix::Prefix;
+/// let mut out = Vec::new();
+/// u32::put(&[0x0a00_0001], &mut out);
+/// assert_eq!(out, [1, 0, 0, 10]); // little-endian
+/// out.clear();
+/// Prefix::<u32>::put(&["10.0.0.0/8".parse()?], &mut out);
+/// assert_eq!(out, [0, 0, 0, 10, 8, 0, 0, 0]); // address, length, zeroed padding
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub unsafe trait Plain: Copy + Send + Sync + 'static {
     /// Append `items` as their little-endian in-memory bytes, padding
     /// bytes written as zero.
@@ -83,6 +117,19 @@ pub(crate) use plain_bytes;
 plain_bytes!(u8, u32, u64, u128);
 
 /// Why a compiled table file could not be written or opened.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, ImageError, ImageTable};
+/// use ipfib::table::Table;
+/// let err = ImageTable::from_bytes(b"10.0.0.0/8 ten\n").err().expect("refused");
+/// assert!(matches!(err, ImageError::NotAnImage));
+/// let mut bytes = to_bytes(&Table::<&str>::new(), &AutoOptions::default(), "")?;
+/// bytes.push(0); // one byte more than the header says
+/// let err = ImageTable::from_bytes(&bytes).err().expect("refused");
+/// assert!(matches!(err, ImageError::Corrupt { .. }), "{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum ImageError {
     /// Reading, mapping or writing the file failed.
@@ -536,6 +583,22 @@ pub(crate) fn invalid(at: u64, what: &str, why: impl fmt::Display) -> ImageError
 }
 
 /// How to open a file.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, ImageTable, OpenOptions};
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten-value")?;
+/// let mut bytes = to_bytes(&t, &AutoOptions::default(), "")?;
+/// let at = bytes.windows(3).position(|w| w == b"ten").expect("value text");
+/// bytes[at..at + 3].copy_from_slice(b"TEN"); // damage the value text
+/// assert!(ImageTable::from_bytes(&bytes).is_err()); // section checksum
+/// let unchecked = OpenOptions { verify_checksums: false, ..OpenOptions::default() };
+/// let img = ImageTable::from_bytes_with(&bytes, unchecked)?; // structurally sound
+/// assert_eq!(img.v4.lookup(0x0a00_0001).map(|(_, v)| v), Some("TEN-value"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct OpenOptions {
     /// Verify every section's checksum (default). Without it, opening
@@ -588,11 +651,41 @@ fn open_bytes(path: &Path, map: bool) -> Result<Bytes, ImageError> {
 
 impl ImageTable {
     /// Open the compiled table file at `path`, memory-mapped.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{write_table, ImageError, ImageTable};
+    /// use ipfib::table::Table;
+    /// let path = std::env::temp_dir().join(format!("ipfib-doc-open-{}.ipfib", std::process::id()));
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// write_table(&t, &path, &AutoOptions::default(), "")?;
+    /// let img = ImageTable::open(&path)?; // memory-mapped
+    /// assert_eq!(img.v4.lookup(0x0a00_0001).map(|(_, v)| v), Some("ten"));
+    /// std::fs::remove_file(&path)?;
+    /// assert!(matches!(ImageTable::open(&path), Err(ImageError::Io(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: &Path) -> Result<Self, ImageError> {
         Self::open_with(path, OpenOptions::default())
     }
 
     /// [`ImageTable::open`] with options.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{write_table, ImageTable, OpenOptions};
+    /// use ipfib::table::Table;
+    /// let path = std::env::temp_dir().join(format!("ipfib-doc-open-with-{}.ipfib", std::process::id()));
+    /// let mut t = Table::new();
+    /// t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// write_table(&t, &path, &AutoOptions::default(), "")?;
+    /// // A private copy: safe even if the file is later rewritten in place.
+    /// let img = ImageTable::open_with(&path, OpenOptions { map: false, ..OpenOptions::default() })?;
+    /// std::fs::remove_file(&path)?;
+    /// assert_eq!(img.v6.lookup(0x2001_0db8 << 96).map(|(_, v)| v), Some("doc"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_with(path: &Path, opts: OpenOptions) -> Result<Self, ImageError> {
         let bytes = open_bytes(path, opts.map)?;
         let mut r = Reader::new(bytes, opts.verify_checksums)?;
@@ -602,11 +695,38 @@ impl ImageTable {
     }
 
     /// Open a compiled table held in memory (copied once, aligned).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{to_bytes, ImageError, ImageTable};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let mut shifted = vec![0u8]; // the file's bytes at an odd address
+    /// shifted.extend(to_bytes(&t, &AutoOptions::default(), "")?);
+    /// let img = ImageTable::from_bytes(&shifted[1..])?; // fine: copied, aligned
+    /// assert_eq!(img.v4.lookup(0x0a00_0001).map(|(_, v)| v), Some("ten"));
+    /// assert!(matches!(ImageTable::from_bytes(&[]), Err(ImageError::NotAnImage)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ImageError> {
         Self::from_bytes_with(bytes, OpenOptions::default())
     }
 
     /// [`ImageTable::from_bytes`] with options.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{to_bytes, ImageError, ImageTable, OpenOptions};
+    /// use ipfib::table::Table;
+    /// let bytes = to_bytes(&Table::<&str>::new(), &AutoOptions::default(), "")?;
+    /// let unchecked = OpenOptions { verify_checksums: false, ..OpenOptions::default() };
+    /// // Structural checks always run: a truncated file is refused either way.
+    /// let err = ImageTable::from_bytes_with(&bytes[..bytes.len() - 1], unchecked).err();
+    /// assert!(matches!(err, Some(ImageError::Corrupt { .. })));
+    /// assert!(ImageTable::from_bytes_with(&bytes, unchecked)?.v4.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_bytes_with(bytes: &[u8], opts: OpenOptions) -> Result<Self, ImageError> {
         let mut r = Reader::new(
             Bytes::Owned(LookupBuf::from_slice(bytes)),
@@ -622,6 +742,21 @@ impl ImageTable {
 /// table, header), so that fuzzing and tests can reach the structural
 /// checks behind them with damaged content. Bytes that do not hold a
 /// whole header and section table are left as they are.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{reseal, to_bytes, ImageTable};
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let mut bytes = to_bytes(&t, &AutoOptions::default(), "")?;
+/// let at = bytes.windows(3).position(|w| w == b"ten").expect("value text");
+/// bytes[at] = b'T';
+/// assert!(ImageTable::from_bytes(&bytes).is_err()); // checksum mismatch
+/// reseal(&mut bytes); // now only the structural checks stand in the way
+/// assert_eq!(ImageTable::from_bytes(&bytes)?.v4.lookup(0x0a00_0001).map(|(_, v)| v), Some("Ten"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[doc(hidden)]
 pub fn reseal(b: &mut [u8]) {
     if b.len() < HEADER_BYTES {
@@ -648,6 +783,13 @@ pub fn reseal(b: &mut [u8]) {
 }
 
 /// Whether `head` (a file's first bytes) starts like a compiled table file.
+///
+/// ```
+/// use ipfib::image::{is_image, MAGIC};
+/// assert!(is_image(&MAGIC));
+/// assert!(!is_image(b"10.0.0.0/8 ten\n")); // a text table
+/// assert!(!is_image(&MAGIC[..4])); // too short to tell
+/// ```
 pub fn is_image(head: &[u8]) -> bool {
     head.starts_with(&MAGIC)
 }

@@ -19,6 +19,18 @@ use std::path::Path;
 ///   smaller, faster engine for value-only lookups);
 /// - `by_route` answers a route ordinal, whose prefix and value slot the
 ///   route list gives.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, FamilyImage, ImageTable};
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+/// let v4: &FamilyImage<u32> = &img.v4;
+/// assert_eq!(v4.lookup(0x0a00_0001), Some(("10.0.0.0/8".parse()?, "ten")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct FamilyImage<A: Family> {
     by_value: AutoEngine<A>,
     by_route: AutoEngine<A>,
@@ -30,6 +42,19 @@ pub struct FamilyImage<A: Family> {
 }
 
 /// Both families of an opened compiled table file.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{to_bytes, ImageTable};
+/// use ipfib::prefix::AnyAddr;
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "routes.txt")?)?;
+/// assert_eq!(img.source, "routes.txt");
+/// assert_eq!(img.lookup(AnyAddr::parse("10.1.2.3")?).map(|(_, v)| v), Some("ten"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ImageTable {
     pub v4: FamilyImage<u32>,
     pub v6: FamilyImage<u128>,
@@ -40,24 +65,79 @@ pub struct ImageTable {
 
 impl<A: Family> FamilyImage<A> {
     /// Longest-prefix match: the matching route's prefix and value.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// assert_eq!(img.v4.lookup(0x0a01_0001), Some(("10.1.0.0/16".parse()?, "lab")));
+    /// assert_eq!(img.v4.lookup(0x0a02_0001).map(|(_, v)| v), Some("ten"));
+    /// assert_eq!(img.v4.lookup(0x0b00_0000), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: A) -> Option<(Prefix<A>, &str)> {
         self.route(self.by_route.lookup(addr))
     }
 
     /// The value slot matching `addr` ([`NO_ROUTE`](crate::engine::NO_ROUTE) on a miss).
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::engine::NO_ROUTE;
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// let slot = img.v4.value_slot(0x0a01_0001);
+    /// assert_eq!(img.v4.value(slot), Some("lab"));
+    /// assert_eq!(img.v4.value_slot(0x0b00_0000), NO_ROUTE);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn value_slot(&self, addr: A) -> u32 {
         self.by_value.lookup(addr)
     }
 
     /// Route ordinals for a batch (resolve each with [`FamilyImage::route`]).
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// let mut out = [0u32; 3];
+    /// img.v4.lookup_batch::<8>(&[0x0a01_0001, 0x0a02_0001, 0x0b00_0000], &mut out);
+    /// let values: Vec<_> = out.iter().map(|&o| img.v4.route(o).map(|(_, v)| v)).collect();
+    /// assert_eq!(values, [Some("lab"), Some("ten"), None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         self.by_route.lookup_batch::<M>(addrs, out)
     }
 
     /// The route at an ordinal (`None` for [`NO_ROUTE`](crate::engine::NO_ROUTE)).
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::engine::NO_ROUTE;
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// assert_eq!(img.v4.route(0), Some(("10.0.0.0/8".parse()?, "ten"))); // walk order
+    /// assert_eq!(img.v4.route(1).map(|(_, v)| v), Some("lab"));
+    /// assert_eq!(img.v4.route(NO_ROUTE), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn route(&self, ordinal: u32) -> Option<(Prefix<A>, &str)> {
         let i = ordinal as usize;
@@ -66,6 +146,19 @@ impl<A: Family> FamilyImage<A> {
     }
 
     /// The text of value slot `slot`.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// assert_eq!(img.v4.value(0), Some("ten")); // slots in order of first use
+    /// assert_eq!(img.v4.value(1), Some("lab"));
+    /// assert_eq!(img.v4.value(2), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn value(&self, slot: u32) -> Option<&str> {
         let i = slot as usize;
@@ -79,42 +172,143 @@ impl<A: Family> FamilyImage<A> {
     }
 
     /// Routes held.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// assert_eq!((img.v4.len(), img.v6.len()), (2, 0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.prefixes.len()
     }
 
     /// No routes.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds one IPv4 route and no IPv6 route.
+    /// assert!(!img.v4.is_empty() && img.v6.is_empty());
+    /// assert_eq!(img.v6.lookup(1), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.prefixes.is_empty()
     }
 
     /// Distinct values (value slots are `0..values()`).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{to_bytes, ImageTable};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// for (p, v) in [("10.0.0.0/8", "x"), ("11.0.0.0/8", "x"), ("12.0.0.0/8", "y")] {
+    ///     t.insert(p.parse()?, v)?;
+    /// }
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// assert_eq!((img.v4.len(), img.v4.values()), (3, 2)); // equal values share a slot
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn values(&self) -> usize {
         self.ends.len()
     }
 
     /// The route list in walk order (address, then shorter first).
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::prefix::Prefix;
+    /// let mut t = Table::new();
+    /// t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// let want: [Prefix<u32>; 2] = ["10.0.0.0/8".parse()?, "10.1.0.0/16".parse()?];
+    /// assert_eq!(img.v4.prefixes(), want); // walk order, not insertion order
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn prefixes(&self) -> &[Prefix<A>] {
         &self.prefixes
     }
 
     /// Route ordinal -> value slot.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// let mut t = Table::new();
+    /// for (p, v) in [("10.0.0.0/8", "x"), ("11.0.0.0/8", "y"), ("12.0.0.0/8", "x")] {
+    ///     t.insert(p.parse()?, v)?;
+    /// }
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// assert_eq!(img.v4.slots(), [0, 1, 0]); // route ordinal -> value slot
+    /// assert_eq!(img.v4.value(img.v4.slots()[1]), Some("y"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn slots(&self) -> &[u32] {
         &self.slots
     }
 
     /// The engine over value slots.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::engine::Engine;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "x")?;
+    /// t.insert("10.1.0.0/16".parse()?, "x")?;
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // Both routes have value slot 0: the /16 merges into the /8.
+    /// assert_eq!(img.v4.by_value().lookup(0x0a01_0001), 0);
+    /// assert_eq!(img.v4.by_value().lookup(0x0a02_0001), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn by_value(&self) -> &AutoEngine<A> {
         &self.by_value
     }
 
     /// The engine over route ordinals.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::engine::Engine;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "x")?;
+    /// t.insert("10.1.0.0/16".parse()?, "x")?;
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // Route ordinals tell the two routes apart even with one value.
+    /// assert_eq!(img.v4.by_route().lookup(0x0a01_0001), 1); // 10.1.0.0/16
+    /// assert_eq!(img.v4.by_route().lookup(0x0a02_0001), 0); // 10.0.0.0/8
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn by_route(&self) -> &AutoEngine<A> {
         &self.by_route
     }
 
     /// The parts, for a caller that keeps its own snapshot type: (value
     /// engine, route engine, prefixes, value slot per route).
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::engine::Engine;
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds 10.0.0.0/8 -> "ten" and 10.1.0.0/16 -> "lab".
+    /// let (by_value, by_route, prefixes, slots, values) = img.v4.into_parts();
+    /// assert_eq!(values, ["ten", "lab"]);
+    /// let route = by_route.lookup(0x0a01_0001) as usize;
+    /// assert_eq!((prefixes[route].to_string(), values[slots[route] as usize].as_str()), ("10.1.0.0/16".into(), "lab"));
+    /// assert_eq!(values[by_value.lookup(0x0a02_0001) as usize], "ten");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[allow(clippy::type_complexity)]
     pub fn into_parts(
         self,
@@ -138,6 +332,19 @@ impl<A: Family> FamilyImage<A> {
     }
 
     /// Bytes of the mapped structures.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// use ipfib::prefix::Prefix;
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("10.1.0.0/16".parse()?, "lab")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds two IPv4 routes.
+    /// let routes = img.v4.len() * std::mem::size_of::<Prefix<u32>>();
+    /// assert!(img.v4.footprint_bytes() > routes); // plus engines, slots, value text
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         self.by_value.footprint_bytes()
             + self.by_route.footprint_bytes()
@@ -280,6 +487,22 @@ impl<A: Family> FamilyImage<A> {
 
 impl ImageTable {
     /// Longest-prefix match for an address of either family.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::AutoOptions;
+    /// use ipfib::image::{to_bytes, ImageTable};
+    /// use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// use ipfib::table::Table;
+    /// let mut t = Table::new();
+    /// t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// let ten: AnyPrefix = "10.0.0.0/8".parse()?;
+    /// assert_eq!(img.lookup(AnyAddr::parse("::ffff:10.0.0.1")?), Some((ten, "ten"))); // unmapped
+    /// assert_eq!(img.lookup(AnyAddr::parse("2001:db8::1")?).map(|(_, v)| v), Some("doc"));
+    /// assert_eq!(img.lookup(AnyAddr::parse("11.0.0.1")?), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn lookup(&self, addr: AnyAddr) -> Option<(AnyPrefix, &str)> {
         match addr {
             AnyAddr::V4(a) => self.v4.lookup(a).map(|(p, v)| (p.into(), v)),
@@ -288,6 +511,17 @@ impl ImageTable {
     }
 
     /// Bytes of the mapped structures.
+    ///
+    /// ```
+    /// # use ipfib::{engine::auto::AutoOptions, image::{to_bytes, ImageTable}, table::Table};
+    /// # let mut t = Table::new();
+    /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
+    /// # t.insert("2001:db8::/32".parse()?, "doc")?;
+    /// # let img = ImageTable::from_bytes(&to_bytes(&t, &AutoOptions::default(), "")?)?;
+    /// // `img` holds one route per family.
+    /// assert_eq!(img.footprint_bytes(), img.v4.footprint_bytes() + img.v6.footprint_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         self.v4.footprint_bytes() + self.v6.footprint_bytes()
     }
@@ -333,6 +567,21 @@ impl ImageTable {
 }
 
 /// What [`write_table`] wrote.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::write_table;
+/// use ipfib::table::Table;
+/// let dir = std::env::temp_dir().join(format!("ipfib-doc-write-stats-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// let stats = write_table(&t, &dir.join("t.ipfib"), &AutoOptions::default(), "doc")?;
+/// assert_eq!(stats.bytes, std::fs::metadata(dir.join("t.ipfib"))?.len());
+/// assert!(!stats.engines_v4.0.is_empty() && !stats.engines_v6.1.is_empty());
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct WriteStats {
     pub bytes: u64,
@@ -344,6 +593,19 @@ pub struct WriteStats {
 /// The compiled table file of `table` (engines chosen by `opts`), as
 /// bytes. `source` is free text kept in the file (e.g. what it was
 /// compiled from).
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{is_image, to_bytes, ImageTable};
+/// use ipfib::table::Table;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, String::from("ten"))?;
+/// let bytes = to_bytes(&t, &AutoOptions::default(), "from a doctest")?;
+/// assert!(is_image(&bytes));
+/// let img = ImageTable::from_bytes(&bytes)?;
+/// assert_eq!((img.source.as_str(), img.v4.len()), ("from a doctest", 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn to_bytes<V: AsRef<str>>(
     table: &Table<V>,
     opts: &AutoOptions,
@@ -378,6 +640,23 @@ fn encode<V: AsRef<str>>(
 /// Write the compiled table file of `table` to `path`: into a temporary
 /// file beside it, then renamed over `path`, so a reader never maps a
 /// half-written file and a failed write leaves nothing behind.
+///
+/// ```
+/// use ipfib::engine::auto::AutoOptions;
+/// use ipfib::image::{write_table, ImageTable};
+/// use ipfib::prefix::AnyAddr;
+/// use ipfib::table::Table;
+/// # let dir = std::env::temp_dir().join(format!("ipfib-doc-write-table-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let mut t = Table::new();
+/// t.insert("10.0.0.0/8".parse()?, "ten")?;
+/// write_table(&t, &dir.join("t.ipfib"), &AutoOptions::default(), "doc")?;
+/// let img = ImageTable::open(&dir.join("t.ipfib"))?;
+/// assert_eq!(img.lookup(AnyAddr::V4(0x0a00_0001)).map(|(_, v)| v), Some("ten"));
+/// assert_eq!(std::fs::read_dir(&dir)?.count(), 1); // no temporary file left behind
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_table<V: AsRef<str>>(
     table: &Table<V>,
     path: &Path,
