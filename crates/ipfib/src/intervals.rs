@@ -61,7 +61,9 @@ impl<A: Addr> Intervals<A> {
         self.starts.len()
     }
 
-    /// Always false: the whole space is at least one interval.
+    /// False for every compiled value (the whole space is at least one
+    /// interval); true only for a hand-made one, which
+    /// [`Intervals::validate`] refuses.
     ///
     /// ```
     /// use ipfib::intervals::{compile, Intervals};

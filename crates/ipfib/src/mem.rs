@@ -108,7 +108,9 @@ impl<T: Copy> LookupBuf<T> {
         }
     }
 
-    /// Whether the elements live in a mapped file (not owned).
+    /// Whether the elements are borrowed from a shared owner (a mapped
+    /// file, or the in-memory copy of one a table was opened from) rather
+    /// than owned: a write then copies them first.
     ///
     /// ```
     /// use ipfib::engine::auto::AutoOptions;

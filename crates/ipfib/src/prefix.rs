@@ -238,7 +238,7 @@ impl<A: Addr> Prefix<A> {
                 text: a.to_string(),
                 family: A::FAMILY,
             })?;
-        let len = parse_len(l)?;
+        let len = parse_len(l, A::BITS)?;
         Self::with_host_bits(A::from_std(addr), len, policy)
     }
 
@@ -331,14 +331,17 @@ impl<A: Addr> Prefix<A> {
     }
 }
 
-fn parse_len(l: &str) -> Result<u8, PrefixError> {
+/// A prefix length of up to three digits; `max`: the family's bits, named
+/// in the error of a length past 255 (shorter ones are checked with the
+/// address).
+fn parse_len(l: &str, max: u8) -> Result<u8, PrefixError> {
     if l.is_empty() || l.len() > 3 || !l.bytes().all(|b| b.is_ascii_digit()) {
         return Err(PrefixError::InvalidLength(l.to_string()));
     }
     let n: u32 = l
         .parse()
         .map_err(|_| PrefixError::InvalidLength(l.to_string()))?;
-    u8::try_from(n).map_err(|_| PrefixError::LengthTooLong { len: n, max: 128 })
+    u8::try_from(n).map_err(|_| PrefixError::LengthTooLong { len: n, max })
 }
 
 /// ```
@@ -667,6 +670,14 @@ mod tests {
             "::/129".parse::<Prefix<u128>>(),
             Err(PrefixError::LengthTooLong { len: 129, max: 128 })
         ));
+        assert_eq!(
+            "10.0.0.0/300".parse::<Prefix<u32>>(),
+            Err(PrefixError::LengthTooLong { len: 300, max: 32 })
+        );
+        assert_eq!(
+            "::/999".parse::<Prefix<u128>>(),
+            Err(PrefixError::LengthTooLong { len: 999, max: 128 })
+        );
         assert!(matches!(
             "10.0.0.0".parse::<Prefix<u32>>(),
             Err(PrefixError::MissingLength(_))
