@@ -932,6 +932,69 @@ fn unsupported_or_unknown_kernel_exits_2() {
     }
 }
 
+#[test]
+fn engines_lists_the_registry() {
+    let run = ipfib(&["engines"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    for e in ipfib::engine::registry::ENGINES {
+        let line = run
+            .stdout
+            .lines()
+            .find(|l| {
+                l.split_whitespace().next().map(|n| n.split('[').next()) == Some(Some(e.name))
+            })
+            .unwrap_or_else(|| panic!("{} not listed:\n{}", e.name, run.stdout));
+        assert!(line.contains(e.summary), "{line}");
+        assert_eq!(line.contains("[:S]"), e.takes_bits, "{line}");
+    }
+    let run = ipfib(&["engines", "--json"], None);
+    assert_eq!(run.code, 0, "{run:?}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = v["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), ipfib::engine::registry::ENGINES.len());
+    assert!(names.contains(&"poptrie32"));
+    for (set, here) in [("planb", &planb::KERNELS), ("poptrie", &poptrie::KERNELS)] {
+        let k = &v["kernels"][set];
+        assert_eq!(k["default"], here.detect().name(), "{set}");
+        let supported: Vec<&str> = k["supported"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        let want: Vec<&str> = here.supported().iter().map(|k| k.name()).collect();
+        assert_eq!(supported, want, "{set}");
+    }
+    // One error, naming the valid engines, for an unknown name anywhere.
+    let run = ipfib(
+        &[
+            "lookup",
+            "--table",
+            "/nonexistent",
+            "--engine",
+            "poptree",
+            "10.0.0.1",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("unknown engine \"poptree\" (available: auto, planb, poptrie[:S]")
+            && !run.stderr.contains("basic"),
+        "{}",
+        run.stderr
+    );
+    let run = ipfib(&["bench", "--engines", "planb,poptree"], None);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("poptrie-basic[:S]"), "{}", run.stderr);
+}
+
 /// Every kernel some engine runs on this CPU (`--kernel` takes these).
 fn kernels_here() -> Vec<Kernel> {
     Kernel::ALL

@@ -203,7 +203,7 @@ impl Plan<'_> {
                     }
                 }
                 EngineSpec::Engine {
-                    kind,
+                    kind: kind @ (Kind::Poptrie | Kind::Poptrie32 | Kind::Flat),
                     bits,
                     variant,
                 } => {
@@ -217,16 +217,26 @@ impl Plan<'_> {
                         let label = engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS);
                         let who = (label, kernel.name());
                         built.push(match kind {
-                            Kind::Poptrie => {
-                                poptrie_variant::<A, Node>(table, &opts, aggregate, who)?
-                            }
-                            Kind::Planb => unreachable!("PlanB is the arm above"),
                             Kind::Poptrie32 => {
                                 poptrie_variant::<A, Node32>(table, &opts, aggregate, who)?
                             }
                             Kind::Flat => flat_variant::<A>(table, &opts, aggregate, who)?,
+                            _ => poptrie_variant::<A, Node>(table, &opts, aggregate, who)?,
                         });
                     }
+                }
+                // An engine with no typed arm here is measured through the
+                // registry's `Built` (one match per call), with its best
+                // kernel: a new engine is benchmarked from its first day.
+                EngineSpec::Engine { variant, .. } => {
+                    let opts = AutoOptions {
+                        force: engine.force(),
+                        ..AutoOptions::default()
+                    };
+                    let aggregate = variant == PayloadKind::Values;
+                    let who = (engine.label(PoptrieOptions::DEFAULT_DIRECT_BITS), "best");
+                    let v = Variant::<A, AutoEngine<A>>::build(table, &opts, aggregate, who)?;
+                    built.push(Box::new(v));
                 }
             }
         }

@@ -34,8 +34,11 @@ use std::str::FromStr;
 
 /// An engine compiled from intervals: what `auto` chooses among and what
 /// a named engine builds. The discriminant is the engine's tag in
-/// compiled table files: never reuse or renumber one.
+/// compiled table files: never reuse or renumber one. Non-exhaustive: a
+/// new engine is a new kind, and code outside this crate keeps a default
+/// arm for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     /// [`PlanB`]: linearized B+-tree over the intervals.
     Planb = 0,
@@ -413,8 +416,8 @@ pub const ENGINES: &[EngineInfo] = &[
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
-    #[error("unknown engine {name:?} (available: {})", names(false))]
-    Unknown { name: String },
+    #[error("unknown engine {name:?} (available: {valid})")]
+    Unknown { name: String, valid: String },
     #[error(
         "engine {spec:?}: direct-pointing bits must be a number from 0 to {max} (e.g. {base}:18)",
         max = PoptrieOptions::MAX_DIRECT_BITS
@@ -461,7 +464,13 @@ impl EngineSpec {
     /// assert!(EngineSpec::parse_lookup("poptrie-basic").is_err());
     /// ```
     pub fn parse_lookup(text: &str) -> Result<EngineSpec, SpecError> {
-        let spec: EngineSpec = text.parse()?;
+        let spec: EngineSpec = text.parse().map_err(|e| match e {
+            SpecError::Unknown { name, .. } => SpecError::Unknown {
+                name,
+                valid: names(true),
+            },
+            other => other,
+        })?;
         match spec.info().lookup {
             true => Ok(spec),
             false => Err(SpecError::BenchOnly { name: text.into() }),
@@ -581,7 +590,10 @@ impl FromStr for EngineSpec {
         let info = ENGINES
             .iter()
             .find(|e| e.name == base || e.aliases.contains(&base))
-            .ok_or_else(|| SpecError::Unknown { name: text.into() })?;
+            .ok_or_else(|| SpecError::Unknown {
+                name: text.into(),
+                valid: names(false),
+            })?;
         let bits = match (bits, info.takes_bits) {
             (None, _) => None,
             (Some(_), false) => {
