@@ -16,7 +16,7 @@
 //! the layout (direct bits, tree buckets, sub-table entries, bytes per
 //! prefix) and a checksum of the answers to stderr.
 
-use ipfib::engine::planb::{Family, PlanB, PlanbOptions};
+use ipfib::engine::planb::{Family, PlanB, PlanBOptions};
 use ipfib::gen::{matched_trace, uniform_trace};
 use ipfib::intervals::compile;
 use ipfib::route_table::RouteTable;
@@ -55,7 +55,7 @@ fn probe(args: &[String]) -> Result<(), String> {
     if !matches!(trace.as_str(), "uniform" | "matched") {
         return Err(format!("TRACE must be uniform or matched, not {trace:?}"));
     }
-    let opts = PlanbOptions {
+    let opts = PlanBOptions {
         direct_bits: opt(args, 3, "S")?,
         sub_min_keys: opt(args, 4, "SUB_MIN_KEYS")?,
         kernel: opt(args, 5, "KERNEL")?,
@@ -87,7 +87,7 @@ fn pass<A: Family>(e: &PlanB<A>, trace: &[A], out: &mut [u32]) {
 fn run<A: Family>(
     t: &RouteTable<A, String>,
     trace: &str,
-    opts: &PlanbOptions,
+    opts: &PlanBOptions,
 ) -> Result<(), String> {
     if t.is_empty() {
         return Err("the table has no route of this family".into());

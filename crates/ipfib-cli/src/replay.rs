@@ -131,7 +131,7 @@ pub fn run(args: Args) -> CmdResult {
             variant: Variant::Values,
         } => Some(FibEngine::Poptrie),
         EngineSpec::Engine {
-            kind: Kind::Planb,
+            kind: Kind::PlanB,
             variant: Variant::Values,
             ..
         } => Some(FibEngine::PlanB),

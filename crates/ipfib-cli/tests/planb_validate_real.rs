@@ -12,7 +12,7 @@ mod common;
 
 use common::data_file;
 use ipfib::addr::Addr;
-use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::planb::{PlanB, PlanBOptions};
 use ipfib::engine::Family;
 use ipfib::intervals::{compile, Intervals};
 use ipfib::prefix::{AnyPrefix, Prefix};
@@ -27,9 +27,9 @@ fn layouts<A: Family + Addr>(name: &str, iv: &Intervals<A>) {
         probes.extend(s.checked_succ());
     }
     let want: Vec<u32> = probes.iter().map(|&a| iv.resolve(a)).collect();
-    for s in 1..=PlanbOptions::MAX_DIRECT_BITS {
+    for s in 1..=PlanBOptions::MAX_DIRECT_BITS {
         for sub in [Some(usize::MAX), None, Some(17)] {
-            let opts = PlanbOptions {
+            let opts = PlanBOptions {
                 kernel: None,
                 direct_bits: Some(s),
                 sub_min_keys: sub,

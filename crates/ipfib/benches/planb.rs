@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ipfib::engine::planb::KERNELS;
-use ipfib::engine::planb::{Family, PlanB, PlanbOptions};
+use ipfib::engine::planb::{Family, PlanB, PlanBOptions};
 use ipfib::gen::{matched_trace, synthetic_v4, synthetic_v6, uniform_trace};
 use ipfib::intervals::{compile, Intervals};
 use ipfib::prefix::Prefix;
@@ -29,7 +29,7 @@ fn lookups<A: Family>(c: &mut Criterion, name: &str, iv: &Intervals<A>, prefixes
     for kernel in KERNELS.supported() {
         let e = PlanB::build(
             iv,
-            &PlanbOptions {
+            &PlanBOptions {
                 kernel: Some(kernel),
                 direct_bits: None,
                 ..Default::default()
@@ -70,7 +70,7 @@ fn build<A: Family>(c: &mut Criterion, name: &str, iv: &Intervals<A>) {
     g.bench_function(name, |b| {
         b.iter_batched(
             || iv.clone(),
-            |iv| PlanB::build(&iv, &PlanbOptions::default()).expect("build"),
+            |iv| PlanB::build(&iv, &PlanBOptions::default()).expect("build"),
             BatchSize::LargeInput,
         )
     });

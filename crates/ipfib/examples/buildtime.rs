@@ -1,6 +1,6 @@
 //! Build-time breakdown on a synthetic table: route walk + interval compile,
 //! then the PlanB build. Usage: buildtime [v6-prefixes]
-use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::planb::{PlanB, PlanBOptions};
 use ipfib::gen::synthetic_v6;
 use ipfib::intervals::compile;
 use ipfib::route_table::RouteTable;
@@ -18,7 +18,7 @@ fn main() {
         let t1 = Instant::now();
         let iv = compile(routes.iter().copied());
         let t2 = Instant::now();
-        let e = PlanB::build(&iv, &PlanbOptions::default()).expect("build");
+        let e = PlanB::build(&iv, &PlanBOptions::default()).expect("build");
         let t3 = Instant::now();
         println!(
             "walk {:.1} ms, compile {:.1} ms, planb {:.1} ms ({} intervals, s={}, {} trees, {} sub entries)",

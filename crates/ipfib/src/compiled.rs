@@ -65,12 +65,12 @@ impl<A: Family, V: Clone, E: Engine<A>> Compiled<A, V, E> {
     ///
     /// ```
     /// use ipfib::compiled::Compiled;
-    /// use ipfib::engine::planb::{PlanB, PlanbOptions};
+    /// use ipfib::engine::planb::{PlanB, PlanBOptions};
     /// use ipfib::engine::Engine;
     /// use ipfib::route_table::RouteTable;
     /// let mut rt = RouteTable::<u32, _>::new();
     /// rt.insert("10.0.0.0/8".parse()?, "ten")?;
-    /// let c = Compiled::<u32, _, PlanB<u32>>::with_engine(&rt, &PlanbOptions::default())?;
+    /// let c = Compiled::<u32, _, PlanB<u32>>::with_engine(&rt, &PlanBOptions::default())?;
     /// assert_eq!(c.lookup(0x0a00_0001).map(|(_, v)| *v), Some("ten"));
     /// assert!(c.engine().name().starts_with("planb"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

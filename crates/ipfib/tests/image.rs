@@ -23,7 +23,7 @@ fn forced(kind: Option<(Kind, Option<u8>)>) -> AutoOptions {
 fn every_engine() -> Vec<AutoOptions> {
     vec![
         forced(None),
-        forced(Some((Kind::Planb, None))),
+        forced(Some((Kind::PlanB, None))),
         forced(Some((Kind::Poptrie, Some(16)))),
         forced(Some((Kind::Poptrie32, Some(18)))),
         forced(Some((Kind::Flat, Some(12)))),
@@ -328,7 +328,7 @@ fn seed_tables() -> Vec<(&'static str, Table<String>, AutoOptions)> {
     // s = 4: local trees.
     let heavy = table_of(&synthetic_v4(400, 27), &synthetic_v6(300, 28));
     let focused = table_of(&inside4, &inside6);
-    let planb = |s| forced(Some((Kind::Planb, Some(s))));
+    let planb = |s| forced(Some((Kind::PlanB, Some(s))));
     vec![
         ("empty-planb1", table_of(&[], &[]), planb(1)),
         (
@@ -438,7 +438,7 @@ fn seed_tables_answer_and_cover_every_layout() {
     use std::collections::BTreeSet;
     fn features<A: ipfib::engine::Family>(b: &Built<A>, seen: &mut BTreeSet<&'static str>) {
         match b {
-            Built::Planb(e) => {
+            Built::PlanB(e) => {
                 seen.insert("planb");
                 if e.sub_entries() > 1 {
                     seen.insert("planb sub-tables");

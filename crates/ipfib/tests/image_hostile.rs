@@ -95,7 +95,7 @@ fn planb_file() -> Vec<u8> {
         t.insert(AnyPrefix::V6(p), format!("AS{v}")).unwrap();
     }
     let opts = AutoOptions {
-        force: Some((Kind::Planb, None)),
+        force: Some((Kind::PlanB, None)),
         calibrate: false,
         ..AutoOptions::default()
     };

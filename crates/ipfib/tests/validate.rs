@@ -10,7 +10,7 @@
 
 use ipfib::addr::Addr;
 use ipfib::engine::planb::KERNELS as PLANB_KERNELS;
-use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::planb::{PlanB, PlanBOptions};
 use ipfib::engine::poptrie::{
     Chunks, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Updatable, KERNELS,
 };
@@ -54,7 +54,7 @@ fn all_engines_validate<A: Family>(iv: &Intervals<A>, ctx: &str) {
     let with_max = |k: bool, s: &[u8]| [s, if k { &[24][..] } else { &[] }].concat();
     for kernel in PLANB_KERNELS.supported() {
         for s in with_max(kernel == PLANB_KERNELS.detect(), &[1, 8, 16]) {
-            let opts = PlanbOptions {
+            let opts = PlanBOptions {
                 kernel: Some(kernel),
                 direct_bits: Some(s),
                 sub_min_keys: Some(if s == 1 { 17 } else { usize::MAX }),

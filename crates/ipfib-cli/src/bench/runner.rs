@@ -12,7 +12,7 @@ use super::tsc;
 use ipfib::compiled::Compiled;
 use ipfib::engine::auto::{AutoEngine, AutoOptions};
 use ipfib::engine::kernel::{Kernel, KernelSet};
-use ipfib::engine::planb::{PlanB, PlanbOptions};
+use ipfib::engine::planb::{PlanB, PlanBOptions};
 use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
 use ipfib::engine::registry::{EngineSpec, Kind, Variant as PayloadKind};
 use ipfib::engine::{Engine, Family};
@@ -186,12 +186,12 @@ impl Plan<'_> {
                     built.push(Box::new(v));
                 }
                 EngineSpec::Engine {
-                    kind: Kind::Planb,
+                    kind: Kind::PlanB,
                     variant,
                     ..
                 } => {
                     for kernel in self.kernels_of(&ipfib::engine::planb::KERNELS) {
-                        let opts = PlanbOptions {
+                        let opts = PlanBOptions {
                             kernel: Some(kernel),
                             direct_bits: self.direct_bits,
                             ..Default::default()

@@ -145,9 +145,9 @@ fn family<A: Family>(f: &FamilyImage<A>, extra: Vec<A>) -> Result<(), String> {
 /// tables (a 2^18-entry table per input would dominate the run).
 const ROUND_TRIP_PICKS: [Option<(Kind, Option<u8>)>; 12] = [
     None,
-    Some((Kind::Planb, None)),
-    Some((Kind::Planb, Some(1))),
-    Some((Kind::Planb, Some(8))),
+    Some((Kind::PlanB, None)),
+    Some((Kind::PlanB, Some(1))),
+    Some((Kind::PlanB, Some(8))),
     Some((Kind::Poptrie, Some(0))),
     Some((Kind::Poptrie, Some(6))),
     Some((Kind::Poptrie, Some(12))),

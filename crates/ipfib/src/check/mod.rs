@@ -17,7 +17,7 @@ pub use image::{check_image_bytes, check_image_round_trip, IMAGE_MODES};
 
 use crate::compiled::Compiled;
 use crate::engine::auto::{self, AutoEngine, AutoOptions};
-use crate::engine::planb::{PlanB, PlanbOptions, BATCH_SIZES};
+use crate::engine::planb::{PlanB, PlanBOptions, BATCH_SIZES};
 use crate::engine::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::{compile, Intervals, NO_ROUTE};
@@ -154,7 +154,7 @@ fn check_engines_in<A: Family, V: Clone + Eq + std::hash::Hash + Debug>(
     };
     for kernel in crate::engine::planb::KERNELS.supported() {
         for &(direct_bits, sub_min_keys) in planb_layouts {
-            let opts = PlanbOptions {
+            let opts = PlanBOptions {
                 kernel: Some(kernel),
                 direct_bits,
                 sub_min_keys,

@@ -114,7 +114,7 @@ pub fn trie_nodes<A: Family>(iv: &Intervals<A>, s: u32, k: u32) -> u64 {
 /// is left out: on no real table measured was it the only engine within
 /// 10% of the best (BENCHMARKS.md, "Standing").
 pub const CANDIDATES: [Pick; 4] = [
-    (Kind::Planb, None),
+    (Kind::PlanB, None),
     (Kind::Poptrie, Some(DIRECT_BITS)),
     (Kind::Flat, Some(16)),
     (Kind::Flat, Some(DIRECT_BITS)),
@@ -135,7 +135,7 @@ pub fn decide(shape: &Shape) -> (Vec<Pick>, String) {
             "{figures}: sparse long prefixes, where a trie holds and walks a \
              node chain per boundary"
         );
-        (vec![(Kind::Planb, None)], why)
+        (vec![(Kind::PlanB, None)], why)
     } else {
         (CANDIDATES.to_vec(), figures)
     }
@@ -457,14 +457,14 @@ fn calibrate<A: Family>(
     }
     if built.is_empty() {
         // Only tries were tried and none fit: PlanB never outgrows them.
-        let e = Built::build(iv, (Kind::Planb, None), opts)?;
+        let e = Built::build(iv, (Kind::PlanB, None), opts)?;
         return Ok(AutoEngine {
             single: e,
             batch: None,
             forced: false,
             choice: Choice {
-                single: (Kind::Planb, None),
-                batch: (Kind::Planb, None),
+                single: (Kind::PlanB, None),
+                batch: (Kind::PlanB, None),
                 reason: format!("{figures}; {}", skipped.join("; ")),
                 intervals: iv.len(),
             },
@@ -540,7 +540,7 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
         let shape = opts.reused_from.map(|_| Shape::of(iv));
         let verdict = shape.as_ref().map(decide);
         let trie_refused = verdict.as_ref().is_some_and(|(picks, _)| picks.len() == 1);
-        if let Some(pick) = opts.force.filter(|p| !trie_refused || p.0 == Kind::Planb) {
+        if let Some(pick) = opts.force.filter(|p| !trie_refused || p.0 == Kind::PlanB) {
             let why = match opts.reused_from {
                 Some(n) => format!("reused: chosen for this table at {n} intervals"),
                 None => "named explicitly".into(),
@@ -571,7 +571,7 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
             return match one(pick, why) {
                 Err(AutoError::Poptrie(e)) if !matches!(e, PoptrieError::UnsupportedKernel(_)) => {
                     one(
-                        (Kind::Planb, None),
+                        (Kind::PlanB, None),
                         format!("{figures}; {} not built: {e}", label(pick)),
                     )
                 }
@@ -682,11 +682,11 @@ mod tests {
         let iv = iv(table.iter().map(|r| r.0));
         let opts = AutoOptions::default();
         let e = AutoEngine {
-            single: Built::build(&iv, (Kind::Planb, None), &opts).unwrap(),
+            single: Built::build(&iv, (Kind::PlanB, None), &opts).unwrap(),
             batch: Some(Built::build(&iv, (Kind::Flat, Some(DIRECT_BITS)), &opts).unwrap()),
             forced: false,
             choice: Choice {
-                single: (Kind::Planb, None),
+                single: (Kind::PlanB, None),
                 batch: (Kind::Flat, Some(DIRECT_BITS)),
                 reason: String::new(),
                 intervals: iv.len(),
@@ -724,8 +724,8 @@ mod tests {
             "{shape:?}"
         );
         let e = AutoEngine::build(&iv, &AutoOptions::default()).unwrap();
-        assert_eq!(e.choice().single, (Kind::Planb, None));
-        assert_eq!(e.choice().batch, (Kind::Planb, None));
+        assert_eq!(e.choice().single, (Kind::PlanB, None));
+        assert_eq!(e.choice().batch, (Kind::PlanB, None));
         assert!(e.choice().reason.contains("sparse long prefixes"));
     }
 
@@ -852,7 +852,7 @@ mod tests {
             })
             .collect();
         let first = AutoEngine::build(&iv(dense.iter().copied()), &AutoOptions::default()).unwrap();
-        assert_ne!(first.choice().single.0, Kind::Planb);
+        assert_ne!(first.choice().single.0, Kind::PlanB);
         // Reused within a factor of two would keep the trie; the shape
         // verdict overrides it.
         let mixed: Vec<Prefix<u128>> = dense.iter().chain(&sparse[..3000]).copied().collect();
@@ -860,7 +860,7 @@ mod tests {
         assert!(Shape::of(&mixed_iv).nodes_per_interval() > MAX_NODES_PER_INTERVAL);
         let o = AutoOptions::default().reuse(first.choice());
         let e = AutoEngine::build(&mixed_iv, &o).unwrap();
-        assert_eq!(e.choice().single, (Kind::Planb, None), "{}", e.choice());
+        assert_eq!(e.choice().single, (Kind::PlanB, None), "{}", e.choice());
         assert!(e.choice().reason.contains("sparse long prefixes"));
     }
 
@@ -868,7 +868,7 @@ mod tests {
     fn named_engines_keep_their_own_name() {
         let iv = iv(crate::gen::synthetic_v4(100, 1).iter().map(|r| r.0));
         let named = AutoOptions {
-            force: Some((Kind::Planb, None)),
+            force: Some((Kind::PlanB, None)),
             ..AutoOptions::default()
         };
         let e = AutoEngine::build(&iv, &named).unwrap();

@@ -109,7 +109,7 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
 }
 
 impl<A: planb::Family> Engine<A> for planb::PlanB<A> {
-    type Options = planb::PlanbOptions;
+    type Options = planb::PlanBOptions;
     type Error = planb::BuildError;
 
     fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {

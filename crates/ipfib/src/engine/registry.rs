@@ -25,7 +25,7 @@
 //! ```
 
 use super::auto::AutoOptions;
-use super::planb::{BuildError, PlanB, PlanbOptions};
+use super::planb::{BuildError, PlanB, PlanBOptions};
 use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
 use super::{Engine, Family};
 use crate::intervals::Intervals;
@@ -41,7 +41,7 @@ use std::str::FromStr;
 #[non_exhaustive]
 pub enum Kind {
     /// [`PlanB`]: linearized B+-tree over the intervals.
-    Planb = 0,
+    PlanB = 0,
     /// [`Poptrie`] with the paper's 64-ary nodes.
     Poptrie = 1,
     /// [`Poptrie`] with 32-ary nodes ([`Node32`]): one gather per level in
@@ -59,7 +59,7 @@ impl Kind {
     /// use ipfib::engine::registry::Kind;
     /// assert!(Kind::ALL.iter().enumerate().all(|(i, k)| *k as usize == i));
     /// ```
-    pub const ALL: [Kind; 4] = [Kind::Planb, Kind::Poptrie, Kind::Poptrie32, Kind::Flat];
+    pub const ALL: [Kind; 4] = [Kind::PlanB, Kind::Poptrie, Kind::Poptrie32, Kind::Flat];
 
     /// The engine's name (as `--engine` takes it).
     ///
@@ -68,7 +68,7 @@ impl Kind {
     /// ```
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Planb => "planb",
+            Kind::PlanB => "planb",
             Kind::Poptrie => "poptrie",
             Kind::Poptrie32 => "poptrie32",
             Kind::Flat => "poptrie-flat",
@@ -79,10 +79,10 @@ impl Kind {
     ///
     /// ```
     /// use ipfib::engine::registry::Kind;
-    /// assert!(Kind::Poptrie.takes_bits() && !Kind::Planb.takes_bits());
+    /// assert!(Kind::Poptrie.takes_bits() && !Kind::PlanB.takes_bits());
     /// ```
     pub fn takes_bits(self) -> bool {
-        self != Kind::Planb
+        self != Kind::PlanB
     }
 }
 
@@ -95,7 +95,7 @@ pub type Pick = (Kind, Option<u8>);
 /// ```
 /// use ipfib::engine::registry::{label, Kind};
 /// assert_eq!(label((Kind::Flat, Some(18))), "poptrie-flat:18");
-/// assert_eq!(label((Kind::Planb, None)), "planb");
+/// assert_eq!(label((Kind::PlanB, None)), "planb");
 /// ```
 pub fn label(pick: Pick) -> String {
     match pick.1 {
@@ -115,14 +115,14 @@ pub fn label(pick: Pick) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AutoError {
     #[error(transparent)]
-    Planb(#[from] BuildError),
+    PlanB(#[from] BuildError),
     #[error(transparent)]
     Poptrie(#[from] PoptrieError),
 }
 
 /// One built engine of any kind.
 pub enum Built<A: Family> {
-    Planb(PlanB<A>),
+    PlanB(PlanB<A>),
     Poptrie(Poptrie<A>),
     Poptrie32(Poptrie<A, Node32>),
     Flat(FlatPoptrie<A>),
@@ -132,7 +132,7 @@ pub enum Built<A: Family> {
 macro_rules! each {
     ($built:expr, $e:ident => $body:expr) => {
         match $built {
-            Built::Planb($e) => $body,
+            Built::PlanB($e) => $body,
             Built::Poptrie($e) => $body,
             Built::Poptrie32($e) => $body,
             Built::Flat($e) => $body,
@@ -149,13 +149,13 @@ impl<A: Family> Built<A> {
             ..PoptrieOptions::default()
         };
         Ok(match pick.0 {
-            Kind::Planb => {
-                let o = PlanbOptions {
+            Kind::PlanB => {
+                let o = PlanBOptions {
                     kernel: super::planb::KERNELS.prefer(opts.kernel),
                     direct_bits: pick.1,
-                    ..PlanbOptions::default()
+                    ..PlanBOptions::default()
                 };
-                Built::Planb(PlanB::build(iv, &o)?)
+                Built::PlanB(PlanB::build(iv, &o)?)
             }
             Kind::Poptrie => Built::Poptrie(Poptrie::build(iv, &popts)?),
             Kind::Poptrie32 => Built::Poptrie32(Poptrie::build(iv, &popts)?),
@@ -194,7 +194,7 @@ impl<A: Family> Built<A> {
     /// Which engine this is.
     pub fn kind(&self) -> Kind {
         match self {
-            Built::Planb(_) => Kind::Planb,
+            Built::PlanB(_) => Kind::PlanB,
             Built::Poptrie(_) => Kind::Poptrie,
             Built::Poptrie32(_) => Kind::Poptrie32,
             Built::Flat(_) => Kind::Flat,
@@ -212,7 +212,7 @@ impl<A: Family> Built<A> {
         let at = r.offset_of_next();
         let kind = r.meta("engine kind", 1)?[0];
         Ok(match kind {
-            k if k == Kind::Planb as u64 => Built::Planb(PlanB::load(r)?),
+            k if k == Kind::PlanB as u64 => Built::PlanB(PlanB::load(r)?),
             k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r)?),
             k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r)?),
             k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r)?),
@@ -318,7 +318,7 @@ const fn entry(
     summary: &'static str,
 ) -> EngineInfo {
     let takes_bits = match spec {
-        EngineSpec::Engine { kind, .. } => !matches!(kind, Kind::Planb),
+        EngineSpec::Engine { kind, .. } => !matches!(kind, Kind::PlanB),
         _ => false,
     };
     EngineInfo {
@@ -352,7 +352,7 @@ pub const ENGINES: &[EngineInfo] = &[
     entry(
         "planb",
         &[],
-        engine(Kind::Planb, Variant::Values),
+        engine(Kind::PlanB, Variant::Values),
         true,
         "linearized B+-tree over the address intervals, searched with SIMD (NSDI '26)",
     ),
@@ -387,7 +387,7 @@ pub const ENGINES: &[EngineInfo] = &[
     entry(
         "planb-routes",
         &[],
-        engine(Kind::Planb, Variant::Routes),
+        engine(Kind::PlanB, Variant::Routes),
         false,
         "planb over route payloads (no merging of equal neighbours): bench only",
     ),
@@ -658,7 +658,7 @@ mod tests {
             assert!(ENGINES
                 .iter()
                 .any(|e| e.lookup && e.spec == engine(k, Variant::Values)));
-            assert_eq!(k.takes_bits(), k != Kind::Planb);
+            assert_eq!(k.takes_bits(), k != Kind::PlanB);
         }
     }
 

@@ -62,7 +62,7 @@
 
 mod family;
 
-use crate::engine::planb::{BuildError, PlanbOptions};
+use crate::engine::planb::{BuildError, PlanBOptions};
 use crate::engine::poptrie::{PoptrieError, PoptrieOptions};
 use crate::prefix::{AnyAddr, AnyPrefix};
 use crate::route_table::RouteTable;
@@ -163,7 +163,7 @@ pub struct FibOptions {
     /// How long publications may be put off while snapshots hold the
     /// Poptrie spare before the published side is copied instead.
     pub spare_patience: Duration,
-    pub planb: PlanbOptions,
+    pub planb: PlanBOptions,
     pub poptrie: PoptrieOptions,
     /// Check each side's structural invariants after every in-place
     /// update and every build, before it is published
@@ -179,7 +179,7 @@ impl Default for FibOptions {
             max_pending: 64,
             max_delay: Duration::from_millis(1),
             spare_patience: Duration::from_micros(200),
-            planb: PlanbOptions::default(),
+            planb: PlanBOptions::default(),
             poptrie: PoptrieOptions::default(),
             validate: false,
         }

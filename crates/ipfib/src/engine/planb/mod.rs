@@ -47,23 +47,27 @@ const SUB_OFFSET: u32 = 0x03FF_FFFF;
 /// Largest sub-table: 2^12 entries (16 KiB).
 const SUB_MAX_BITS: u32 = 12;
 
+/// The earlier name of [`PlanBOptions`].
+#[deprecated(note = "renamed PlanBOptions, like the engine")]
+pub type PlanbOptions = PlanBOptions;
+
 /// Build options for [`PlanB`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct PlanbOptions {
+pub struct PlanBOptions {
     /// Search kernel; `None` picks the best the CPU supports.
     pub kernel: Option<Kernel>,
     /// Direct-pointing bits `s` (1 to 24); `None` picks a default from the
-    /// table size (see [`PlanbOptions::default_direct_bits`]). The build
+    /// table size (see [`PlanBOptions::default_direct_bits`]). The build
     /// raises `s` when a bucket would need more than six tree levels.
     pub direct_bits: Option<u8>,
     /// Buckets with more keys than this are split again by a sub-table
-    /// (`None`: [`PlanbOptions::DEFAULT_SUB_MIN_KEYS`]); smaller ones get a
+    /// (`None`: [`PlanBOptions::DEFAULT_SUB_MIN_KEYS`]); smaller ones get a
     /// local tree when they exceed one node. `Some(usize::MAX)` disables
     /// sub-tables.
     pub sub_min_keys: Option<usize>,
 }
 
-impl PlanbOptions {
+impl PlanBOptions {
     /// Largest accepted `s`.
     pub const MAX_DIRECT_BITS: u8 = 24;
 
@@ -98,9 +102,9 @@ impl PlanbOptions {
 pub enum BuildError {
     #[error("kernel {0} is not supported by this CPU")]
     UnsupportedKernel(Kernel),
-    #[error("direct-pointing bits {0} out of range (1..={max})", max = PlanbOptions::MAX_DIRECT_BITS)]
+    #[error("direct-pointing bits {0} out of range (1..={max})", max = PlanBOptions::MAX_DIRECT_BITS)]
     DirectBits(u8),
-    #[error("a direct-pointing bucket holds too many keys even with s = {max}", max = PlanbOptions::MAX_DIRECT_BITS)]
+    #[error("a direct-pointing bucket holds too many keys even with s = {max}", max = PlanBOptions::MAX_DIRECT_BITS)]
     BucketTooLarge,
     #[error("{0} intervals is more than this engine indexes (2^30)")]
     TooManyIntervals(usize),
@@ -183,7 +187,7 @@ pub struct PlanB<A: Family> {
 impl<A: Family> PlanB<A> {
     /// Build from compiled intervals. Linear in the number of intervals
     /// (plus `2^s` for the direct-pointing table).
-    pub fn build(iv: &Intervals<A>, opts: &PlanbOptions) -> Result<Self, BuildError> {
+    pub fn build(iv: &Intervals<A>, opts: &PlanBOptions) -> Result<Self, BuildError> {
         let kernel = KERNELS
             .choose(opts.kernel)
             .map_err(BuildError::UnsupportedKernel)?;
@@ -210,11 +214,11 @@ impl<A: Family> PlanB<A> {
             return Err(BuildError::TooManyIntervals(n_keys));
         }
         let mut s = match opts.direct_bits {
-            Some(s) if s == 0 || s > PlanbOptions::MAX_DIRECT_BITS => {
+            Some(s) if s == 0 || s > PlanBOptions::MAX_DIRECT_BITS => {
                 return Err(BuildError::DirectBits(s))
             }
             Some(s) => s,
-            None => PlanbOptions::default_direct_bits(n_keys, A::Key::BITS),
+            None => PlanBOptions::default_direct_bits(n_keys, A::Key::BITS),
         };
         let buckets = loop {
             match Buckets::build(
@@ -222,10 +226,10 @@ impl<A: Family> PlanB<A> {
                 &payloads,
                 s,
                 opts.sub_min_keys
-                    .unwrap_or(PlanbOptions::DEFAULT_SUB_MIN_KEYS),
+                    .unwrap_or(PlanBOptions::DEFAULT_SUB_MIN_KEYS),
             ) {
                 Some(b) => break b,
-                None if s + 2 <= PlanbOptions::MAX_DIRECT_BITS => s += 2,
+                None if s + 2 <= PlanBOptions::MAX_DIRECT_BITS => s += 2,
                 None => return Err(BuildError::BucketTooLarge),
             }
         };

@@ -23,7 +23,7 @@
 use super::stage2::STAGE2;
 use super::tree::{lines_per_node, Key, MAX_LEVELS};
 use super::{
-    Family, PlanB, PlanbOptions, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_MAX_BITS,
+    Family, PlanB, PlanBOptions, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_MAX_BITS,
     SUB_OFFSET,
 };
 use crate::intervals::NO_ROUTE;
@@ -39,7 +39,7 @@ impl<A: Family> PlanB<A> {
         }
         let bits = <A::Key as Key>::BITS;
         let s = bits.saturating_sub(self.direct_shift);
-        if s == 0 || s > u32::from(PlanbOptions::MAX_DIRECT_BITS) {
+        if s == 0 || s > u32::from(PlanBOptions::MAX_DIRECT_BITS) {
             return Err(format!(
                 "direct shift {} gives s out of range",
                 self.direct_shift
@@ -215,7 +215,7 @@ mod tests {
         routes.push(("2001:db8::1/128".parse().unwrap(), 1));
         let t: RouteTable<u128, u32> = routes.into_iter().collect();
         let iv = compile(t.iter().map(|(p, v)| (p, *v)));
-        let opts = PlanbOptions {
+        let opts = PlanBOptions {
             kernel: Some(Kernel::Scalar),
             direct_bits: Some(8),
             sub_min_keys: Some(300),
