@@ -108,28 +108,41 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     fn validate(&self) -> Result<(), String>;
 }
 
+/// The [`Engine`] methods every engine answers with its inherent ones of
+/// the same name (build, lookup, lookup_batch, footprint_bytes, validate):
+/// written once here, so an engine's `impl Engine` holds only its types
+/// and its `name`.
+macro_rules! inherent_engine_methods {
+    () => {
+        fn build(
+            iv: &crate::intervals::Intervals<A>,
+            opts: &Self::Options,
+        ) -> Result<Self, Self::Error> {
+            Self::build(iv, opts)
+        }
+        #[inline]
+        fn lookup(&self, addr: A) -> u32 {
+            Self::lookup(self, addr)
+        }
+        #[inline]
+        fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+            Self::lookup_batch::<M>(self, addrs, out)
+        }
+        fn footprint_bytes(&self) -> usize {
+            Self::footprint_bytes(self)
+        }
+        fn validate(&self) -> Result<(), String> {
+            Self::validate(self)
+        }
+    };
+}
+pub(crate) use inherent_engine_methods;
+
 impl<A: planb::Family> Engine<A> for planb::PlanB<A> {
     type Options = planb::PlanBOptions;
     type Error = planb::BuildError;
-
-    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
-        planb::PlanB::build(iv, opts)
-    }
-    #[inline]
-    fn lookup(&self, addr: A) -> u32 {
-        planb::PlanB::lookup(self, addr)
-    }
-    #[inline]
-    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        planb::PlanB::lookup_batch::<M>(self, addrs, out)
-    }
-    fn footprint_bytes(&self) -> usize {
-        planb::PlanB::footprint_bytes(self)
-    }
+    inherent_engine_methods!();
     fn name(&self) -> String {
         format!("planb[{},s={}]", self.kernel(), self.direct_bits())
-    }
-    fn validate(&self) -> Result<(), String> {
-        planb::PlanB::validate(self)
     }
 }

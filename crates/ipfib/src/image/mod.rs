@@ -582,6 +582,19 @@ pub(crate) fn invalid(at: u64, what: &str, why: impl fmt::Display) -> ImageError
     ImageError::corrupt(at, format!("{what}: {why}"))
 }
 
+/// `engine` as loaded from offset `at`, once its structural check passes
+/// (every engine's `load` ends here: nothing unchecked is ever searched).
+pub(crate) fn validated<E: crate::engine::Engine<A>, A: crate::addr::Addr>(
+    at: u64,
+    what: &str,
+    engine: E,
+) -> Result<E, ImageError> {
+    match engine.validate() {
+        Ok(()) => Ok(engine),
+        Err(why) => Err(invalid(at, what, why)),
+    }
+}
+
 /// How to open a file.
 ///
 /// ```

@@ -292,9 +292,7 @@ impl<A: Family> PlanB<A> {
             stage2: Stage2::load(r)?,
             kernel: KERNELS.detect(),
         };
-        e.validate()
-            .map_err(|why| crate::image::invalid(at, "planb engine", why))?;
-        Ok(e)
+        crate::image::validated(at, "planb engine", e)
     }
 
     /// Direct-pointing bits `s`.

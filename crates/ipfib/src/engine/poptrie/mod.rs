@@ -391,9 +391,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             kernel: KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
-        e.validate()
-            .map_err(|why| crate::image::invalid(at, "poptrie engine", why))?;
-        Ok(e)
+        crate::image::validated(at, "poptrie engine", e)
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`].
@@ -469,35 +467,28 @@ fn checked<A: Chunks>(
     if s > PoptrieOptions::MAX_DIRECT_BITS {
         return Err(PoptrieError::DirectBits(s));
     }
+    payloads_fit(iv)?;
+    Ok((kernel, s))
+}
+
+/// `iv` is well formed and every payload fits a leaf (below 2^31 - 1, or
+/// [`NO_ROUTE`]): what a build and a slot update both check first.
+fn payloads_fit<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
     iv.validate()?;
-    if let Some(&p) = iv
+    match iv
         .payloads
         .iter()
         .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
     {
-        return Err(PoptrieError::PayloadTooLarge(p));
+        Some(&p) => Err(PoptrieError::PayloadTooLarge(p)),
+        None => Ok(()),
     }
-    Ok((kernel, s))
 }
 
 impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-
-    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
-        Poptrie::build(iv, opts)
-    }
-    #[inline]
-    fn lookup(&self, addr: A) -> u32 {
-        Poptrie::lookup(self, addr)
-    }
-    #[inline]
-    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        Poptrie::lookup_batch::<M>(self, addrs, out)
-    }
-    fn footprint_bytes(&self) -> usize {
-        Poptrie::footprint_bytes(self)
-    }
+    super::inherent_engine_methods!();
     fn name(&self) -> String {
         format!(
             "{}[s={},{}{}]",
@@ -506,9 +497,6 @@ impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
             self.kernel,
             if self.leafvec { "" } else { ",basic" }
         )
-    }
-    fn validate(&self) -> Result<(), String> {
-        Self::validate(self)
     }
 }
 

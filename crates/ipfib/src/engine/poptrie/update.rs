@@ -18,7 +18,7 @@
 //! be atomic.
 
 use super::build::{self, SlotBuilt};
-use super::{Chunks, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF, MAX_PAYLOAD};
+use super::{Chunks, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF};
 use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::collections::BTreeMap;
@@ -240,14 +240,7 @@ impl<A: Chunks> Poptrie<A> {
         slot: usize,
         iv: &Intervals<A>,
     ) -> Result<Result<(), ArenaFull>, PoptrieError> {
-        iv.validate()?;
-        if let Some(&p) = iv
-            .payloads
-            .iter()
-            .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
-        {
-            return Err(PoptrieError::PayloadTooLarge(p));
-        }
+        super::payloads_fit(iv)?;
         let built = build::build_slot::<A, Node>(iv, self.s, slot as u128, self.leafvec)?;
         self.free_slot(arena, slot);
         let (nodes, leaves) = match built {

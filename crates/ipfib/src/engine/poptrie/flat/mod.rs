@@ -148,9 +148,7 @@ impl<A: Chunks> FlatPoptrie<A> {
             kernel: super::KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
-        e.validate()
-            .map_err(|why| crate::image::invalid(at, "flat poptrie engine", why))?;
-        Ok(e)
+        crate::image::validated(at, "flat poptrie engine", e)
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).
@@ -202,26 +200,9 @@ impl<A: Chunks> FlatPoptrie<A> {
 impl<A: Chunks> crate::engine::Engine<A> for FlatPoptrie<A> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-
-    fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error> {
-        FlatPoptrie::build(iv, opts)
-    }
-    #[inline]
-    fn lookup(&self, addr: A) -> u32 {
-        FlatPoptrie::lookup(self, addr)
-    }
-    #[inline]
-    fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        FlatPoptrie::lookup_batch::<M>(self, addrs, out)
-    }
-    fn footprint_bytes(&self) -> usize {
-        FlatPoptrie::footprint_bytes(self)
-    }
+    crate::engine::inherent_engine_methods!();
     fn name(&self) -> String {
         format!("poptrie-flat[s={},{}]", self.s, self.kernel)
-    }
-    fn validate(&self) -> Result<(), String> {
-        Self::validate(self)
     }
 }
 
