@@ -207,6 +207,83 @@ pub struct WindowSummary {
 /// What is called with each window as it closes.
 type WindowHook<'t> = Box<dyn FnMut(&WindowSummary) + 't>;
 
+/// One family's batch counted: both flushes are this body with the
+/// family's fields (a macro rather than a generic method, since the body
+/// borrows the family's fields and the shared counters of `self` at once).
+macro_rules! flush_family {
+    ($self:ident, $family:literal, $batch:ident, $lookup:ident, $slot:ident, $hosts:ident, $sources:ident, $any:ident) => {{
+        let this = $self;
+        let n = this.$batch.n;
+        if n == 0 {
+            return;
+        }
+        let b = &mut this.$batch;
+        this.table.$lookup(&b.src[..n], &mut b.so[..n]);
+        this.table.$lookup(&b.dst[..n], &mut b.do_[..n]);
+        let mark = this.closed + 1;
+        for i in 0..n {
+            let (s, d, len) = (b.so[i], b.do_[i], b.len[i]);
+            let (dir, net) = direction(s, d);
+            this.totals.dir[dir].window.add(len);
+            if let Some(o) = net {
+                let slot = &mut this.$slot[o as usize];
+                if *slot == 0 {
+                    this.nets.push(Net {
+                        net: ($family, o),
+                        c: Counters::default(),
+                    });
+                    *slot = this.nets.len() as u32;
+                }
+                let i = *slot - 1;
+                let c = &mut this.nets[i as usize].c;
+                c.dir[dir].window.add(len);
+                if c.mark != mark {
+                    c.mark = mark;
+                    this.touched_nets.push(i);
+                }
+            }
+            if dir == IN {
+                let (dst, src) = (b.dst[i], b.src[i]);
+                let h = match this.$hosts.get(&dst) {
+                    Some(&h) => Some(h),
+                    None if this.hosts.len() < MAX_TRACKED => {
+                        let h = this.hosts.len() as u32;
+                        this.$hosts.insert(dst, h);
+                        this.hosts.push(Host {
+                            addr: AnyAddr::$any(dst),
+                            net: ($family, d),
+                            flow: Flow::default(),
+                            mark: 0,
+                            sampled: 0,
+                        });
+                        Some(h)
+                    }
+                    None => None,
+                };
+                let room = this.$sources.len() < MAX_TRACKED;
+                match this.$sources.get_mut(&src) {
+                    Some(pb) => pb.add(len),
+                    None if room => this.$sources.entry(src).or_default().add(len),
+                    None => this.untracked_sources += 1,
+                }
+                let Some(h) = h else {
+                    this.untracked_hosts += 1;
+                    continue;
+                };
+                touch_host(&mut this.hosts, &mut this.touched_hosts, h, mark, len);
+                if !this.thresholds.is_empty() && this.sample.len() < SAMPLE_PER_WINDOW {
+                    let host = &mut this.hosts[h as usize];
+                    if host.sampled < SAMPLE_PER_HOST {
+                        host.sampled += 1;
+                        this.sample.push((h, AnyAddr::$any(src), len));
+                    }
+                }
+            }
+        }
+        b.n = 0;
+    }};
+}
+
 /// Everything counted.
 pub struct Classifier<'t, T: Answer> {
     table: &'t T,
@@ -457,145 +534,11 @@ impl<'t, T: Answer> Classifier<'t, T> {
     }
 
     fn flush_v4(&mut self) {
-        let n = self.b4.n;
-        if n == 0 {
-            return;
-        }
-        let b = &mut self.b4;
-        self.table.batch_v4(&b.src[..n], &mut b.so[..n]);
-        self.table.batch_v4(&b.dst[..n], &mut b.do_[..n]);
-        let mark = self.closed + 1;
-        for i in 0..n {
-            let (s, d, len) = (b.so[i], b.do_[i], b.len[i]);
-            let (dir, net) = direction(s, d);
-            self.totals.dir[dir].window.add(len);
-            if let Some(o) = net {
-                let slot = &mut self.slot_v4[o as usize];
-                if *slot == 0 {
-                    self.nets.push(Net {
-                        net: (4, o),
-                        c: Counters::default(),
-                    });
-                    *slot = self.nets.len() as u32;
-                }
-                let i = *slot - 1;
-                let c = &mut self.nets[i as usize].c;
-                c.dir[dir].window.add(len);
-                if c.mark != mark {
-                    c.mark = mark;
-                    self.touched_nets.push(i);
-                }
-            }
-            if dir == IN {
-                let (dst, src) = (b.dst[i], b.src[i]);
-                let h = match self.hosts_v4.get(&dst) {
-                    Some(&h) => Some(h),
-                    None if self.hosts.len() < MAX_TRACKED => {
-                        let h = self.hosts.len() as u32;
-                        self.hosts_v4.insert(dst, h);
-                        self.hosts.push(Host {
-                            addr: AnyAddr::V4(dst),
-                            net: (4, d),
-                            flow: Flow::default(),
-                            mark: 0,
-                            sampled: 0,
-                        });
-                        Some(h)
-                    }
-                    None => None,
-                };
-                let room = self.sources_v4.len() < MAX_TRACKED;
-                match self.sources_v4.get_mut(&src) {
-                    Some(pb) => pb.add(len),
-                    None if room => self.sources_v4.entry(src).or_default().add(len),
-                    None => self.untracked_sources += 1,
-                }
-                let Some(h) = h else {
-                    self.untracked_hosts += 1;
-                    continue;
-                };
-                touch_host(&mut self.hosts, &mut self.touched_hosts, h, mark, len);
-                if !self.thresholds.is_empty() && self.sample.len() < SAMPLE_PER_WINDOW {
-                    let host = &mut self.hosts[h as usize];
-                    if host.sampled < SAMPLE_PER_HOST {
-                        host.sampled += 1;
-                        self.sample.push((h, AnyAddr::V4(src), len));
-                    }
-                }
-            }
-        }
-        b.n = 0;
+        flush_family!(self, 4, b4, batch_v4, slot_v4, hosts_v4, sources_v4, V4)
     }
 
     fn flush_v6(&mut self) {
-        let n = self.b6.n;
-        if n == 0 {
-            return;
-        }
-        let b = &mut self.b6;
-        self.table.batch_v6(&b.src[..n], &mut b.so[..n]);
-        self.table.batch_v6(&b.dst[..n], &mut b.do_[..n]);
-        let mark = self.closed + 1;
-        for i in 0..n {
-            let (s, d, len) = (b.so[i], b.do_[i], b.len[i]);
-            let (dir, net) = direction(s, d);
-            self.totals.dir[dir].window.add(len);
-            if let Some(o) = net {
-                let slot = &mut self.slot_v6[o as usize];
-                if *slot == 0 {
-                    self.nets.push(Net {
-                        net: (6, o),
-                        c: Counters::default(),
-                    });
-                    *slot = self.nets.len() as u32;
-                }
-                let i = *slot - 1;
-                let c = &mut self.nets[i as usize].c;
-                c.dir[dir].window.add(len);
-                if c.mark != mark {
-                    c.mark = mark;
-                    self.touched_nets.push(i);
-                }
-            }
-            if dir == IN {
-                let (dst, src) = (b.dst[i], b.src[i]);
-                let h = match self.hosts_v6.get(&dst) {
-                    Some(&h) => Some(h),
-                    None if self.hosts.len() < MAX_TRACKED => {
-                        let h = self.hosts.len() as u32;
-                        self.hosts_v6.insert(dst, h);
-                        self.hosts.push(Host {
-                            addr: AnyAddr::V6(dst),
-                            net: (6, d),
-                            flow: Flow::default(),
-                            mark: 0,
-                            sampled: 0,
-                        });
-                        Some(h)
-                    }
-                    None => None,
-                };
-                let room = self.sources_v6.len() < MAX_TRACKED;
-                match self.sources_v6.get_mut(&src) {
-                    Some(pb) => pb.add(len),
-                    None if room => self.sources_v6.entry(src).or_default().add(len),
-                    None => self.untracked_sources += 1,
-                }
-                let Some(h) = h else {
-                    self.untracked_hosts += 1;
-                    continue;
-                };
-                touch_host(&mut self.hosts, &mut self.touched_hosts, h, mark, len);
-                if !self.thresholds.is_empty() && self.sample.len() < SAMPLE_PER_WINDOW {
-                    let host = &mut self.hosts[h as usize];
-                    if host.sampled < SAMPLE_PER_HOST {
-                        host.sampled += 1;
-                        self.sample.push((h, AnyAddr::V6(src), len));
-                    }
-                }
-            }
-        }
-        b.n = 0;
+        flush_family!(self, 6, b6, batch_v6, slot_v6, hosts_v6, sources_v6, V6)
     }
 
     /// The hostgroup of a network.
