@@ -153,17 +153,10 @@ pub unsafe extern "C" fn ipfib_table_open(
 /// Thread safety: only once no other thread uses the table.
 #[no_mangle]
 pub unsafe extern "C" fn ipfib_table_free(table: *mut IpfibTable) {
-    if table.is_null() {
-        return;
-    }
-    // A panic in a destructor is caught: it would abort across `extern "C"`.
-    let _ = guard("ipfib_table_free", || {
-        // SAFETY: a non-NULL table comes from Box::into_raw in
-        // ipfib_table_open or ipfib_builder_compile and is freed once (the
-        // caller's contract).
-        drop(unsafe { Box::from_raw(table) });
-        Ok(())
-    });
+    // SAFETY: a non-NULL table comes from Box::into_raw in
+    // ipfib_table_open or ipfib_builder_compile and is freed once (the
+    // caller's contract).
+    unsafe { free_boxed(table, "ipfib_table_free") }
 }
 
 /// What a lenient `ipfib_table_open` skipped or where it stopped, as text
@@ -257,13 +250,46 @@ pub unsafe extern "C" fn ipfib_builder_compile(
 /// Thread safety: not thread-safe on the builder.
 #[no_mangle]
 pub unsafe extern "C" fn ipfib_builder_free(builder: *mut IpfibBuilder) {
-    if builder.is_null() {
+    // SAFETY: a non-NULL builder comes from Box::into_raw in
+    // ipfib_builder_new and is freed once (the caller's contract).
+    unsafe { free_boxed(builder, "ipfib_builder_free") }
+}
+
+/// The prefix length of each answer in `ri` into `prefix_len` (NULL: not
+/// wanted).
+///
+/// # Safety
+/// `prefix_len` is NULL or points at `ri.len()` writable bytes that no
+/// other live reference covers.
+unsafe fn fill_lengths(
+    prefix_len: *mut u8,
+    ri: &[u32],
+    len: impl Fn(u32) -> u8,
+) -> Result<(), Error> {
+    if prefix_len.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract (above).
+    let pl = unsafe { slice_mut(prefix_len, ri.len(), "prefix_len") }?;
+    for (l, &o) in pl.iter_mut().zip(ri) {
+        *l = len(o);
+    }
+    Ok(())
+}
+
+/// Drop what `Box::into_raw` made (NULL: nothing). A panic in a destructor
+/// is caught: it would abort across `extern "C"`.
+///
+/// # Safety
+/// `ptr` is NULL or came from `Box::into_raw(Box<T>)` and is not used or
+/// freed again.
+unsafe fn free_boxed<T>(ptr: *mut T, name: &'static str) {
+    if ptr.is_null() {
         return;
     }
-    let _ = guard("ipfib_builder_free", || {
-        // SAFETY: a non-NULL builder comes from Box::into_raw in
-        // ipfib_builder_new and is freed once (the caller's contract).
-        drop(unsafe { Box::from_raw(builder) });
+    let _ = guard(name, || {
+        // SAFETY: the caller's contract (above).
+        drop(unsafe { Box::from_raw(ptr) });
         Ok(())
     });
 }
@@ -384,14 +410,9 @@ pub unsafe extern "C" fn ipfib_lookup_v4_batch(
             )
         };
         t.batch_v4(a, ri);
-        if !prefix_len.is_null() {
-            // SAFETY: non-NULL, so `n` writable bytes (the caller's contract).
-            let pl = unsafe { slice_mut(prefix_len, n, "prefix_len") }?;
-            for (l, &o) in pl.iter_mut().zip(ri.iter()) {
-                *l = t.len_v4(o);
-            }
-        }
-        Ok(())
+        // SAFETY: the caller passes `n` writable bytes or NULL, checked
+        // disjoint from the other buffers above.
+        unsafe { fill_lengths(prefix_len, ri, |o| t.len_v4(o)) }
     })
 }
 
@@ -444,14 +465,9 @@ pub unsafe extern "C" fn ipfib_lookup_v6_batch(
             }
             t.batch_v6(&buf[..k], dst);
         }
-        if !prefix_len.is_null() {
-            // SAFETY: non-NULL, so `n` writable bytes (the caller's contract).
-            let pl = unsafe { slice_mut(prefix_len, n, "prefix_len") }?;
-            for (l, &o) in pl.iter_mut().zip(ri.iter()) {
-                *l = t.len_v6(o);
-            }
-        }
-        Ok(())
+        // SAFETY: the caller passes `n` writable bytes or NULL, checked
+        // disjoint from the other buffers above.
+        unsafe { fill_lengths(prefix_len, ri, |o| t.len_v6(o)) }
     })
 }
 
