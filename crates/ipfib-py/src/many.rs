@@ -185,7 +185,8 @@ pub(crate) fn classify<'py>(addrs: &Bound<'py, PyAny>, on_error: OnError) -> PyR
         });
     }
     Err(PyTypeError::new_err(format!(
-        "lookup_many: unsupported input {}",
+        "ipfib: unsupported address input {} (expected a list, numpy array, \
+         pandas/polars Series, pyarrow array or iterable of addresses)",
         addrs.get_type().name()?
     )))
 }
@@ -728,7 +729,7 @@ pub fn lookup_columns<'py>(
     let n = input.len();
     if u32::try_from(n).is_err() {
         return Err(PyValueError::new_err(
-            "lookup_many: at most 2^32 - 1 addresses per call",
+            "ipfib: at most 2^32 - 1 addresses per call",
         ));
     }
     let snap = table.live.snapshot();

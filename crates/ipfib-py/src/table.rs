@@ -100,6 +100,23 @@ pub(crate) fn parse_addr(obj: &Bound<'_, PyAny>) -> PyResult<AnyAddr> {
 /// (`t[addr]` as a longest-prefix match) fails loudly instead of answering
 /// something else.
 fn exact_prefix(obj: &Bound<'_, PyAny>, call: &str) -> PyResult<AnyPrefix> {
+    // An int or packed bytes can only be an address: say so, with the
+    // calls that take one (text_of would only say "not int").
+    let number =
+        obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<pyo3::types::PyBool>();
+    if number || obj.is_instance_of::<pyo3::types::PyBytes>() {
+        let shown = obj.repr()?.to_cow()?.into_owned();
+        return Err(match parse_addr(obj) {
+            Ok(_) => PyValueError::new_err(format!(
+                "{call} is an exact match on a stored prefix, and {shown} is an address: \
+                 for its longest-prefix match use t.lookup({shown}) (the value) or \
+                 t.lookup_prefix({shown}) (the prefix and value)"
+            )),
+            Err(_) => PyTypeError::new_err(format!(
+                "{call} takes a prefix (text or an ipaddress network), not {shown}"
+            )),
+        });
+    }
     let text = text_of(obj)?;
     if !text.contains('/') && AnyAddr::parse(&text).is_ok() {
         return Err(PyValueError::new_err(format!(
@@ -627,12 +644,9 @@ impl Table {
 
     /// Prefixes in order (IPv4 first; address order, shorter first).
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let keys: Vec<String> = self
-            .snapshot_items(py)?
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
-        PyList::new(py, keys)?.try_iter().map(|i| i.into_any())
+        PyList::new(py, self.keys())?
+            .try_iter()
+            .map(|i| i.into_any())
     }
 
     /// `(prefix, value)` pairs in iteration order.
@@ -640,13 +654,15 @@ impl Table {
         self.snapshot_items(py)
     }
 
-    /// The prefixes in iteration order (as `list(t)`).
-    fn keys(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        Ok(self
-            .snapshot_items(py)?
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect())
+    /// The prefixes in iteration order (as `list(t)`), without building
+    /// the values.
+    fn keys(&self) -> Vec<String> {
+        let snap = self.live.snapshot();
+        let v4 = (0..snap.v4.len() as u32).filter_map(|o| snap.v4.route(o));
+        let v6 = (0..snap.v6.len() as u32).filter_map(|o| snap.v6.route(o));
+        v4.map(|(p, _)| AnyPrefix::from(p).to_string())
+            .chain(v6.map(|(p, _)| AnyPrefix::from(p).to_string()))
+            .collect()
     }
 
     /// The values in iteration order (one per prefix).
