@@ -30,15 +30,33 @@ use crate::addr::Addr;
 use crate::prefix::Prefix;
 
 /// SplitMix64: tiny, fast, good enough for test data.
+///
+/// ```
+/// use ipfib::gen::Rng;
+/// let mut a = Rng::new(42);
+/// let mut b = a.clone(); // a clone continues the same stream
+/// assert_eq!([a.next_u64(), a.next_u64()], [b.next_u64(), b.next_u64()]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
     /// A generator for `seed`.
+    ///
+    /// ```
+    /// use ipfib::gen::Rng;
+    /// assert_eq!(Rng::new(7).next_u64(), Rng::new(7).next_u64());
+    /// assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
+    /// ```
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
     }
     /// Next 64 random bits.
+    ///
+    /// ```
+    /// // The same stream on every platform.
+    /// assert_eq!(ipfib::gen::Rng::new(7).next_u64(), 17_039_259_473_404_265_729);
+    /// ```
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -47,14 +65,35 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Next 128 random bits.
+    ///
+    /// ```
+    /// let mut a = ipfib::gen::Rng::new(3);
+    /// let mut b = a.clone();
+    /// let x = a.next_u128(); // two draws, the first in the high half
+    /// assert_eq!((x >> 64, x as u64), (b.next_u64() as u128, b.next_u64()));
+    /// ```
     pub fn next_u128(&mut self) -> u128 {
         ((self.next_u64() as u128) << 64) | self.next_u64() as u128
     }
     /// Uniform in `0..n` (`n > 0`).
+    ///
+    /// ```
+    /// let mut rng = ipfib::gen::Rng::new(1);
+    /// let mut seen = [0; 4];
+    /// (0..400).for_each(|_| seen[rng.below(4) as usize] += 1);
+    /// assert!(seen.iter().all(|&n| n > 50)); // every value, none far off 100
+    /// ```
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
     /// A random address of family `A`.
+    ///
+    /// ```
+    /// let mut a = ipfib::gen::Rng::new(5);
+    /// let mut b = a.clone();
+    /// assert_eq!(a.addr::<u32>(), b.next_u128() as u32); // the low bits of 128
+    /// assert_eq!(a.addr::<u128>(), b.next_u128());
+    /// ```
     pub fn addr<A: Addr>(&mut self) -> A {
         A::from_u128_truncate(self.next_u128())
     }
@@ -490,6 +529,17 @@ impl<A: Addr> Merge for A {
 }
 
 /// `n` distinct IPv4 prefixes shaped like a real full table, seeded.
+///
+/// ```
+/// use ipfib::gen::synthetic_v4;
+/// let t = synthetic_v4(300, 1);
+/// assert_eq!(t, synthetic_v4(300, 1)); // the same table for a seed
+/// let mut prefixes: Vec<_> = t.iter().map(|(p, _)| *p).collect();
+/// prefixes.sort();
+/// prefixes.dedup();
+/// assert_eq!(prefixes.len(), 300);
+/// assert!(prefixes.iter().all(|p| p.is_well_formed() && p.addr() >> 24 != 10));
+/// ```
 pub fn synthetic_v4(n: usize, seed: u64) -> Vec<(Prefix<u32>, u32)> {
     // Unicast /8s below 224.0.0.0, less 0/8, 10/8 and 127/8 (unrouted).
     synthetic(n, seed, &V4_MODEL, |rng| loop {
@@ -502,6 +552,16 @@ pub fn synthetic_v4(n: usize, seed: u64) -> Vec<(Prefix<u32>, u32)> {
 
 /// `n` distinct IPv6 prefixes shaped like the 2026 table: in 2001::/16 and
 /// the RIRs' /12s (2400, 2600, 2800, 2a00, 2c00), as real tables are.
+///
+/// ```
+/// use ipfib::engine::{poptrie::FlatPoptrie, Engine};
+/// let mut t = ipfib::gen::synthetic_v6(300, 1);
+/// assert!(t.iter().all(|(p, _)| p.addr() >> 125 == 1)); // in 2000::/3
+/// t.sort(); // prefix order, for the interval compiler
+/// let iv = ipfib::intervals::compile(t);
+/// assert_eq!(FlatPoptrie::build(&iv, &Default::default())?.validate(), Ok(()));
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 pub fn synthetic_v6(n: usize, seed: u64) -> Vec<(Prefix<u128>, u32)> {
     synthetic(n, seed, &V6_MODEL, |rng| {
         const RIR: [u128; 6] = [0x2001, 0x2400, 0x2600, 0x2800, 0x2a00, 0x2c00];
@@ -516,6 +576,14 @@ pub fn synthetic_v6(n: usize, seed: u64) -> Vec<(Prefix<u128>, u32)> {
 }
 
 /// Addresses drawn uniformly from the whole space.
+///
+/// ```
+/// use ipfib::gen::{uniform_trace, Rng};
+/// let t: Vec<u32> = uniform_trace(100, 9);
+/// let mut rng = Rng::new(9); // the seed's stream, one address a draw
+/// assert!(t.iter().all(|&a| a == rng.addr::<u32>()));
+/// assert!(t.iter().any(|&a| a >= 1 << 31) && t.iter().any(|&a| a < 1 << 31));
+/// ```
 pub fn uniform_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
     let mut rng = Rng::new(seed);
     (0..n).map(|_| rng.addr()).collect()
@@ -526,6 +594,11 @@ pub fn uniform_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
 /// wrapping past the top of the space. IPv4: one /24 holds 256 of them,
 /// so a lookup mostly repeats its neighbour's path. IPv6: the same, only
 /// more so: 2 million steps never leave the start's /64.
+///
+/// ```
+/// let t: Vec<u32> = ipfib::gen::sequential_trace(300, 2);
+/// assert!(t.windows(2).all(|w| w[1] == w[0].wrapping_add(1)));
+/// ```
 pub fn sequential_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
     let start = Rng::new(seed).addr::<A>().to_u128();
     (0..n)
@@ -537,6 +610,14 @@ pub fn sequential_trace<A: Addr>(n: usize, seed: u64) -> Vec<A> {
 /// looked up `times` times in a row (the paper repeats each 16 times); `n`
 /// addresses in all, the last run cut short when `times` does not divide
 /// `n`. `times = 0` is taken as 1.
+///
+/// ```
+/// use ipfib::gen::repeat_trace;
+/// let t: Vec<u32> = repeat_trace(10, 4, 3); // runs of 4, 4 and 2
+/// assert!(t[..4].iter().all(|&a| a == t[0]) && t[4..8].iter().all(|&a| a == t[4]));
+/// assert_eq!((t[8] == t[9], t[3] == t[4]), (true, false));
+/// assert_eq!(repeat_trace::<u32>(5, 0, 3), repeat_trace::<u32>(5, 1, 3));
+/// ```
 pub fn repeat_trace<A: Addr>(n: usize, times: usize, seed: u64) -> Vec<A> {
     let mut rng = Rng::new(seed);
     let times = times.max(1);
@@ -549,6 +630,16 @@ pub fn repeat_trace<A: Addr>(n: usize, times: usize, seed: u64) -> Vec<A> {
 }
 
 /// Addresses inside prefixes drawn uniformly from `prefixes` ("matched").
+///
+/// ```
+/// use ipfib::gen::{matched_trace, uniform_trace};
+/// use ipfib::prefix::Prefix;
+/// let prefixes: Vec<Prefix<u32>> = vec!["10.0.0.0/8".parse()?, "192.0.2.0/24".parse()?];
+/// let t = matched_trace(&prefixes, 200, 4);
+/// assert!(t.iter().all(|&a| prefixes.iter().any(|p| p.contains(a))));
+/// assert_eq!(matched_trace::<u32>(&[], 5, 4), uniform_trace::<u32>(5, 4)); // none: uniform
+/// # Ok::<(), ipfib::prefix::PrefixError>(())
+/// ```
 pub fn matched_trace<A: Addr>(prefixes: &[Prefix<A>], n: usize, seed: u64) -> Vec<A> {
     let mut rng = Rng::new(seed);
     if prefixes.is_empty() {

@@ -38,6 +38,16 @@ use std::fmt;
 /// Direct-pointing bits of the shape count and the family defaults: the
 /// paper's 18 (the flat layout is also tried at 16, which won some IPv4
 /// batches on an Intel Xeon).
+///
+/// ```
+/// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind, DIRECT_BITS};
+/// use ipfib::engine::Engine;
+/// assert_eq!(DIRECT_BITS, 18);
+/// // A small IPv4 table gets the 64-ary Poptrie at these bits.
+/// let e = AutoEngine::<u32>::build(&ipfib::intervals::compile([]), &AutoOptions::default())?;
+/// assert_eq!(e.choice().single, (Kind::Poptrie, Some(DIRECT_BITS)));
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 pub const DIRECT_BITS: u8 = PoptrieOptions::DEFAULT_DIRECT_BITS;
 
 /// Above this many trie nodes per interval a Poptrie is the wrong
@@ -48,9 +58,23 @@ pub const DIRECT_BITS: u8 = PoptrieOptions::DEFAULT_DIRECT_BITS;
 /// sparse /40-/64 IPv6 prefixes need 1.74, and there single Poptrie
 /// lookups of matched traffic ran at a fifth to a third of PlanB's
 /// (docs/architecture.md, "Choosing an engine: `auto`").
+///
+/// ```
+/// use ipfib::engine::auto::{decide, Kind, Shape, MAX_NODES_PER_INTERVAL};
+/// let shape = |nodes32| Shape { family: 6, intervals: 100, nodes64: nodes32, nodes32 };
+/// assert_eq!(MAX_NODES_PER_INTERVAL, 1.0);
+/// assert!(decide(&shape(100)).0.len() > 1); // 1.0 per interval: tries admitted
+/// assert_eq!(decide(&shape(101)).0, [(Kind::PlanB, None)]);
+/// ```
 pub const MAX_NODES_PER_INTERVAL: f64 = 1.0;
 
 /// The figures [`decide`] reads from a table.
+///
+/// ```
+/// use ipfib::engine::auto::Shape;
+/// let shape = Shape { family: 4, intervals: 1000, nodes64: 300, nodes32: 400 };
+/// assert_eq!(shape.nodes_per_interval(), 0.4);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Shape {
     /// Address family: 4 or 6.
@@ -66,6 +90,15 @@ pub struct Shape {
 
 impl Shape {
     /// Measure `iv`: one pass over its boundaries per trie level.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::Shape;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// // /18 to /24: one 6-bit level, or two 5-bit ones.
+    /// let want = Shape { family: 4, intervals: 5, nodes64: 1, nodes32: 2 };
+    /// assert_eq!(Shape::of(&iv), want);
+    /// ```
     pub fn of<A: Family>(iv: &Intervals<A>) -> Shape {
         Shape {
             family: A::FAMILY,
@@ -76,6 +109,12 @@ impl Shape {
     }
 
     /// Estimated 32-ary trie nodes per interval.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::Shape;
+    /// let empty = Shape { family: 6, intervals: 0, nodes64: 0, nodes32: 0 };
+    /// assert_eq!(empty.nodes_per_interval(), 0.0); // no division by zero
+    /// ```
     pub fn nodes_per_interval(&self) -> f64 {
         self.nodes32 as f64 / self.intervals.max(1) as f64
     }
@@ -87,6 +126,15 @@ impl Shape {
 /// aligned to `L` bits (a slot whose range is not one interval). Exact for
 /// the unfocused Poptrie layouts; interval starts are sorted, so each
 /// level is one pass counting changes of the prefix.
+///
+/// ```
+/// use ipfib::engine::auto::trie_nodes;
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.1.2.0/24"), 1), (p("10.1.3.128/25"), 2)]);
+/// assert_eq!(trie_nodes(&iv, 24, 8), 1); // one /24 holds the /25's boundary
+/// assert_eq!(trie_nodes(&iv, 16, 8), 2); // a node at /16, one below it at /24
+/// assert_eq!(trie_nodes(&iv, 25, 7), 0); // everything aligned to 25 bits
+/// ```
 pub fn trie_nodes<A: Family>(iv: &Intervals<A>, s: u32, k: u32) -> u64 {
     let bits = A::BITS as u32;
     let mut nodes = 0u64;
@@ -113,6 +161,17 @@ pub fn trie_nodes<A: Family>(iv: &Intervals<A>, s: u32, k: u32) -> u64 {
 /// Poptrie and the flat Poptrie at two sizes of direct table. `poptrie32`
 /// is left out: on no real table measured was it the only engine within
 /// 10% of the best (BENCHMARKS.md, "Standing").
+///
+/// ```
+/// use ipfib::engine::auto::{AutoOptions, Built, CANDIDATES};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.1.2.0/24"), 1)]);
+/// for pick in CANDIDATES {
+///     let e = Built::build(&iv, pick, &AutoOptions::default())?;
+///     assert_eq!(e.kind(), pick.0);
+/// }
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 pub const CANDIDATES: [Pick; 4] = [
     (Kind::PlanB, None),
     (Kind::Poptrie, Some(DIRECT_BITS)),
@@ -124,6 +183,16 @@ pub const CANDIDATES: [Pick; 4] = [
 /// need more than [`MAX_NODES_PER_INTERVAL`] nodes per interval, every
 /// candidate otherwise. With calibration off, the first trie candidate of
 /// the family's default (64-ary for IPv4, flat:18 for IPv6) is taken.
+///
+/// ```
+/// use ipfib::engine::auto::{decide, Kind, Shape, CANDIDATES};
+/// let dense = Shape { family: 4, intervals: 1000, nodes64: 300, nodes32: 400 };
+/// assert_eq!(decide(&dense).0, CANDIDATES);
+/// let sparse = Shape { nodes32: 1740, ..dense };
+/// let (picks, why) = decide(&sparse);
+/// assert_eq!(picks, [(Kind::PlanB, None)]);
+/// assert!(why.contains("1.74 trie nodes per interval"));
+/// ```
 pub fn decide(shape: &Shape) -> (Vec<Pick>, String) {
     let per = shape.nodes_per_interval();
     let figures = format!(
@@ -154,6 +223,17 @@ fn untimed(shape: &Shape) -> Pick {
 /// Build options for [`AutoEngine`]: the kernel to use, whichever engine
 /// is chosen, whether to time the candidates, and an optional engine that
 /// overrides the choice.
+///
+/// ```
+/// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind};
+/// use ipfib::engine::Engine;
+/// let iv = ipfib::intervals::compile::<u32>([]);
+/// let opts = AutoOptions { force: Some((Kind::Flat, Some(16))), ..Default::default() };
+/// let e = AutoEngine::build(&iv, &opts)?;
+/// assert_eq!(e.choice().single, (Kind::Flat, Some(16)));
+/// assert!(e.name().starts_with("poptrie-flat[s=16")); // named: no "auto:"
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutoOptions {
     /// The kernel for every engine this CPU supports it for (see
@@ -183,6 +263,20 @@ impl AutoOptions {
     /// [`Choice::still_fits`] for when that is right. The shape verdict
     /// still applies: a table that has become one a trie handles badly
     /// is chosen for afresh.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{AutoEngine, AutoOptions};
+    /// use ipfib::engine::Engine;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// let first = AutoEngine::build(&iv, &AutoOptions::default())?;
+    /// let opts = AutoOptions::default().reuse(first.choice());
+    /// assert_eq!(opts.force, Some(first.choice().single));
+    /// let again = AutoEngine::build(&iv, &opts)?;
+    /// assert_eq!(again.choice().single, first.choice().single);
+    /// assert!(again.choice().reason.starts_with("reused"));
+    /// # Ok::<(), ipfib::engine::auto::AutoError>(())
+    /// ```
     pub fn reuse(self, choice: &Choice) -> AutoOptions {
         AutoOptions {
             force: Some(choice.single),
@@ -283,6 +377,17 @@ impl<A: Family> AutoEngine<A> {
 }
 
 /// What [`AutoEngine`] built for one family, and why.
+///
+/// ```
+/// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind};
+/// use ipfib::engine::Engine;
+/// let e = AutoEngine::<u128>::build(&ipfib::intervals::compile([]), &AutoOptions::default())?;
+/// let c = e.choice();
+/// assert_eq!((c.single, c.batch), ((Kind::Flat, Some(18)), (Kind::Flat, Some(18))));
+/// assert_eq!((c.intervals, c.label()), (1, "poptrie-flat:18".to_string()));
+/// assert!(c.reason.contains("too small to be worth timing"));
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Choice {
     /// The engine single lookups use.
@@ -301,6 +406,14 @@ impl Choice {
     /// table it was made for (a table grown from empty by single inserts
     /// is chosen for again at every doubling, so it never keeps a tiny
     /// table's default).
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{Choice, Kind};
+    /// let pick = (Kind::PlanB, None);
+    /// let c = Choice { single: pick, batch: pick, reason: String::new(), intervals: 1000 };
+    /// assert!(c.still_fits(500) && c.still_fits(2000));
+    /// assert!(!c.still_fits(499) && !c.still_fits(2001));
+    /// ```
     pub fn still_fits(&self, intervals: usize) -> bool {
         intervals <= self.intervals.saturating_mul(2)
             && self.intervals <= intervals.saturating_mul(2)
@@ -308,6 +421,13 @@ impl Choice {
 
     /// `poptrie-flat:18`, or `planb/poptrie-flat:18` (single/batch) when
     /// the two differ.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{Choice, Kind};
+    /// let (single, batch) = ((Kind::PlanB, None), (Kind::Flat, Some(18)));
+    /// let c = Choice { single, batch, reason: String::new(), intervals: 1 };
+    /// assert_eq!(c.label(), "planb/poptrie-flat:18");
+    /// ```
     pub fn label(&self) -> String {
         if self.single == self.batch {
             label(self.batch)
@@ -325,6 +445,19 @@ impl fmt::Display for Choice {
 
 /// The engine `auto` chose: one for single lookups and, when a different
 /// one is faster on batches, a second for those.
+///
+/// ```
+/// use ipfib::engine::auto::{AutoEngine, AutoOptions};
+/// use ipfib::engine::{Engine, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+/// let e = AutoEngine::build(&iv, &AutoOptions::default())?;
+/// assert_eq!([e.lookup(0x0a01_0203), e.lookup(0x0a00_0001)], [2, 1]);
+/// let mut out = [0; 2];
+/// e.lookup_batch::<8>(&[0x0a01_0203, 0x0b00_0000], &mut out);
+/// assert_eq!(out, [2, NO_ROUTE]);
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 pub struct AutoEngine<A: Family> {
     single: Built<A>,
     /// `None`: batches use `single`.
@@ -337,16 +470,46 @@ pub struct AutoEngine<A: Family> {
 
 impl<A: Family> AutoEngine<A> {
     /// What was chosen, and why.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind};
+    /// use ipfib::engine::Engine;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+    /// // A few sparse long prefixes: no trie is even built.
+    /// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::1:0/112"), 2)]);
+    /// let e = AutoEngine::build(&iv, &AutoOptions::default())?;
+    /// assert_eq!(e.choice().single, (Kind::PlanB, None));
+    /// assert!(e.choice().reason.contains("sparse long prefixes"));
+    /// # Ok::<(), ipfib::engine::auto::AutoError>(())
+    /// ```
     pub fn choice(&self) -> &Choice {
         &self.choice
     }
 
     /// The engine single lookups use.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind};
+    /// use ipfib::engine::Engine;
+    /// let opts = AutoOptions { force: Some((Kind::PlanB, None)), force_batch: Some((Kind::Flat, Some(16))), ..Default::default() };
+    /// let e = AutoEngine::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
+    /// assert_eq!((e.single().kind(), e.batch().kind()), (Kind::PlanB, Kind::Flat));
+    /// # Ok::<(), ipfib::engine::auto::AutoError>(())
+    /// ```
     pub fn single(&self) -> &Built<A> {
         &self.single
     }
 
     /// The engine batches use.
+    ///
+    /// ```
+    /// use ipfib::engine::auto::{AutoEngine, AutoOptions, Kind};
+    /// use ipfib::engine::Engine;
+    /// let opts = AutoOptions { force: Some((Kind::PlanB, None)), ..Default::default() };
+    /// let e = AutoEngine::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
+    /// assert_eq!(e.batch().kind(), Kind::PlanB); // no second engine: the single one
+    /// # Ok::<(), ipfib::engine::auto::AutoError>(())
+    /// ```
     pub fn batch(&self) -> &Built<A> {
         self.batch.as_ref().unwrap_or(&self.single)
     }
@@ -356,6 +519,16 @@ impl<A: Family> AutoEngine<A> {
 /// every candidate then fits in L2 and answers within a few nanoseconds,
 /// while a calibration costs about 10 ms, more than the build itself
 /// (and the bindings rebuild small tables often).
+///
+/// ```
+/// use ipfib::engine::auto::{AutoEngine, AutoOptions, MIN_CALIBRATED_INTERVALS};
+/// use ipfib::engine::Engine;
+/// let iv = ipfib::intervals::compile::<u32>([]);
+/// assert!(iv.len() < MIN_CALIBRATED_INTERVALS);
+/// let e = AutoEngine::build(&iv, &AutoOptions::default())?; // calibrate: true, but
+/// assert!(e.choice().reason.contains("too small to be worth timing"));
+/// # Ok::<(), ipfib::engine::auto::AutoError>(())
+/// ```
 pub const MIN_CALIBRATED_INTERVALS: usize = 8192;
 
 /// Addresses per calibration sample (each of the two traces).

@@ -24,6 +24,15 @@ use std::fmt;
 use std::str::FromStr;
 
 /// An instruction set an engine's search may be compiled for.
+///
+/// ```
+/// use ipfib::engine::kernel::Kernel;
+/// use ipfib::engine::planb::{PlanB, PlanBOptions};
+/// let opts = PlanBOptions { kernel: Some(Kernel::Scalar), ..Default::default() };
+/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &opts)?;
+/// assert_eq!(e.kernel().to_string(), "scalar");
+/// # Ok::<(), ipfib::engine::planb::BuildError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
     /// Portable Rust for the baseline target; in every engine, always
@@ -109,6 +118,14 @@ impl FromStr for Kernel {
 /// The kernels of one engine, best first, each with the target features
 /// its code is compiled with. The last is always [`Kernel::Scalar`] with
 /// none, so [`KernelSet::detect`] always finds one.
+///
+/// ```
+/// use ipfib::engine::kernel::Kernel;
+/// for set in [&ipfib::engine::planb::KERNELS, &ipfib::engine::poptrie::KERNELS] {
+///     assert_eq!(set.all().last(), Some(Kernel::Scalar));
+///     assert_eq!(set.target_features(Kernel::Scalar), Some(&[][..]));
+/// }
+/// ```
 #[derive(Debug)]
 pub struct KernelSet {
     engine: &'static str,

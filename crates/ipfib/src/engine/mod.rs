@@ -35,6 +35,19 @@ pub(crate) fn batch_args<const M: usize, A>(addrs: &[A], out: &[u32]) {
 }
 
 /// An address family every engine can search (`u32` and `u128`).
+///
+/// ```
+/// use ipfib::engine::{planb::PlanB, Engine, Family};
+/// use ipfib::prefix::Prefix;
+/// // One generic function serves IPv4 and IPv6.
+/// fn hit<A: Family>(route: &str, addr: A) -> u32 {
+///     let p: Prefix<A> = route.parse().unwrap();
+///     let iv = ipfib::intervals::compile([(p, 3)]);
+///     PlanB::build(&iv, &Default::default()).unwrap().lookup(addr)
+/// }
+/// assert_eq!(hit::<u32>("10.0.0.0/8", 0x0a00_0001), 3);
+/// assert_eq!(hit::<u128>("2001:db8::/32", 0x2001_0db8 << 96), 3);
+/// ```
 pub trait Family: planb::Family + poptrie::Chunks {}
 impl<A: planb::Family + poptrie::Chunks> Family for A {}
 
@@ -48,6 +61,20 @@ impl<A: planb::Family + poptrie::Chunks> Family for A {}
 ///   panics; `M = 0` does not compile);
 /// - an engine is immutable once built: `Send + Sync`, and lookups neither
 ///   allocate nor lock.
+///
+/// ```
+/// use ipfib::engine::{planb::PlanB, poptrie::{FlatPoptrie, Poptrie}, Engine, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+/// // Every engine gives the intervals' answers.
+/// fn answers<E: Engine<u32>>(iv: &ipfib::intervals::Intervals<u32>) -> [u32; 3] {
+///     let e = E::build(iv, &Default::default()).unwrap();
+///     [0x0a00_0001, 0x0a01_0001, 0x0b00_0000].map(|a| e.lookup(a))
+/// }
+/// assert_eq!(answers::<PlanB<u32>>(&iv), [1, 2, NO_ROUTE]);
+/// assert_eq!(answers::<Poptrie<u32>>(&iv), [1, 2, NO_ROUTE]);
+/// assert_eq!(answers::<FlatPoptrie<u32>>(&iv), [1, 2, NO_ROUTE]);
+/// ```
 pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// Build options (`Default` is the recommended configuration).
     type Options: Clone + Default + std::fmt::Debug;
@@ -56,8 +83,25 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
 
     /// Build from compiled intervals; hand-made ones that fail
     /// [`Intervals::validate`] are refused with an error.
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::Poptrie, Engine};
+    /// use ipfib::intervals::Intervals;
+    /// // Hand-made intervals that do not start at address 0: refused.
+    /// let bad = Intervals { starts: vec![5u32], payloads: vec![1] };
+    /// assert!(<Poptrie<u32> as Engine<u32>>::build(&bad, &Default::default()).is_err());
+    /// ```
     fn build(iv: &Intervals<A>, opts: &Self::Options) -> Result<Self, Self::Error>;
     /// Payload for `addr`, or [`NO_ROUTE`].
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::FlatPoptrie, Engine, NO_ROUTE};
+    /// let p: ipfib::prefix::Prefix<u128> = "2001:db8::/32".parse()?;
+    /// let e = FlatPoptrie::build(&ipfib::intervals::compile([(p, 9)]), &Default::default())?;
+    /// assert_eq!(Engine::lookup(&e, 0x2001_0db8_0000_0000_0000_0000_0000_0001), 9);
+    /// assert_eq!(Engine::lookup(&e, 0x2001_0db9 << 96), NO_ROUTE);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn lookup(&self, addr: A) -> u32;
     /// Payloads for `addrs` into `out`, `M` addresses in flight.
     ///
@@ -99,12 +143,39 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// If `out` is shorter than `addrs`.
     fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]);
     /// Heap bytes of the lookup structure.
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::{Poptrie, PoptrieOptions}, Engine};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let opts = PoptrieOptions { direct_bits: Some(16), ..Default::default() };
+    /// let e = Poptrie::<u32>::build(&iv, &opts)?;
+    /// // At least the direct table: 2^16 entries of 4 bytes.
+    /// assert!(Engine::footprint_bytes(&e) >= 4 << 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn footprint_bytes(&self) -> usize;
     /// A short description of this build: engine name and its layout
     /// (e.g. `planb[avx512,s=20]`, `poptrie[s=18,popcnt]`).
+    ///
+    /// ```
+    /// use ipfib::engine::{kernel::Kernel, planb::{PlanB, PlanBOptions}, Engine};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let opts = PlanBOptions { kernel: Some(Kernel::Scalar), direct_bits: Some(14), ..Default::default() };
+    /// assert_eq!(Engine::name(&PlanB::build(&iv, &opts)?), "planb[scalar,s=14]");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn name(&self) -> String;
     /// Check every structural property the lookups' unsafe code relies
     /// on (for tests and fuzzing; linear in the structure's size).
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::{Node32, Poptrie}, Engine};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// let e = Poptrie::<u32, Node32>::build(&iv, &Default::default())?;
+    /// assert_eq!(Engine::validate(&e), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     fn validate(&self) -> Result<(), String>;
 }
 

@@ -37,6 +37,14 @@ use std::str::FromStr;
 /// compiled table files: never reuse or renumber one. Non-exhaustive: a
 /// new engine is a new kind, and code outside this crate keeps a default
 /// arm for it.
+///
+/// ```
+/// use ipfib::engine::registry::{EngineSpec, Kind};
+/// assert_eq!(Kind::Poptrie32 as u8, 2); // its tag in compiled files
+/// let spec: EngineSpec = "poptrie32:16".parse()?;
+/// assert_eq!(spec.force(), Some((Kind::Poptrie32, Some(16))));
+/// # Ok::<(), ipfib::engine::registry::SpecError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
@@ -88,6 +96,14 @@ impl Kind {
 
 /// A built engine's kind and direct-pointing bits (`None`: the engine's
 /// default).
+///
+/// ```
+/// use ipfib::engine::registry::{Built, Kind, Pick};
+/// let pick: Pick = (Kind::Flat, None); // the engine's default bits
+/// let e = Built::<u32>::build(&ipfib::intervals::compile([]), pick, &Default::default())?;
+/// assert!(matches!(e, Built::Flat(f) if f.direct_bits() == 18));
+/// # Ok::<(), ipfib::engine::registry::AutoError>(())
+/// ```
 pub type Pick = (Kind, Option<u8>);
 
 /// `poptrie-flat:18`, `planb`.
@@ -121,6 +137,17 @@ pub enum AutoError {
 }
 
 /// One built engine of any kind.
+///
+/// ```
+/// use ipfib::engine::registry::{Built, Kind};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1)]);
+/// match Built::<u32>::build(&iv, (Kind::Poptrie32, Some(16)), &Default::default())? {
+///     Built::Poptrie32(e) => assert_eq!((e.direct_bits(), e.lookup(0x0a00_0001)), (16, 1)),
+///     _ => unreachable!("poptrie32 builds a Poptrie<_, Node32>"),
+/// }
+/// # Ok::<(), ipfib::engine::registry::AutoError>(())
+/// ```
 pub enum Built<A: Family> {
     PlanB(PlanB<A>),
     Poptrie(Poptrie<A>),
@@ -142,6 +169,16 @@ macro_rules! each {
 
 impl<A: Family> Built<A> {
     /// Build `pick` over `iv`.
+    ///
+    /// ```
+    /// use ipfib::engine::{auto::AutoOptions, kernel::Kernel, registry::{Built, Kind}};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// // The kernel reaches every engine that has it.
+    /// let opts = AutoOptions { kernel: Some(Kernel::Scalar), ..Default::default() };
+    /// let Built::PlanB(e) = Built::build(&iv, (Kind::PlanB, Some(14)), &opts)? else { panic!() };
+    /// assert_eq!((e.kernel(), e.direct_bits()), (Kernel::Scalar, 14));
+    /// # Ok::<(), ipfib::engine::registry::AutoError>(())
+    /// ```
     pub fn build(iv: &Intervals<A>, pick: Pick, opts: &AutoOptions) -> Result<Self, AutoError> {
         let popts = PoptrieOptions {
             direct_bits: pick.1,
@@ -192,6 +229,15 @@ impl<A: Family> Built<A> {
     }
 
     /// Which engine this is.
+    ///
+    /// ```
+    /// use ipfib::engine::registry::{Built, Kind};
+    /// let iv = ipfib::intervals::compile::<u128>([]);
+    /// for kind in Kind::ALL {
+    ///     assert_eq!(Built::build(&iv, (kind, None), &Default::default())?.kind(), kind);
+    /// }
+    /// # Ok::<(), ipfib::engine::registry::AutoError>(())
+    /// ```
     pub fn kind(&self) -> Kind {
         match self {
             Built::PlanB(_) => Kind::PlanB,
@@ -243,6 +289,14 @@ pub(crate) fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
 
 /// What an engine's payloads are, for the engines that have variants
 /// (`ipfib bench` measures them side by side).
+///
+/// ```
+/// use ipfib::engine::registry::{EngineSpec, Kind, Variant};
+/// let basic: EngineSpec = "poptrie-basic".parse()?;
+/// assert_eq!(basic, EngineSpec::Engine { kind: Kind::Poptrie, bits: None, variant: Variant::Basic });
+/// assert!(!basic.info().lookup); // bench only
+/// # Ok::<(), ipfib::engine::registry::SpecError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Value payloads, equal neighbours merged, Poptrie leaves compressed
@@ -341,6 +395,18 @@ const fn engine(kind: Kind, variant: Variant) -> EngineSpec {
 
 /// Every engine name, in the order lists and errors show them. Adding an
 /// engine: a [`Kind`], its arms in [`Built`], and a row here.
+///
+/// ```
+/// use ipfib::engine::registry::{EngineSpec, ENGINES};
+/// assert_eq!(ENGINES[0].name, "auto");
+/// // Every name and alias parses back to its row's engine.
+/// for e in ENGINES {
+///     for name in std::iter::once(&e.name).chain(e.aliases) {
+///         assert_eq!(name.parse::<EngineSpec>()?.info().name, e.name);
+///     }
+/// }
+/// # Ok::<(), ipfib::engine::registry::SpecError>(())
+/// ```
 pub const ENGINES: &[EngineInfo] = &[
     entry(
         "auto",

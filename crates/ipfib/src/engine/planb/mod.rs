@@ -48,10 +48,29 @@ const SUB_OFFSET: u32 = 0x03FF_FFFF;
 const SUB_MAX_BITS: u32 = 12;
 
 /// The earlier name of [`PlanBOptions`].
+///
+/// ```
+/// # use ipfib::engine::planb::PlanB;
+/// #[allow(deprecated)]
+/// let opts = ipfib::engine::planb::PlanbOptions { direct_bits: Some(16), ..Default::default() };
+/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &opts)?;
+/// assert_eq!(e.direct_bits(), 16);
+/// # Ok::<(), ipfib::engine::planb::BuildError>(())
+/// ```
 #[deprecated(note = "renamed PlanBOptions, like the engine")]
 pub type PlanbOptions = PlanBOptions;
 
 /// Build options for [`PlanB`].
+///
+/// ```
+/// use ipfib::engine::kernel::Kernel;
+/// use ipfib::engine::planb::{PlanB, PlanBOptions};
+/// let iv = ipfib::intervals::compile::<u32>([]);
+/// let opts = PlanBOptions { kernel: Some(Kernel::Scalar), direct_bits: Some(16), ..Default::default() };
+/// let e = PlanB::build(&iv, &opts)?;
+/// assert_eq!((e.kernel(), e.direct_bits()), (Kernel::Scalar, 16));
+/// # Ok::<(), ipfib::engine::planb::BuildError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PlanBOptions {
     /// Search kernel; `None` picks the best the CPU supports.
@@ -69,6 +88,14 @@ pub struct PlanBOptions {
 
 impl PlanBOptions {
     /// Largest accepted `s`.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{BuildError, PlanB, PlanBOptions};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let s = PlanBOptions::MAX_DIRECT_BITS + 1;
+    /// let opts = PlanBOptions { direct_bits: Some(s), ..Default::default() };
+    /// assert_eq!(PlanB::build(&iv, &opts).err(), Some(BuildError::DirectBits(25)));
+    /// ```
     pub const MAX_DIRECT_BITS: u8 = 24;
 
     /// Default heavy-bucket threshold: more keys than one tree level holds
@@ -76,6 +103,19 @@ impl PlanBOptions {
     /// otherwise need none, and every lookup then pays the masked sub-table
     /// step (cachegrind, 606K IPv4, s = 20: 50 instead of 80 instructions
     /// per matched lookup at 272 rather than 32).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, PlanBOptions};
+    /// use ipfib::prefix::Prefix;
+    /// assert_eq!(PlanBOptions::DEFAULT_SUB_MIN_KEYS, 272);
+    /// // 300 keys in one bucket of 10.0.0.0/12: more than 272, so split.
+    /// let routes = (0..150).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1 + i % 2));
+    /// let iv = ipfib::intervals::compile(routes);
+    /// let split = PlanB::build(&iv, &PlanBOptions::default())?;
+    /// let whole = PlanB::build(&iv, &PlanBOptions { sub_min_keys: Some(usize::MAX), ..Default::default() })?;
+    /// assert!(split.sub_entries() > whole.sub_entries());
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub const DEFAULT_SUB_MIN_KEYS: usize = 16 * 17;
 
     /// The default `s` for a table with `keys` keys of `key_bits` bits.
@@ -87,6 +127,13 @@ impl PlanBOptions {
     /// IPv6 keys crowd into a few /16s, which sub-tables split better than
     /// a larger table would, and a small table stays in cache for the
     /// mostly-missing uniform trace (BENCHMARKS.md).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanBOptions;
+    /// assert_eq!(PlanBOptions::default_direct_bits(1000, 32), 12);
+    /// assert_eq!(PlanBOptions::default_direct_bits(1 << 20, 32), 20);
+    /// assert_eq!(PlanBOptions::default_direct_bits(1 << 20, 64), 16);
+    /// ```
     pub fn default_direct_bits(keys: usize, key_bits: u32) -> u8 {
         let bits = usize::BITS - keys.max(1).leading_zeros();
         if key_bits <= 32 {
@@ -98,6 +145,17 @@ impl PlanBOptions {
 }
 
 /// Why an engine could not be built.
+///
+/// ```
+/// use ipfib::engine::planb::{BuildError, PlanB};
+/// use ipfib::intervals::Intervals;
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let big = ipfib::intervals::compile([(p("10.0.0.0/8"), 1 << 31)]);
+/// let err = PlanB::build(&big, &Default::default()).err();
+/// assert_eq!(err, Some(BuildError::PayloadTooLarge(1 << 31)));
+/// let bad = Intervals { starts: vec![1u32], payloads: vec![0] };
+/// assert!(matches!(PlanB::build(&bad, &Default::default()), Err(BuildError::InvalidIntervals(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
     #[error("kernel {0} is not supported by this CPU")]
@@ -116,6 +174,16 @@ pub enum BuildError {
 
 /// An address family PlanB can search: maps an address to its tree key and
 /// splits compiled intervals into the tree stage and the second stage.
+///
+/// ```
+/// use ipfib::engine::planb::{Family, PlanB};
+/// fn everything_to<A: Family>(payload: u32) -> u32 {
+///     let iv = ipfib::intervals::compile([(ipfib::prefix::Prefix::<A>::default_route(), payload)]);
+///     PlanB::build(&iv, &Default::default()).unwrap().lookup(A::MAX)
+/// }
+/// assert_eq!(everything_to::<u32>(4), 4);
+/// assert_eq!(everything_to::<u128>(6), 6);
+/// ```
 pub trait Family: Addr {
     #[doc(hidden)]
     type Key: Key;
@@ -161,6 +229,17 @@ impl Family for u128 {
 /// compiled into the intervals) or [`NO_ROUTE`].
 ///
 /// Immutable once built: `Send + Sync`, lookups never allocate or lock.
+///
+/// ```
+/// use ipfib::engine::{planb::PlanB, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::/48"), 2)]);
+/// let e = PlanB::build(&iv, &Default::default())?;
+/// assert_eq!(e.lookup(0x2001_0db8_0000_0001 << 64), 2);
+/// assert_eq!(e.lookup(0x2001_0db8_0001_0000 << 64), 1);
+/// assert_eq!(e.lookup(0), NO_ROUTE);
+/// # Ok::<(), ipfib::engine::planb::BuildError>(())
+/// ```
 pub struct PlanB<A: Family> {
     /// Sorted keys (`start - 1`) plus `LANES` padding keys.
     leaves: LookupBuf<A::Key>,
@@ -187,6 +266,16 @@ pub struct PlanB<A: Family> {
 impl<A: Family> PlanB<A> {
     /// Build from compiled intervals. Linear in the number of intervals
     /// (plus `2^s` for the direct-pointing table).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, PlanBOptions};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// let e = PlanB::build(&iv, &PlanBOptions::default())?;
+    /// assert_eq!((e.lookup(0x0a01_0203), e.lookup(0x0a01_0303)), (2, 1));
+    /// assert_eq!(e.intervals(), iv.len());
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn build(iv: &Intervals<A>, opts: &PlanBOptions) -> Result<Self, BuildError> {
         let kernel = KERNELS
             .choose(opts.kernel)
@@ -251,6 +340,13 @@ impl<A: Family> PlanB<A> {
     }
 
     /// The kernel in use.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, KERNELS};
+    /// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default())?;
+    /// assert_eq!(e.kernel(), KERNELS.detect()); // the best this CPU runs
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn kernel(&self) -> Kernel {
         self.kernel
     }
@@ -296,38 +392,104 @@ impl<A: Family> PlanB<A> {
     }
 
     /// Direct-pointing bits `s`.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, PlanBOptions};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = PlanB::build(&iv, &PlanBOptions { direct_bits: Some(16), ..Default::default() })?;
+    /// assert_eq!(e.direct_bits(), 16);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn direct_bits(&self) -> u8 {
         (A::Key::BITS - self.direct_shift) as u8
     }
 
     /// Number of elementary intervals compiled in.
+    ///
+    /// ```
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1)]); // before, inside, after
+    /// assert_eq!(ipfib::engine::planb::PlanB::build(&iv, &Default::default())?.intervals(), 3);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn intervals(&self) -> usize {
         self.intervals
     }
 
     /// Most memory accesses of one lookup: direct table, tree levels, leaf
     /// window, payload.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// use ipfib::prefix::Prefix;
+    /// let small = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default())?;
+    /// assert_eq!(small.depth(), 3); // no tree levels
+    /// let routes = (0..150).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1 + i % 2));
+    /// let crowded = PlanB::build(&ipfib::intervals::compile(routes), &Default::default())?;
+    /// assert!(crowded.depth() > 3);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn depth(&self) -> usize {
         self.max_levels + 3
     }
 
     /// Buckets that need a local tree (more than one node of keys).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// use ipfib::prefix::Prefix;
+    /// // 60 keys in one bucket of 10.0.0.0/12: more than a node holds.
+    /// let routes = (0..30u32).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1));
+    /// let e = PlanB::build(&ipfib::intervals::compile(routes), &Default::default())?;
+    /// assert_eq!(e.tree_buckets(), 1);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn tree_buckets(&self) -> usize {
         self.descs.len()
     }
 
     /// Entries of the heavy buckets' sub-tables.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// use ipfib::prefix::Prefix;
+    /// // 300 keys in one bucket: a heavy one, split on its next bits.
+    /// let routes = (0..150).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1 + i % 2));
+    /// let e = PlanB::build(&ipfib::intervals::compile(routes), &Default::default())?;
+    /// assert!(e.sub_entries() >= 256);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn sub_entries(&self) -> usize {
         self.sub.len()
     }
 
     /// Intervals resolved by the IPv6 second stage.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+    /// let short = ipfib::intervals::compile([(p("2001:db8::/48"), 1)]);
+    /// assert_eq!(PlanB::build(&short, &Default::default())?.stage2_intervals(), 0);
+    /// let long = ipfib::intervals::compile([(p("2001:db8::1:0/112"), 1)]);
+    /// let e = PlanB::build(&long, &Default::default())?;
+    /// assert!(e.stage2_intervals() > 0);
+    /// assert_eq!(e.lookup(0x2001_0db8_0000_0000_0000_0000_0001_0005), 1);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn stage2_intervals(&self) -> usize {
         self.stage2.len()
     }
 
     /// Heap bytes of the lookup structure (keys, tree lines, payloads,
     /// direct table, second stage).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, PlanBOptions};
+    /// let iv = ipfib::intervals::compile::<u32>([]);
+    /// let e = PlanB::build(&iv, &PlanBOptions { direct_bits: Some(16), ..Default::default() })?;
+    /// assert!(e.footprint_bytes() >= 4 << 16); // 2^16 direct entries of 4 bytes
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.leaves)
             + std::mem::size_of_val(&*self.inner)
@@ -339,6 +501,16 @@ impl<A: Family> PlanB<A> {
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`].
+    ///
+    /// ```
+    /// use ipfib::engine::{planb::PlanB, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
+    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {
         search::lookup(self, addr)
@@ -349,6 +521,18 @@ impl<A: Family> PlanB<A> {
     /// 0` at compile time, a panic when `out` is shorter than `addrs`).
     /// `M` is any of [`BATCH_SIZES`] or another size; 16 or 32 are usually
     /// best.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, BATCH_SIZES};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
+    /// let mut out = vec![0; addrs.len()];
+    /// e.lookup_batch::<{ BATCH_SIZES[1] }>(&addrs, &mut out);
+    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         super::batch_args::<M, A>(addrs, out);

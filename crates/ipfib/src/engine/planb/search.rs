@@ -34,6 +34,15 @@ const NO_DESC: Desc = Desc {
 };
 
 /// Batch sizes the tests and benchmarks exercise.
+///
+/// ```
+/// use ipfib::engine::{planb::{PlanB, BATCH_SIZES}, NO_ROUTE};
+/// assert_eq!(BATCH_SIZES, [8, 16, 32, 64]);
+/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default()).unwrap();
+/// let mut out = [0; 3]; // fewer addresses than the batch size: fine
+/// e.lookup_batch::<{ BATCH_SIZES[3] }>(&[1, 2, 3], &mut out);
+/// assert_eq!(out, [NO_ROUTE; 3]);
+/// ```
 pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
 
 /// Hint that `p` will be read soon (a payload line while keys are searched).

@@ -33,6 +33,15 @@ impl<A: Family> PlanB<A> {
     /// `planb/validate.rs`): table sizes, every index a lookup can follow
     /// in bounds, padding never counted, payloads in range. Linear in the
     /// engine's size. An engine from [`PlanB::build`] always passes.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::1:0/112"), 2)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// assert_eq!(e.validate(), Ok(()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn validate(&self) -> Result<(), String> {
         if !super::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));

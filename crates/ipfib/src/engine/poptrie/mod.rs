@@ -65,12 +65,30 @@ const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
 /// a 32-ary one (`K = 5`, 16 bytes) that packs each vector with a base in
 /// one 64-bit word, so the AVX-512 batch reads a level with one gather
 /// instead of two (`avx512.rs`); it takes one more level for a /48.
+///
+/// ```
+/// use ipfib::engine::poptrie::{Node, Node32, Stride};
+/// assert_eq!((Node::K, Node::NAME), (6, "poptrie"));
+/// assert_eq!((Node32::K, Node32::NAME), (5, "poptrie32"));
+/// ```
 pub trait Stride:
     Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static + crate::image::Plain
 {
     /// Address bits per level.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Node, Node32, Stride};
+    /// assert_eq!((1 << Node::K, 1 << Node32::K), (64, 32)); // slots per node
+    /// ```
     const K: u32;
     /// Name suffix of the engine (`poptrie` or `poptrie32`).
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::{Node32, Poptrie, Stride}, Engine};
+    /// let e = Poptrie::<u32, Node32>::build(&ipfib::intervals::compile([]), &Default::default())?;
+    /// assert!(Engine::name(&e).starts_with(Node32::NAME));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     const NAME: &'static str;
     #[doc(hidden)]
     fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self;
@@ -85,6 +103,16 @@ pub trait Stride:
 }
 
 /// One 64-ary internal node (§3.2): 24 bytes.
+///
+/// ```
+/// use ipfib::engine::poptrie::{Node, Poptrie};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+/// // The default layout: /18 to /24 is one level of 6 bits.
+/// let e: Poptrie<u32, Node> = Poptrie::build(&iv, &Default::default())?;
+/// assert_eq!((std::mem::size_of::<Node>(), e.internal_nodes()), (24, 1));
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Node {
@@ -132,6 +160,17 @@ impl Stride for Node {
 
 /// One 32-ary internal node: 16 bytes, `vector | base1 << 32` and
 /// `leafvec | base0 << 32`.
+///
+/// ```
+/// use ipfib::engine::poptrie::{Node32, Poptrie};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+/// // /18 to /24 takes two levels of 5 bits, same answers.
+/// let e = Poptrie::<u32, Node32>::build(&iv, &Default::default())?;
+/// assert_eq!((std::mem::size_of::<Node32>(), e.internal_nodes()), (16, 2));
+/// assert_eq!((e.lookup(0x0a01_0203), e.lookup(0x0a01_0303)), (2, 1));
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Node32 {
@@ -184,6 +223,19 @@ use crate::engine::kernel::KernelSet;
 /// `search.rs` and `flat/search.rs` (`Popcnt`, and `Avx512` for single
 /// lookups and batch remainders), plus those of `avx512.rs` and
 /// `flat/avx512.rs` (`Avx512`); the tests compare the two.
+///
+/// ```
+/// use ipfib::engine::poptrie::{FlatPoptrie, Kernel, PoptrieOptions, KERNELS};
+/// assert_eq!(KERNELS.engine(), "poptrie");
+/// // Every kernel this CPU supports builds both layouts.
+/// let iv = ipfib::intervals::compile::<u32>([]);
+/// for k in KERNELS.supported() {
+///     let e = FlatPoptrie::build(&iv, &PoptrieOptions { kernel: Some(k), ..Default::default() })?;
+///     assert_eq!(e.kernel(), k);
+/// }
+/// assert!(!KERNELS.all().any(|k| k == Kernel::Avx2));
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 pub const KERNELS: KernelSet = KernelSet::new(
     "poptrie",
     &[
@@ -204,6 +256,14 @@ pub const KERNELS: KernelSet = KernelSet::new(
 );
 
 /// Build options for [`Poptrie`].
+///
+/// ```
+/// use ipfib::engine::poptrie::{Kernel, Poptrie, PoptrieOptions};
+/// let opts = PoptrieOptions { direct_bits: Some(16), leafvec: false, kernel: Some(Kernel::Scalar) };
+/// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
+/// assert_eq!((e.direct_bits(), e.has_leafvec(), e.kernel()), (16, false, Kernel::Scalar));
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoptrieOptions {
     /// Direct-pointing bits `s` (0 to [`PoptrieOptions::MAX_DIRECT_BITS`]);
@@ -228,14 +288,41 @@ impl Default for PoptrieOptions {
 
 impl PoptrieOptions {
     /// Largest accepted `s` (a 64 MiB direct table).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieError, PoptrieOptions};
+    /// let s = PoptrieOptions::MAX_DIRECT_BITS + 1;
+    /// let opts = PoptrieOptions { direct_bits: Some(s), ..Default::default() };
+    /// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &opts);
+    /// assert_eq!(e.err(), Some(PoptrieError::DirectBits(25)));
+    /// ```
     pub const MAX_DIRECT_BITS: u8 = 24;
     /// Default `s` for both families: 18, the paper's choice, and the
     /// fastest of 0 / 16 / 18 in our measurements (BENCHMARKS.md,
     /// "Poptrie").
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+    /// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &PoptrieOptions::default())?;
+    /// assert_eq!(e.direct_bits(), PoptrieOptions::DEFAULT_DIRECT_BITS);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub const DEFAULT_DIRECT_BITS: u8 = 18;
 }
 
 /// Why a Poptrie could not be built (or configured).
+///
+/// ```
+/// use ipfib::engine::poptrie::{Kernel, Poptrie, PoptrieError, PoptrieOptions};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+/// let big = ipfib::intervals::compile([(p("10.0.0.0/8"), 0x7fff_ffff)]);
+/// let e = Poptrie::<u32>::build(&big, &Default::default());
+/// assert_eq!(e.err(), Some(PoptrieError::PayloadTooLarge(0x7fff_ffff)));
+/// // Poptrie has no AVX2 kernel.
+/// let avx2 = PoptrieOptions { kernel: Some(Kernel::Avx2), ..Default::default() };
+/// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &avx2);
+/// assert_eq!(e.err(), Some(PoptrieError::UnsupportedKernel(Kernel::Avx2)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PoptrieError {
     #[error("direct-pointing bits {0} out of range (0..={max})", max = PoptrieOptions::MAX_DIRECT_BITS)]
@@ -255,6 +342,15 @@ pub enum PoptrieError {
 }
 
 /// An address family Poptrie can search: the bit extraction it needs.
+///
+/// ```
+/// use ipfib::engine::poptrie::{Chunks, Poptrie};
+/// fn everything_to<A: Chunks>(payload: u32) -> u32 {
+///     let iv = ipfib::intervals::compile([(ipfib::prefix::Prefix::<A>::default_route(), payload)]);
+///     Poptrie::<A>::build(&iv, &Default::default()).unwrap().lookup(A::MAX)
+/// }
+/// assert_eq!((everything_to::<u32>(4), everything_to::<u128>(6)), (4, 6));
+/// ```
 pub trait Chunks: Addr {
     #[doc(hidden)]
     /// The top `s` bits as an index (`s <= 24`; 0 gives 0).
@@ -305,6 +401,17 @@ impl_chunks!(u128);
 ///
 /// `N` is the node layout: [`Node`] (64-ary, the paper's, the default) or
 /// [`Node32`] (32-ary).
+///
+/// ```
+/// use ipfib::engine::{poptrie::Poptrie, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::/48"), 2)]);
+/// let e = Poptrie::<u128>::build(&iv, &Default::default())?;
+/// assert_eq!(e.lookup(0x2001_0db8_0000_0001 << 64), 2);
+/// assert_eq!(e.lookup(0x2001_0db8_0001_0000 << 64), 1);
+/// assert_eq!(e.lookup(0), NO_ROUTE);
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 pub struct Poptrie<A: Chunks, N: Stride = Node> {
     direct: LookupBuf<u32>,
     nodes: LookupBuf<N>,
@@ -325,6 +432,18 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// longest prefix, up to `s` bits, holding every interval boundary;
     /// 2000::/3 for real IPv6 tables), so it has `2^(s - len)` entries;
     /// addresses outside it are answered without a memory access.
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::Poptrie, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.1.0.0/16"), 1), (p("10.2.0.0/16"), 2)]);
+    /// let e = Poptrie::<u32>::build(&iv, &Default::default())?;
+    /// // Every boundary lies in 10.0.0.0/14: the direct table covers only it.
+    /// assert_eq!((e.focus_bits(), e.direct_entries()), (14, 1 << (18 - 14)));
+    /// assert_eq!([e.lookup(0x0a01_0001), e.lookup(0x0a02_0001)], [1, 2]);
+    /// assert_eq!([e.lookup(0x0a03_0000), e.lookup(0xc000_0201)], [NO_ROUTE; 2]);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
         Self::build_focused(iv, opts, true)
     }
@@ -395,6 +514,16 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`].
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::Poptrie, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = Poptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
+    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {
         search::lookup(self, addr)
@@ -403,6 +532,18 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// Payloads for `addrs` into `out`, `M` addresses in flight
     /// ([`crate::engine::Engine::lookup_batch`]'s contract: `M > 0` at
     /// compile time, a panic when `out` is shorter than `addrs`).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Node32, Poptrie};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = Poptrie::<u32, Node32>::build(&iv, &Default::default())?;
+    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
+    /// let mut out = vec![0; addrs.len()];
+    /// e.lookup_batch::<16>(&addrs, &mut out);
+    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         super::batch_args::<M, A>(addrs, out);
@@ -410,41 +551,108 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     }
 
     /// Direct-pointing bits `s`.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+    /// let opts = PoptrieOptions { direct_bits: Some(0), ..Default::default() }; // one root
+    /// assert_eq!(Poptrie::<u32>::build(&ipfib::intervals::compile([]), &opts)?.direct_bits(), 0);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn direct_bits(&self) -> u8 {
         self.s as u8
     }
 
     /// The popcount kernel in use.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, KERNELS};
+    /// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &Default::default())?;
+    /// assert_eq!(e.kernel(), KERNELS.detect()); // the best this CPU runs
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn kernel(&self) -> Kernel {
         self.kernel
     }
 
     /// Whether leaves are compressed with `leafvec`.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+    /// let basic = PoptrieOptions { leafvec: false, ..Default::default() };
+    /// assert!(!Poptrie::<u32>::build(&ipfib::intervals::compile([]), &basic)?.has_leafvec());
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn has_leafvec(&self) -> bool {
         self.leafvec
     }
 
     /// Internal nodes (not counting the direct-pointing table).
+    ///
+    /// ```
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let aligned = ipfib::intervals::compile([(p("10.0.0.0/8"), 1)]);
+    /// let e = ipfib::engine::poptrie::Poptrie::<u32>::build(&aligned, &Default::default())?;
+    /// assert_eq!(e.internal_nodes(), 0); // /8 fits the 18-bit direct table
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn internal_nodes(&self) -> usize {
         self.nodes.len()
     }
 
     /// Leaves stored in the leaf array (direct-pointing leaves not counted).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.1.2.0/24"), 2)]);
+    /// // One node of 64 slots: runs of no route, the /24, no route again.
+    /// assert_eq!(Poptrie::<u32>::build(&iv, &Default::default())?.leaves(), 3);
+    /// let basic = PoptrieOptions { leafvec: false, ..Default::default() };
+    /// assert_eq!(Poptrie::<u32>::build(&iv, &basic)?.leaves(), 64);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn leaves(&self) -> usize {
         self.leaves.len()
     }
 
     /// Length of the prefix the direct table covers (0: all addresses).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::Poptrie;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.1.2.0/24"), 2)]);
+    /// assert_eq!(Poptrie::<u32>::build(&iv, &Default::default())?.focus_bits(), 18);
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("192.0.2.0/24"), 2)]);
+    /// assert_eq!(Poptrie::<u32>::build(&iv, &Default::default())?.focus_bits(), 0);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn focus_bits(&self) -> u8 {
         self.focus.bits as u8
     }
 
     /// Entries of the direct-pointing table (`2^(s - focus bits)`).
+    ///
+    /// ```
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("192.0.2.0/24"), 2)]);
+    /// let e = ipfib::engine::poptrie::Poptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(e.direct_entries(), 1 << (e.direct_bits() - e.focus_bits()));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn direct_entries(&self) -> usize {
         self.direct.len()
     }
 
     /// Heap bytes: direct table (4 B/entry), nodes (24 or 16 B), leaves (4 B).
+    ///
+    /// ```
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// let e = ipfib::engine::poptrie::Poptrie::<u32>::build(&iv, &Default::default())?;
+    /// let bytes = 4 * e.direct_entries() + 24 * e.internal_nodes() + 4 * e.leaves();
+    /// assert_eq!(e.footprint_bytes(), bytes);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.direct)
             + std::mem::size_of_val(&*self.nodes)

@@ -186,6 +186,19 @@ impl<A: Chunks> Poptrie<A> {
     /// free ranges lie inside the arrays and overlap no live subtree's
     /// nodes or leaves (what the next update relies on to write only
     /// unreachable entries).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{PoptrieOptions, Updatable};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let opts = PoptrieOptions { direct_bits: Some(8), ..Default::default() };
+    /// let mut u = Updatable::build(&ipfib::intervals::compile([(p("10.0.0.0/8"), 1)]), &opts)?;
+    /// // Slot 10 (10.0.0.0/8) rebuilt with a /24 inside it, in place.
+    /// let slot = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// assert_eq!(u.replace_slot(10, &slot)?, Ok(()));
+    /// assert_eq!(u.trie().lookup(0x0a01_0203), 2);
+    /// assert_eq!(u.trie().validate_with_arena(u.arena()), Ok(()));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn validate_with_arena(&self, arena: &Arena) -> Result<(), String> {
         let blocks = self.subtree_blocks()?;
         let nodes: Vec<(u32, u32)> = blocks.iter().map(|b| (b.root, b.nodes)).collect();

@@ -54,6 +54,15 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     ///
     /// A trie from [`Poptrie::build`] always passes; tests and fuzz
     /// targets run it after in-place slot updates.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{Node32, Poptrie};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::1:0/112"), 2)]);
+    /// assert_eq!(Poptrie::<u128>::build(&iv, &Default::default())?.validate(), Ok(()));
+    /// assert_eq!(Poptrie::<u128, Node32>::build(&iv, &Default::default())?.validate(), Ok(()));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn validate(&self) -> Result<(), String> {
         self.subtree_blocks().map(|_| ())
     }

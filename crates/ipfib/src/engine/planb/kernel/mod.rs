@@ -22,6 +22,18 @@ use crate::engine::kernel::KernelSet;
 /// PlanB's kernels, best first, with the target features the
 /// `#[target_feature]` wrappers in `search.rs` are compiled with (its
 /// tests compare the two).
+///
+/// ```
+/// use ipfib::engine::planb::{kernel::Kernel, PlanB, PlanBOptions, KERNELS};
+/// assert_eq!(KERNELS.engine(), "planb");
+/// // Every kernel this CPU supports builds, and answers alike.
+/// let iv = ipfib::intervals::compile([("10.0.0.0/8".parse::<ipfib::prefix::Prefix<u32>>()?, 1)]);
+/// for k in KERNELS.supported() {
+///     let e = PlanB::build(&iv, &PlanBOptions { kernel: Some(k), ..Default::default() })?;
+///     assert_eq!((e.kernel(), e.lookup(0x0a00_0001)), (k, 1));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const KERNELS: KernelSet = KernelSet::new(
     "planb",
     &[

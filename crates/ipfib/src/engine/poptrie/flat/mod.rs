@@ -73,6 +73,17 @@ struct Focus {
 /// Payloads must be below `2^31 - 1`, as for [`Poptrie`](super::Poptrie)
 /// (its leaves could carry 32 bits, but both layouts accept the same
 /// tables, so one can always stand in for the other).
+///
+/// ```
+/// use ipfib::engine::{poptrie::FlatPoptrie, NO_ROUTE};
+/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+/// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::/48"), 2)]);
+/// let e = FlatPoptrie::<u128>::build(&iv, &Default::default())?;
+/// assert_eq!(e.lookup(0x2001_0db8_0000_0001 << 64), 2);
+/// assert_eq!(e.lookup(0x2001_0db8_0001_0000 << 64), 1);
+/// assert_eq!(e.lookup(0), NO_ROUTE);
+/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+/// ```
 pub struct FlatPoptrie<A: Chunks> {
     /// Focus table (`2^(s - |F|)` entries), outer table (`2^|F|`, when
     /// `|F| > 0`), then every node's run entries.
@@ -86,6 +97,19 @@ pub struct FlatPoptrie<A: Chunks> {
 impl<A: Chunks> FlatPoptrie<A> {
     /// Build from compiled intervals ([`PoptrieOptions::direct_bits`] and
     /// `kernel` apply; `leafvec` does not: runs are always compressed).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{FlatPoptrie, PoptrieError, PoptrieOptions};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
+    /// let opts = PoptrieOptions { direct_bits: Some(16), leafvec: false, ..Default::default() };
+    /// let e = FlatPoptrie::<u32>::build(&iv, &opts)?;
+    /// assert_eq!((e.direct_bits(), e.lookup(0x0a01_0203), e.lookup(0x0a01_0303)), (16, 2, 1));
+    /// let big = ipfib::intervals::compile([(p("10.0.0.0/8"), 0x7fff_ffff)]);
+    /// let err = FlatPoptrie::<u32>::build(&big, &opts).err();
+    /// assert_eq!(err, Some(PoptrieError::PayloadTooLarge(0x7fff_ffff)));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn build(iv: &Intervals<A>, opts: &PoptrieOptions) -> Result<Self, PoptrieError> {
         Self::build_focused(iv, opts, build::FOCUS_SHARE)
     }
@@ -152,6 +176,16 @@ impl<A: Chunks> FlatPoptrie<A> {
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::FlatPoptrie, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
+    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     #[inline]
     pub fn lookup(&self, addr: A) -> u32 {
         search::lookup(self, addr)
@@ -160,6 +194,18 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// Payloads for `addrs` into `out`, `M` addresses in flight
     /// ([`crate::engine::Engine::lookup_batch`]'s contract: `M > 0` at
     /// compile time, a panic when `out` is shorter than `addrs`).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::FlatPoptrie;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
+    /// let mut out = vec![0; addrs.len()];
+    /// e.lookup_batch::<32>(&addrs, &mut out);
+    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         crate::engine::batch_args::<M, A>(addrs, out);
@@ -167,26 +213,71 @@ impl<A: Chunks> FlatPoptrie<A> {
     }
 
     /// Direct-pointing bits `s`.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{FlatPoptrie, PoptrieOptions};
+    /// let e = FlatPoptrie::<u32>::build(&ipfib::intervals::compile([]), &PoptrieOptions::default())?;
+    /// assert_eq!(e.direct_bits(), PoptrieOptions::DEFAULT_DIRECT_BITS);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn direct_bits(&self) -> u8 {
         self.s as u8
     }
 
     /// The popcount kernel in use.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{FlatPoptrie, Kernel, PoptrieOptions};
+    /// let opts = PoptrieOptions { kernel: Some(Kernel::Scalar), ..Default::default() };
+    /// let e = FlatPoptrie::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
+    /// assert_eq!(e.kernel(), Kernel::Scalar);
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn kernel(&self) -> Kernel {
         self.kernel
     }
 
     /// Length of the prefix the focus table covers (0: all addresses).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{FlatPoptrie, Poptrie};
+    /// use ipfib::prefix::Prefix;
+    /// // 3000 boundaries in 10.0.0.0/18 and one stray route outside it.
+    /// let mut routes: Vec<_> = (0..1500).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1)).collect();
+    /// routes.push(("192.0.2.0/24".parse()?, 2));
+    /// let iv = ipfib::intervals::compile(routes);
+    /// let flat = FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(flat.focus_bits(), 18); // 99.9% of the boundaries suffice
+    /// assert_eq!(Poptrie::<u32>::build(&iv, &Default::default())?.focus_bits(), 0);
+    /// assert_eq!(flat.lookup(0xc000_0201), 2); // the stray: through the outer table
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn focus_bits(&self) -> u8 {
         self.focus.bits as u8
     }
 
     /// Entries of both direct tables and of every node.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::{FlatPoptrie, PoptrieOptions};
+    /// let opts = PoptrieOptions { direct_bits: Some(8), ..Default::default() };
+    /// let e = FlatPoptrie::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
+    /// assert!(e.entries() >= 1 << (e.direct_bits() - e.focus_bits()));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn entries(&self) -> usize {
         self.entries.len()
     }
 
     /// Heap bytes: 8 per entry.
+    ///
+    /// ```
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = ipfib::engine::poptrie::FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(e.footprint_bytes(), 8 * e.entries());
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn footprint_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.entries)
     }

@@ -28,6 +28,14 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// follow in bounds, descents ending at leaves, payloads in range.
     /// Linear in the number of entries. A trie from
     /// [`FlatPoptrie::build`] always passes.
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::FlatPoptrie;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::1:0/112"), 2)]);
+    /// assert_eq!(FlatPoptrie::<u128>::build(&iv, &Default::default())?.validate(), Ok(()));
+    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
+    /// ```
     pub fn validate(&self) -> Result<(), String> {
         if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
