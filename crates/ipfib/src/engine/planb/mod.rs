@@ -448,7 +448,9 @@ impl<A: Family> PlanB<A> {
         self.descs.len()
     }
 
-    /// Entries of the heavy buckets' sub-tables.
+    /// Entries of the sub-tables array: the heavy buckets' sub-tables
+    /// after one leading padding entry (batch lanes read it), so 1 when no
+    /// bucket was split.
     ///
     /// ```
     /// use ipfib::engine::planb::PlanB;
@@ -456,7 +458,9 @@ impl<A: Family> PlanB<A> {
     /// // 300 keys in one bucket: a heavy one, split on its next bits.
     /// let routes = (0..150).map(|i| (Prefix::new(0x0a00_0000 + 2 * i, 32).unwrap(), 1 + i % 2));
     /// let e = PlanB::build(&ipfib::intervals::compile(routes), &Default::default())?;
-    /// assert!(e.sub_entries() >= 256);
+    /// assert!(e.sub_entries() >= 1 + 256);
+    /// let light = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default())?;
+    /// assert_eq!(light.sub_entries(), 1); // the padding entry alone
     /// # Ok::<(), ipfib::engine::planb::BuildError>(())
     /// ```
     pub fn sub_entries(&self) -> usize {
