@@ -438,7 +438,8 @@ class Table:
 
     @property
     def engine(self) -> str:
-        """The engine name as given (``"planb"``, ``"poptrie:16"``, ...).
+        """The engine name as the registry spells it (``"planb"``,
+        ``"poptrie:16"``; ``"poptrie5"`` reads as ``"poptrie32"``).
 
         >>> Table(engine="poptrie:16").engine
         'poptrie:16'

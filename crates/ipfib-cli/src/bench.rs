@@ -45,8 +45,8 @@ mod tsc;
 use crate::load::{from_routes, load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::kernel::Kernel;
-use ipfib::engine::registry::EngineSpec;
-use ipfib::engine::{planb, poptrie};
+use ipfib::engine::planb;
+use ipfib::engine::registry::{self, EngineSpec};
 use ipfib::gen::{synthetic_v4, synthetic_v6};
 use ipfib::table::Table;
 use machine::{pin_to, Machine};
@@ -209,11 +209,7 @@ pub fn run(args: Args) -> CmdResult {
         .filter(|k| *k != "all")
         .map(|k| k.parse())
         .collect::<Result<_, _>>()?;
-    if let Some(k) = kernels.iter().find(|&&k| {
-        ![&planb::KERNELS, &poptrie::KERNELS]
-            .iter()
-            .any(|s| s.is_supported(k))
-    }) {
+    if let Some(k) = kernels.iter().find(|&&k| !registry::kernel_runs_here(k)) {
         return Err(format!("kernel {k} is not supported by this CPU (by any engine)").into());
     }
     let preset = args

@@ -3,9 +3,7 @@
 //! this CPU. Text for people, `--json` for scripts.
 
 use crate::{CmdResult, Outcome};
-use ipfib::engine::kernel::KernelSet;
-use ipfib::engine::registry::ENGINES;
-use ipfib::engine::{planb, poptrie};
+use ipfib::engine::registry::{kernel_sets, ENGINES};
 use serde_json::json;
 
 #[derive(clap::Args)]
@@ -16,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let sets: [&KernelSet; 2] = [&planb::KERNELS, &poptrie::KERNELS];
+    let sets = kernel_sets();
     if args.json {
         let engines: Vec<_> = ENGINES
             .iter()
@@ -32,7 +30,7 @@ pub fn run(args: Args) -> CmdResult {
             .collect();
         let kernels: serde_json::Map<_, _> = sets
             .iter()
-            .map(|s| {
+            .map(|(s, _)| {
                 let names = |ks: Vec<ipfib::engine::kernel::Kernel>| {
                     ks.into_iter().map(|k| k.to_string()).collect::<Vec<_>>()
                 };
@@ -63,7 +61,7 @@ pub fn run(args: Args) -> CmdResult {
         println!("  {name:<width$}  {}{aliases}", e.summary);
     }
     println!("Kernels on this CPU (--kernel NAME; * = the default):");
-    for s in sets {
+    for (s, kinds) in &sets {
         let here = s.supported();
         let list: Vec<String> = s
             .all()
@@ -73,11 +71,8 @@ pub fn run(args: Args) -> CmdResult {
                 (false, false) => format!("({k}: not here)"),
             })
             .collect();
-        let who = match s.engine() {
-            "poptrie" => "poptrie, poptrie32, poptrie-flat",
-            other => other,
-        };
-        println!("  {who}: {}", list.join(" "));
+        let who: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        println!("  {}: {}", who.join(", "), list.join(" "));
     }
     Ok(Outcome::Ok)
 }

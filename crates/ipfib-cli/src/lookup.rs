@@ -18,8 +18,7 @@ use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
 use ipfib::engine::kernel::Kernel;
-use ipfib::engine::registry::EngineSpec;
-use ipfib::engine::{planb, poptrie};
+use ipfib::engine::registry::{self, EngineSpec};
 use ipfib::table::CompiledTable;
 use std::io;
 use stream::Failure;
@@ -37,9 +36,10 @@ pub struct Args {
     /// lists them.
     #[arg(long, default_value = "auto")]
     engine: String,
-    /// Search kernel (scalar, popcnt, avx2, avx512, neon) for every engine
-    /// that has it on this CPU (the others run their best); default: each
-    /// engine's best. `ipfib engines` lists each engine's kernels.
+    /// Search kernel (scalar, popcnt, avx2, avx512, neon): a named engine
+    /// runs it or refuses; auto runs it in every engine that has it on this
+    /// CPU (the others their best); default: each engine's best. `ipfib
+    /// engines` lists each engine's kernels.
     #[arg(long)]
     kernel: Option<String>,
     /// Addresses to look up; with none, read stdin one per line.
@@ -60,14 +60,24 @@ pub fn run(args: Args) -> CmdResult {
         .map(str::parse::<Kernel>)
         .transpose()?;
     // Checked up front, whatever the engine (radix ignores the kernel).
-    if let Some(k) = kernel.filter(|&k| {
-        ![&planb::KERNELS, &poptrie::KERNELS]
-            .iter()
-            .any(|s| s.is_supported(k))
-    }) {
+    if let Some(k) = kernel.filter(|&k| !registry::kernel_runs_here(k)) {
         return Err(format!("kernel {k} is not supported by this CPU (by any engine)").into());
     }
     let spec = EngineSpec::parse_lookup(&args.engine)?;
+    // A named engine runs the named kernel or refuses (auto runs it in
+    // every engine that has it here, the others their best).
+    if let (Some(k), EngineSpec::Engine { kind, .. }) = (kernel, spec) {
+        let set = kind.kernels();
+        if !set.is_supported(k) {
+            let here: Vec<&str> = set.supported().iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "{} has no kernel {k} on this CPU (here: {})",
+                kind.name(),
+                here.join(", ")
+            )
+            .into());
+        }
+    }
     if crate::load::is_compiled(&args.table)? {
         if spec != EngineSpec::Auto || kernel.is_some() {
             return Err(

@@ -788,7 +788,9 @@ fn edges_of_the_address_space_and_empty_tables() {
     let empty = s.write("empty.txt", "");
     let comments = s.write("comments.txt", "# nothing but comments\n\n");
     for k in kernels_here() {
-        for engine in ENGINES {
+        // Every engine with every kernel it runs here (a named engine
+        // refuses one it lacks: tested below).
+        for engine in ENGINES.into_iter().filter(|e| runs(e, k)) {
             let extra = ["--engine", engine, "--kernel", k.name()];
             let run = lookup(&edges, &extra, &addrs, None);
             assert_eq!(run.code, 0, "{engine} {k}: {run:?}");
@@ -930,6 +932,28 @@ fn unsupported_or_unknown_kernel_exits_2() {
         }
         None => eprintln!("SKIPPED: this CPU supports every kernel"),
     }
+    // A named engine refuses a kernel it does not have (PlanB has no
+    // popcnt kernel, Poptrie no avx2); auto runs it where it can.
+    let run = lookup(
+        &table,
+        &["--engine", "planb", "--kernel", "popcnt"],
+        &["10.1.2.3"],
+        None,
+    );
+    if kernels_here().contains(&Kernel::Popcnt) {
+        assert_cannot_run(&run, &["planb has no kernel popcnt", "here: "]);
+        let run = lookup(&table, &["--kernel", "popcnt"], &["10.1.2.3"], None);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    if kernels_here().contains(&Kernel::Avx2) {
+        let run = lookup(
+            &table,
+            &["--engine", "poptrie-flat", "--kernel", "avx2"],
+            &["10.1.2.3"],
+            None,
+        );
+        assert_cannot_run(&run, &["poptrie-flat has no kernel avx2"]);
+    }
 }
 
 #[test]
@@ -993,6 +1017,16 @@ fn engines_lists_the_registry() {
     let run = ipfib(&["bench", "--engines", "planb,poptree"], None);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("poptrie-basic[:S]"), "{}", run.stderr);
+}
+
+/// Whether `ipfib lookup --engine engine --kernel k` runs here: auto and
+/// radix take any kernel some engine runs, a named engine only its own.
+fn runs(engine: &str, k: Kernel) -> bool {
+    use ipfib::engine::registry::EngineSpec;
+    match engine.parse::<EngineSpec>().unwrap() {
+        EngineSpec::Engine { kind, .. } => kind.kernels().is_supported(k),
+        _ => kernels_here().contains(&k),
+    }
 }
 
 /// Every kernel some engine runs on this CPU (`--kernel` takes these).

@@ -692,7 +692,9 @@ impl Table {
         self.related(py, prefix, Related::Subnets)
     }
 
-    /// The engine name as given (`auto`, `planb`, `poptrie:16`, `radix`).
+    /// The engine name, as the registry spells it (`auto`, `planb`,
+    /// `poptrie:16`, `radix`; an old name such as `poptrie5` reads as the
+    /// new one, `poptrie32`).
     #[getter]
     fn engine(&self) -> String {
         self.live.snapshot().spec.to_string()

@@ -13,7 +13,7 @@ use ipfib::compiled::Compiled;
 use ipfib::engine::auto::{AutoEngine, AutoOptions};
 use ipfib::engine::kernel::{Kernel, KernelSet};
 use ipfib::engine::planb::{PlanB, PlanBOptions};
-use ipfib::engine::poptrie::{self, FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
+use ipfib::engine::poptrie::{FlatPoptrie, Node, Node32, Poptrie, PoptrieOptions, Stride};
 use ipfib::engine::registry::{EngineSpec, Kind, Variant as PayloadKind};
 use ipfib::engine::{Engine, Family};
 use ipfib::intervals::{compile, NO_ROUTE};
@@ -190,7 +190,7 @@ impl Plan<'_> {
                     variant,
                     ..
                 } => {
-                    for kernel in self.kernels_of(&ipfib::engine::planb::KERNELS) {
+                    for kernel in self.kernels_of(Kind::PlanB.kernels()) {
                         let opts = PlanBOptions {
                             kernel: Some(kernel),
                             direct_bits: self.direct_bits,
@@ -207,7 +207,7 @@ impl Plan<'_> {
                     bits,
                     variant,
                 } => {
-                    for kernel in self.kernels_of(&poptrie::KERNELS) {
+                    for kernel in self.kernels_of(kind.kernels()) {
                         let opts = PoptrieOptions {
                             direct_bits: bits,
                             leafvec: variant != PayloadKind::Basic,

@@ -742,12 +742,12 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
                 format!("{figures}; not calibrated: the family's default")
             };
             return match one(pick, why) {
-                Err(AutoError::Poptrie(e)) if !matches!(e, PoptrieError::UnsupportedKernel(_)) => {
-                    one(
-                        (Kind::PlanB, None),
-                        format!("{figures}; {} not built: {e}", label(pick)),
-                    )
-                }
+                // A trie the family default asked for that cannot be built
+                // (too many nodes, payloads past 2^31): PlanB instead.
+                Err(AutoError::Poptrie(e)) => one(
+                    (Kind::PlanB, None),
+                    format!("{figures}; {} not built: {e}", label(pick)),
+                ),
                 built => built,
             };
         }

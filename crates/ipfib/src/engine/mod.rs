@@ -182,26 +182,33 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
 /// The [`Engine`] methods every engine answers with its inherent ones of
 /// the same name (build, lookup, lookup_batch, footprint_bytes, validate):
 /// written once here, so an engine's `impl Engine` holds only its types
-/// and its `name`.
+/// and its `name`. `Self::method` resolves to the inherent method first; an
+/// engine lacking one would make it the trait method calling itself, which
+/// `unconditional_recursion` (denied on each) refuses to compile.
 macro_rules! inherent_engine_methods {
     () => {
+        #[deny(unconditional_recursion)]
         fn build(
             iv: &crate::intervals::Intervals<A>,
             opts: &Self::Options,
         ) -> Result<Self, Self::Error> {
             Self::build(iv, opts)
         }
+        #[deny(unconditional_recursion)]
         #[inline]
         fn lookup(&self, addr: A) -> u32 {
             Self::lookup(self, addr)
         }
+        #[deny(unconditional_recursion)]
         #[inline]
         fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
             Self::lookup_batch::<M>(self, addrs, out)
         }
+        #[deny(unconditional_recursion)]
         fn footprint_bytes(&self) -> usize {
             Self::footprint_bytes(self)
         }
+        #[deny(unconditional_recursion)]
         fn validate(&self) -> Result<(), String> {
             Self::validate(self)
         }

@@ -25,6 +25,7 @@
 //! ```
 
 use super::auto::AutoOptions;
+use super::kernel::KernelSet;
 use super::planb::{BuildError, PlanB, PlanBOptions};
 use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
 use super::{Engine, Family};
@@ -83,6 +84,20 @@ impl Kind {
         }
     }
 
+    /// The engine's kernels (its [`KernelSet`]).
+    ///
+    /// ```
+    /// use ipfib::engine::registry::Kind;
+    /// assert_eq!(Kind::Flat.kernels().engine(), "poptrie");
+    /// assert!(Kind::PlanB.kernels().target_features(ipfib::engine::kernel::Kernel::Avx2).is_some());
+    /// ```
+    pub fn kernels(self) -> &'static KernelSet {
+        match self {
+            Kind::PlanB => &super::planb::KERNELS,
+            Kind::Poptrie | Kind::Poptrie32 | Kind::Flat => &poptrie::KERNELS,
+        }
+    }
+
     /// Whether the engine takes direct-pointing bits (`name:S`).
     ///
     /// ```
@@ -92,6 +107,36 @@ impl Kind {
     pub fn takes_bits(self) -> bool {
         self != Kind::PlanB
     }
+}
+
+/// Every distinct kernel set, with the kinds that use it (in
+/// [`Kind::ALL`] order): what `--kernel` may name and `ipfib engines`
+/// lists.
+///
+/// ```
+/// let sets = ipfib::engine::registry::kernel_sets();
+/// assert_eq!(sets.len(), 2);
+/// assert_eq!(sets[1].1.len(), 3); // poptrie, poptrie32, poptrie-flat
+/// ```
+pub fn kernel_sets() -> Vec<(&'static KernelSet, Vec<Kind>)> {
+    let mut out: Vec<(&'static KernelSet, Vec<Kind>)> = Vec::new();
+    for k in Kind::ALL {
+        match out.iter_mut().find(|(s, _)| std::ptr::eq(*s, k.kernels())) {
+            Some((_, kinds)) => kinds.push(k),
+            None => out.push((k.kernels(), vec![k])),
+        }
+    }
+    out
+}
+
+/// Whether some engine runs `kernel` on this CPU.
+///
+/// ```
+/// use ipfib::engine::kernel::Kernel;
+/// assert!(ipfib::engine::registry::kernel_runs_here(Kernel::Scalar));
+/// ```
+pub fn kernel_runs_here(kernel: super::kernel::Kernel) -> bool {
+    kernel_sets().iter().any(|(s, _)| s.is_supported(kernel))
 }
 
 /// A built engine's kind and direct-pointing bits (`None`: the engine's
@@ -530,6 +575,7 @@ impl EngineSpec {
     /// assert!(EngineSpec::parse_lookup("poptrie-basic").is_err());
     /// ```
     pub fn parse_lookup(text: &str) -> Result<EngineSpec, SpecError> {
+        // Every parsed spec has a row (`info` is `Some`).
         let spec: EngineSpec = text.parse().map_err(|e| match e {
             SpecError::Unknown { name, .. } => SpecError::Unknown {
                 name,
@@ -537,25 +583,44 @@ impl EngineSpec {
             },
             other => other,
         })?;
-        match spec.info().lookup {
+        match spec.info().is_some_and(|i| i.lookup) {
             true => Ok(spec),
             false => Err(SpecError::BenchOnly { name: text.into() }),
         }
     }
 
-    /// The registry's row for this spec.
+    /// The registry's row for this spec: `Some` for every spec parsed
+    /// from a name; `None` for a combination built by hand that no name
+    /// stands for (`planb` with [`Variant::Basic`]).
     ///
     /// ```
-    /// use ipfib::engine::registry::EngineSpec;
+    /// use ipfib::engine::registry::{EngineSpec, Kind, Variant};
     /// let spec: EngineSpec = "poptrie5:12".parse().unwrap();
-    /// assert_eq!(spec.info().name, "poptrie32");
+    /// assert_eq!(spec.info().map(|i| i.name), Some("poptrie32"));
+    /// let odd = EngineSpec::Engine { kind: Kind::PlanB, bits: None, variant: Variant::Basic };
+    /// assert!(odd.info().is_none());
+    /// assert_eq!(odd.to_string(), "planb(basic)");
     /// ```
-    pub fn info(&self) -> &'static EngineInfo {
+    pub fn info(&self) -> Option<&'static EngineInfo> {
         let bare = self.with_bits(None);
-        ENGINES
-            .iter()
-            .find(|e| e.spec == bare)
-            .expect("every spec comes from a registry row")
+        ENGINES.iter().find(|e| e.spec == bare)
+    }
+
+    /// The name without bits: the registry's, else the kind's with the
+    /// variant (`planb(basic)`) for a combination no name stands for.
+    fn base_name(&self) -> std::borrow::Cow<'static, str> {
+        match (self.info(), self) {
+            (Some(i), _) => i.name.into(),
+            (None, EngineSpec::Engine { kind, variant, .. }) => {
+                let v = match variant {
+                    Variant::Values => "values",
+                    Variant::Routes => "routes",
+                    Variant::Basic => "basic",
+                };
+                format!("{}({v})", kind.name()).into()
+            }
+            (None, other) => unreachable!("{other:?}: auto and radix have rows"),
+        }
     }
 
     /// This spec with direct-pointing bits `bits` (unchanged when the
@@ -568,9 +633,9 @@ impl EngineSpec {
     /// ```
     pub fn with_bits(self, bits: Option<u8>) -> EngineSpec {
         match self {
-            EngineSpec::Engine { kind, variant, .. } if kind.takes_bits() => EngineSpec::Engine {
+            EngineSpec::Engine { kind, variant, .. } => EngineSpec::Engine {
                 kind,
-                bits,
+                bits: bits.filter(|_| kind.takes_bits()),
                 variant,
             },
             other => other,
@@ -621,13 +686,11 @@ impl EngineSpec {
     /// assert_eq!("planb".parse::<EngineSpec>().unwrap().label(18), "planb");
     /// ```
     pub fn label(&self, default_bits: u8) -> String {
-        match self.info().takes_bits {
-            true => format!(
-                "{}:{}",
-                self.info().name,
-                self.bits().unwrap_or(default_bits)
-            ),
-            false => self.info().name.to_string(),
+        match self {
+            EngineSpec::Engine { kind, bits, .. } if kind.takes_bits() => {
+                format!("{}:{}", self.base_name(), bits.unwrap_or(default_bits))
+            }
+            _ => self.base_name().into_owned(),
         }
     }
 }
@@ -635,8 +698,8 @@ impl EngineSpec {
 impl fmt::Display for EngineSpec {
     /// The registry name, `:S` when bits were named.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.info().name)?;
-        match self.bits() {
+        f.write_str(&self.base_name())?;
+        match self.with_bits(self.bits()).bits() {
             Some(s) => write!(f, ":{s}"),
             None => Ok(()),
         }
@@ -693,7 +756,7 @@ mod tests {
                 let spec: EngineSpec = name.parse().unwrap();
                 assert_eq!(spec, e.spec, "{name}");
                 assert_eq!(spec.to_string(), e.name, "{name}");
-                assert_eq!(spec.info().name, e.name);
+                assert_eq!(spec.info().map(|i| i.name), Some(e.name));
                 if e.takes_bits {
                     let s: EngineSpec = format!("{name}:7").parse().unwrap();
                     assert_eq!(s.bits(), Some(7));
@@ -770,5 +833,42 @@ mod tests {
             assert_eq!(meta_pick(pick_meta((k, Some(4)))[0], 4), Some((k, Some(4))));
         }
         assert_eq!(meta_pick(Kind::ALL.len() as u64, u64::MAX), None);
+        // The tags are the file format: pinned, never renumbered.
+        assert_eq!(Kind::ALL.map(|k| k as u64), [0, 1, 2, 3]);
+        assert_eq!(
+            Kind::ALL.map(Kind::name),
+            ["planb", "poptrie", "poptrie32", "poptrie-flat"]
+        );
+    }
+
+    #[test]
+    fn hand_made_specs_never_panic() {
+        for kind in Kind::ALL {
+            for variant in [Variant::Values, Variant::Routes, Variant::Basic] {
+                for bits in [None, Some(0), Some(5), Some(24)] {
+                    let spec = EngineSpec::Engine {
+                        kind,
+                        bits,
+                        variant,
+                    };
+                    let shown = spec.to_string();
+                    assert!(shown.starts_with(kind.name()), "{shown}");
+                    assert_eq!(
+                        shown.contains(':'),
+                        kind.takes_bits() && bits.is_some(),
+                        "{shown}"
+                    );
+                    let _ = (spec.label(18), spec.force(), spec.info());
+                    if let Some(i) = spec.info() {
+                        assert_eq!(
+                            shown
+                                .parse::<EngineSpec>()
+                                .map(|s| s.info().map(|r| r.name)),
+                            Ok(Some(i.name))
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -158,7 +158,9 @@ impl PlanBOptions {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
-    #[error("kernel {0} is not supported by this CPU")]
+    /// PlanB has no such kernel, or this CPU lacks its instructions
+    /// (`ipfib engines` lists PlanB's kernels here).
+    #[error("planb cannot run kernel {0} on this CPU (see `ipfib engines`)")]
     UnsupportedKernel(Kernel),
     #[error("direct-pointing bits {0} out of range (1..={max})", max = PlanBOptions::MAX_DIRECT_BITS)]
     DirectBits(u8),

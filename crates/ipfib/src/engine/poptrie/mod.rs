@@ -327,7 +327,9 @@ impl PoptrieOptions {
 pub enum PoptrieError {
     #[error("direct-pointing bits {0} out of range (0..={max})", max = PoptrieOptions::MAX_DIRECT_BITS)]
     DirectBits(u8),
-    #[error("popcount kernel {0} is not supported by this CPU")]
+    /// Poptrie has no such kernel, or this CPU lacks its instructions
+    /// (`ipfib engines` lists Poptrie's kernels here).
+    #[error("poptrie cannot run kernel {0} on this CPU (see `ipfib engines`)")]
     UnsupportedKernel(Kernel),
     #[error("payload {0} is too large (poptrie payloads must stay below 2^31 - 1)")]
     PayloadTooLarge(u32),

@@ -27,13 +27,21 @@ pub(super) struct Built {
 
 /// Build the entries for `iv` with `s` direct-pointing bits, the focus
 /// prefix holding at least `share` thousandths of the boundaries.
+///
+/// The focus prefix is at most `ceil(s / 2)` bits long: the two tables
+/// hold `2^(s - |F|) + 2^|F|` entries, least at `|F| = s / 2`, and any
+/// shorter prefix of the rule's `F` holds the boundaries it holds, so
+/// cutting it changes no answer, only (downwards) the footprint. Addresses
+/// in `F` resolve at depth `s` whatever `|F|` is.
 pub(super) fn build<A: Chunks>(
     iv: &Intervals<A>,
     s: u32,
     share: u32,
 ) -> Result<Built, PoptrieError> {
     let bits = A::BITS as u32;
-    let (fbits, first) = focus_prefix(iv, s, share);
+    let (longest, first) = focus_prefix(iv, s, share);
+    let fbits = longest.min(s.div_ceil(2));
+    let first = first & !low_mask(bits - fbits);
     let focus_len = 1usize << (s - fbits);
     let outer_len = if fbits == 0 { 0 } else { 1usize << fbits };
     let mut b = Builder {
