@@ -339,7 +339,7 @@ pub(crate) fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
 /// use ipfib::engine::registry::{EngineSpec, Kind, Variant};
 /// let basic: EngineSpec = "poptrie-basic".parse()?;
 /// assert_eq!(basic, EngineSpec::Engine { kind: Kind::Poptrie, bits: None, variant: Variant::Basic });
-/// assert!(!basic.info().lookup); // bench only
+/// assert!(!basic.info().unwrap().lookup); // bench only
 /// # Ok::<(), ipfib::engine::registry::SpecError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -447,7 +447,7 @@ const fn engine(kind: Kind, variant: Variant) -> EngineSpec {
 /// // Every name and alias parses back to its row's engine.
 /// for e in ENGINES {
 ///     for name in std::iter::once(&e.name).chain(e.aliases) {
-///         assert_eq!(name.parse::<EngineSpec>()?.info().name, e.name);
+///         assert_eq!(name.parse::<EngineSpec>()?.info().map(|i| i.name), Some(e.name));
 ///     }
 /// }
 /// # Ok::<(), ipfib::engine::registry::SpecError>(())
