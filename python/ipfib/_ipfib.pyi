@@ -29,7 +29,8 @@ Addr = str | ipaddress.IPv4Address | ipaddress.IPv6Address
 # What Table's scalar calls take: an Addr, an int or packed bytes (4 or 16).
 ScalarAddr = Addr | int | bytes
 PrefixLike = str | ipaddress.IPv4Network | ipaddress.IPv6Network
-Engine = str  # "auto" | "planb" | "poptrie[:S]" | "poptrie32[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
+# "auto" | "planb" | "poptrie[:S]" | "poptrie32[:S]" | "poptrie-flat[:S]" (S = 0..24) | "radix"
+Engine = str
 
 class TableFileError(ValueError):
     """A table file could not be read; the message names the file and the

@@ -66,11 +66,11 @@ def test_keys_values_and_exact_calls_refuse_addresses() -> None:
     # Text, ipaddress objects, ints and packed bytes: each is an address.
     for item in ("10.1.2.3", "2001:db8::1", 0x0A010203, b"\x0a\x01\x02\x03", bytes(16)):
         with pytest.raises(ValueError, match=r"exact match.*t\.lookup\("):
-            t[item]
+            t[item]  # type: ignore[index]
         with pytest.raises(ValueError, match=r"exact match.*t\.lookup\("):
-            t.get(item)
+            t.get(item)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes a prefix"):
-        t[b"\x01\x02\x03\x04\x05"]
+        t[b"\x01\x02\x03\x04\x05"]  # type: ignore[index]
     assert t["10.1.0.0/16"] == 7 and t.get("10.2.0.0/16", "none") == "none"
     with pytest.raises(KeyError):
         t["10.2.0.0/16"]
