@@ -225,6 +225,15 @@ pub struct Rib {
 /// `ip` with the IPv4-mapped rule applied (`::ffff:a.b.c.d` is
 /// `a.b.c.d`): how next hops and peer addresses are compared, so a query
 /// in either spelling matches a stored one in either spelling.
+///
+/// ```
+/// use ipfib_rib::unmap;
+/// use std::net::IpAddr;
+///
+/// let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+/// assert_eq!(unmap(mapped), "192.0.2.1".parse::<IpAddr>().unwrap());
+/// assert_eq!(unmap("2001:db8::1".parse().unwrap()).to_string(), "2001:db8::1");
+/// ```
 pub fn unmap(ip: IpAddr) -> IpAddr {
     AnyAddr::unmapped(ip).to_ip()
 }
