@@ -118,6 +118,13 @@ impl<'a> Iterator for Segments<'a> {
 }
 
 /// ORIGIN (RFC 4271 §5.1.1).
+///
+/// ```
+/// use ipfib_rib::Origin;
+///
+/// assert_eq!(Origin::from_wire(2).map(Origin::as_str), Some("incomplete"));
+/// assert_eq!(Origin::from_wire(3), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Origin {
     #[default]
