@@ -92,6 +92,16 @@ impl fmt::Display for Damage {
 pub const KEPT_ERRORS: usize = 10;
 
 /// What a lenient read went through, besides the routes it returned.
+///
+/// ```
+/// use ipfib_io::{load_table_from, Compression, TableOptions};
+///
+/// let text = b"10.0.0.0/8 a\n10.0.0.1/8 b\n";
+/// let report = load_table_from(&text[..], "t", &TableOptions::default())?.report;
+/// assert_eq!((report.records, report.bad, report.compression), (2, 1, Compression::None));
+/// assert!(report.has_problems() && report.damage.is_none());
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct Report {
     /// The format the input was read as (never `Auto`).

@@ -212,6 +212,17 @@ pub enum ReadError {
 impl ReadError {
     /// The line of a line error: one bad line, after which the rest of the
     /// file can still be read. `None` for errors that end the read.
+    ///
+    /// ```
+    /// use ipfib_io::{read_routes_from, LoadOptions, ReadError};
+    ///
+    /// let read = |text: &'static [u8]| read_routes_from(text, "t", &LoadOptions::default());
+    /// let err = read(b"10.0.0.0/8 a\n\n10.0.0.0/8 a extra\n").unwrap_err();
+    /// assert!(matches!(err, ReadError::ExtraText { ref extra, .. } if extra == "extra"));
+    /// assert_eq!(err.line(), Some(3));
+    /// let err = read(b"10.0.0.0/8 a\n").and_then(|_| read(b"\x01\x02bin")).err();
+    /// assert!(err.is_some_and(|e| e.line().is_none()));
+    /// ```
     pub fn line(&self) -> Option<u64> {
         match self {
             ReadError::InvalidUtf8 { line, .. }

@@ -4,6 +4,21 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The format of a route table file.
+///
+/// `Auto` sniffs the content; [`load_table_from`](crate::load_table_from)
+/// reports the format it resolved to.
+///
+/// ```
+/// use ipfib_io::{load_table_from, Format, TableOptions};
+///
+/// let sniffed = |bytes: &'static [u8]| {
+///     load_table_from(bytes, "t", &TableOptions::default()).map(|t| t.report.format)
+/// };
+/// assert_eq!(sniffed(b"10.0.0.0/8 a\n")?, Format::Text);
+/// assert_eq!(sniffed(b"10.0.0.0\t8\t64500\n")?, Format::Pfx2as);
+/// assert_eq!(sniffed(b"10.0.0.0,10.0.0.255,x\n")?, Format::Ranges);
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Format {
     /// Decide from the content (see `sniff.rs`).
@@ -46,6 +61,14 @@ impl Format {
     ];
 
     /// The name used on the command line and in messages.
+    ///
+    /// ```
+    /// use ipfib_io::Format;
+    ///
+    /// assert_eq!(Format::Pfx2as.name(), "pfx2as");
+    /// assert_eq!(Format::Mmdb.to_string(), "mmdb");
+    /// assert_eq!("IPASN".parse::<Format>(), Ok(Format::Ipasn));
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Format::Auto => "auto",
@@ -63,6 +86,13 @@ impl Format {
     /// Whether the format is read line by line into routes (the
     /// `read_routes` family); MRT, update streams and ranges (painted
     /// whole) go through [`load_table`](crate::load_table).
+    ///
+    /// ```
+    /// use ipfib_io::Format;
+    ///
+    /// assert!(Format::Ipasn.is_line_table());
+    /// assert!(!Format::Mrt.is_line_table() && !Format::Ranges.is_line_table());
+    /// ```
     pub fn is_line_table(self) -> bool {
         matches!(
             self,
@@ -85,6 +115,12 @@ impl fmt::Display for Format {
 
 /// A format name that is none of `auto`, `text`, `ipasn`, `pfx2as`, `mrt`,
 /// `updates`, `ranges`, `compiled`, `mmdb`.
+///
+/// ```
+/// use ipfib_io::{Format, UnknownFormat};
+///
+/// assert_eq!("csv".parse::<Format>(), Err(UnknownFormat("csv".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown format '{0}' (expected auto, text, ipasn, pfx2as, mrt, updates, ranges, compiled or mmdb)"

@@ -58,6 +58,19 @@ pub(crate) struct Input {
 /// [`ReadError::UnsupportedCompression`] for xz input. Errors later in a
 /// damaged stream surface as `io::Error`s from the reader, after every byte
 /// that decoded before the damage.
+///
+/// ```
+/// # use ipfib_io::{open_maybe_compressed, ReadError};
+/// # use std::io::BufRead;
+/// let path = std::env::temp_dir().join(format!("ipfib-doc-open-{}.txt", std::process::id()));
+/// std::fs::write(&path, "10.0.0.0/8 a\n")?;
+/// let first = open_maybe_compressed(&path)?.lines().next().transpose()?;
+/// std::fs::remove_file(&path)?;
+/// assert_eq!(first.as_deref(), Some("10.0.0.0/8 a"));
+/// let missing = open_maybe_compressed(&path).err();
+/// assert!(matches!(missing, Some(ReadError::Io { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn open_maybe_compressed(path: &Path) -> Result<Box<dyn BufRead + Send>, ReadError> {
     open_input(path, None).map(|input| input.reader)
 }

@@ -10,6 +10,15 @@ use std::io::{self, BufRead};
 use std::path::Path;
 
 /// How to read a table.
+///
+/// ```
+/// use ipfib_io::{read_routes_from, Format, HostBits, LoadOptions};
+///
+/// let opts = LoadOptions { format: Format::Text, host_bits: HostBits::Mask };
+/// let table = read_routes_from(&b"10.1.2.3/8 a\n"[..], "t.txt", &opts)?;
+/// assert_eq!(table.routes[0].prefix.to_string(), "10.0.0.0/8");
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoadOptions {
     /// The file's format; `Auto` (the default) sniffs it.
@@ -20,6 +29,16 @@ pub struct LoadOptions {
 }
 
 /// One route of a table.
+///
+/// ```
+/// # use ipfib_io::{read_routes_from, LoadOptions};
+/// let text = b"# comment\n192.0.2.0/24 AS64500\n";
+/// let table = read_routes_from(&text[..], "t.txt", &LoadOptions::default())?;
+/// let route = &table.routes[0];
+/// assert_eq!(route.prefix, "192.0.2.0/24".parse()?);
+/// assert_eq!((route.value.as_str(), route.line), ("AS64500", 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// The prefix, canonical (host bits cleared if the caller asked to mask).
@@ -33,6 +52,18 @@ pub struct Route {
 }
 
 /// A whole table as read.
+///
+/// ```
+/// use ipfib_io::{read_routes_from, Format, LoadOptions};
+///
+/// let text = b";ipasn\n10.0.0.0/8\t64500\n10.0.0.0/8\t64501\n";
+/// let table = read_routes_from(&text[..], "t.dat", &LoadOptions::default())?;
+/// assert_eq!(table.format, Format::Ipasn);
+/// assert_eq!(table.lines, 3);
+/// // Duplicates are kept in file order: the later line wins on insert.
+/// assert_eq!(table.routes.last().map(|r| r.value.as_str()), Some("64501"));
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadedRoutes {
     /// The format the file was read as (never `Auto`).
@@ -45,6 +76,16 @@ pub struct LoadedRoutes {
 }
 
 /// What a streaming read went through.
+///
+/// ```
+/// use ipfib_io::{for_each_route_from, Format, LoadOptions};
+///
+/// let text = b"192.0.2.0\t24\t64500_64501\n";
+/// let summary = for_each_route_from(&text[..], "p", &LoadOptions::default(), |r| r.map(drop))?;
+/// assert_eq!(summary.format, Format::Pfx2as);
+/// assert_eq!((summary.lines, summary.routes, summary.bytes), (1, 1, 25));
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadSummary {
     /// The format the input was read as (never `Auto`).
@@ -61,12 +102,32 @@ pub struct ReadSummary {
 /// first bad line.
 ///
 /// Allocates one `String` per route for its value, plus the `Vec`.
+///
+/// ```
+/// # use ipfib_io::{read_routes, LoadOptions};
+/// let path = std::env::temp_dir().join(format!("ipfib-doc-read-{}.txt", std::process::id()));
+/// std::fs::write(&path, "10.0.0.0/8 a\n2001:db8::/32 b\n")?;
+/// let table = read_routes(&path, &LoadOptions::default());
+/// std::fs::remove_file(&path)?;
+/// let values: Vec<_> = table?.routes.into_iter().map(|r| r.value).collect();
+/// assert_eq!(values, ["a", "b"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_routes(path: &Path, opts: &LoadOptions) -> Result<LoadedRoutes, ReadError> {
     collect(|sink| for_each_route(path, opts, sink))
 }
 
 /// [`read_routes`] for an already opened, uncompressed input; `name` stands
 /// for the path in errors.
+///
+/// ```
+/// use ipfib_io::{read_routes_from, LoadOptions, ReadError};
+///
+/// let text = b"10.0.0.0/8 a\n10.0.0.0/33 b\n";
+/// let err = read_routes_from(&text[..], "t.txt", &LoadOptions::default()).unwrap_err();
+/// assert!(matches!(err, ReadError::Prefix { line: 2, .. }));
+/// assert!(err.to_string().starts_with("t.txt:2: "));
+/// ```
 pub fn read_routes_from<R: BufRead>(
     reader: R,
     name: &str,
@@ -103,6 +164,20 @@ fn collect(
 /// first bad line, or collect them and return `Ok(())` to read on. Errors
 /// that end the read (I/O, damaged gzip, unsupported format) are returned
 /// without going through `f`.
+///
+/// ```
+/// # use ipfib_io::{for_each_route, LoadOptions};
+/// let path = std::env::temp_dir().join(format!("ipfib-doc-each-{}.txt", std::process::id()));
+/// std::fs::write(&path, "10.0.0.0/8 a\nnot-a-prefix b\n192.0.2.0/24 c\n")?;
+/// let (mut good, mut bad_lines) = (0, vec![]);
+/// let summary = for_each_route(&path, &LoadOptions::default(), |r| {
+///     match r { Ok(_) => good += 1, Err(e) => bad_lines.push(e.line()) }
+///     Ok(())
+/// });
+/// std::fs::remove_file(&path)?;
+/// assert_eq!((summary?.lines, good, bad_lines), (3, 2, vec![Some(2)]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn for_each_route<F>(path: &Path, opts: &LoadOptions, f: F) -> Result<ReadSummary, ReadError>
 where
     F: FnMut(Result<Route, ReadError>) -> Result<(), ReadError>,
@@ -114,6 +189,19 @@ where
 
 /// [`for_each_route`] for an already opened, uncompressed input; `name`
 /// stands for the path in errors.
+///
+/// ```
+/// use ipfib_io::{for_each_route_from, LoadOptions};
+///
+/// let mut values = Vec::new();
+/// let text = b"10.0.0.0/8 a\n10.1.0.0/16 b\n";
+/// for_each_route_from(&text[..], "t.txt", &LoadOptions::default(), |r| {
+///     values.push(r?.value);
+///     Ok(())
+/// })?;
+/// assert_eq!(values, ["a", "b"]);
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 pub fn for_each_route_from<R: BufRead, F>(
     mut reader: R,
     name: &str,

@@ -21,6 +21,17 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// How to load a table with [`load_table`].
+///
+/// ```
+/// use ipfib_io::{load_table_from, Format, TableOptions};
+///
+/// let opts = TableOptions { format: Format::Ranges, value_column: Some(4), ..Default::default() };
+/// let csv = b"10.0.0.0,10.0.0.255,NL,64500\n";
+/// let table = load_table_from(&csv[..], "r.csv", &opts)?;
+/// assert_eq!(table.routes[0].prefix.to_string(), "10.0.0.0/24");
+/// assert_eq!(table.routes[0].value, "64500");
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TableOptions {
     /// The format; `Auto` (the default) sniffs the content.
@@ -52,6 +63,16 @@ impl TableOptions {
     /// `auto`, a value that is not a policy name is kept as a field path
     /// (and one that is, as both: which applies depends on the format the
     /// file turns out to be). The error says what was wrong.
+    ///
+    /// ```
+    /// use ipfib_io::{Format, HostBits, TableOptions, ValuePolicy};
+    ///
+    /// let opts = TableOptions::from_names("mrt", Some("peer-count"), None, true, false)?;
+    /// assert_eq!((opts.format, opts.host_bits), (Format::Mrt, HostBits::Mask));
+    /// assert_eq!(opts.value, Some(ValuePolicy::PeerCount));
+    /// assert!(TableOptions::from_names("csv", None, None, false, false).is_err());
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn from_names(
         format: &str,
         value: Option<&str>,
@@ -97,6 +118,17 @@ impl TableOptions {
 }
 
 /// A loaded table and what the load went through.
+///
+/// ```
+/// use ipfib_io::{load_table_from, Format, TableOptions};
+///
+/// let text = b"10.0.0.0/8 a\n10.0.0.0/99 b\n";
+/// let table = load_table_from(&text[..], "t.txt", &TableOptions::default())?;
+/// assert_eq!(table.routes.len(), 1);
+/// assert_eq!((table.report.format, table.report.bad), (Format::Text, 1));
+/// assert_eq!(table.report.errors[0].line(), Some(2));
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 #[derive(Debug)]
 pub struct TableLoad {
     /// Routes in file order (MRT: one per prefix, in first-seen order);
@@ -113,6 +145,18 @@ pub struct TableLoad {
 /// [`Report`] says what happened, with byte offsets in the decompressed
 /// stream. Errors: the file cannot be opened, its format is unrecognised,
 /// the value policy does not apply, or (strict) the first problem.
+///
+/// ```
+/// # use ipfib_io::{load_table, TableOptions};
+/// let path = std::env::temp_dir().join(format!("ipfib-doc-load-{}.dat", std::process::id()));
+/// std::fs::write(&path, "; pyasn\n192.0.2.0/24\t64500\n")?;
+/// let table = load_table(&path, &TableOptions::default());
+/// std::fs::remove_file(&path)?;
+/// let table = table?;
+/// assert_eq!(table.report.format.name(), "ipasn");
+/// assert_eq!(table.routes[0].value, "64500");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn load_table(path: &Path, opts: &TableOptions) -> Result<TableLoad, ReadError> {
     load_table_with_progress(path, opts, None)
 }
@@ -204,6 +248,15 @@ fn load_mmdb(
 
 /// [`load_table`] for uncompressed bytes already in hand; `name` stands for
 /// the path in messages.
+///
+/// ```
+/// use ipfib_io::{load_table_from, ReadError, TableOptions};
+///
+/// let opts = TableOptions { strict: true, ..Default::default() };
+/// let text = b"10.0.0.0/8 a\n10.0.0.0/8\n";
+/// let err = load_table_from(&text[..], "t.txt", &opts).unwrap_err();
+/// assert!(matches!(err, ReadError::MissingValue { line: 2, .. }));
+/// ```
 pub fn load_table_from<R: BufRead + Send + 'static>(
     reader: R,
     name: &str,
@@ -526,6 +579,17 @@ pub(crate) fn line_damage(error: ReadError, strict: bool) -> Result<Damage, Read
 /// stream order. Without `strict`, bad records are skipped and counted and
 /// damage ends the stream; [`UpdateReader::report`] says what happened.
 /// With `strict`, the first problem is the last item.
+///
+/// ```
+/// use ipfib_io::{read_updates_from, Change, Event, TableOptions};
+///
+/// let text = b"1000 a 10.0.0.0/8 192.0.2.1\n1001 w 10.0.0.0/8 192.0.2.1\n";
+/// let events: Vec<Event> = read_updates_from(&text[..], "u", &TableOptions::default())?
+///     .collect::<Result<_, _>>()?;
+/// let Event::Update(last) = &events[1] else { panic!("an update") };
+/// assert_eq!((last.timestamp, &last.change), (1001, &Change::Withdraw));
+/// # Ok::<(), ipfib_io::ReadError>(())
+/// ```
 pub struct UpdateReader {
     inner: Inner,
 }
@@ -538,6 +602,16 @@ enum Inner {
 impl UpdateReader {
     /// What the stream has gone through so far (complete once the iterator
     /// has returned `None`).
+    ///
+    /// ```
+    /// # use ipfib_io::{read_updates_from, TableOptions};
+    /// let text = b"1000 a 10.0.0.0/8 192.0.2.1\n1001 x 10.0.0.0/8 192.0.2.1\n";
+    /// let mut updates = read_updates_from(&text[..], "u", &TableOptions::default())?;
+    /// assert_eq!(updates.by_ref().filter(Result::is_ok).count(), 1);
+    /// assert_eq!((updates.report().records, updates.report().bad), (2, 1));
+    /// assert!(updates.report().has_problems());
+    /// # Ok::<(), ipfib_io::ReadError>(())
+    /// ```
     pub fn report(&self) -> &Report {
         match &self.inner {
             Inner::Mrt(m) => &m.report,
@@ -559,12 +633,31 @@ impl Iterator for UpdateReader {
 
 /// Open an update stream: MRT with BGP4MP records, or text updates
 /// (`opts.format` `Auto`, `Mrt` or `Updates`; `value` is ignored).
+///
+/// ```
+/// # use ipfib_io::{read_updates, Event, TableOptions};
+/// let path = std::env::temp_dir().join(format!("ipfib-doc-upd-{}.txt", std::process::id()));
+/// std::fs::write(&path, "1000 a 2001:db8::/32 2001:db8::1\n")?;
+/// let events: Result<Vec<Event>, _> = read_updates(&path, &TableOptions::default())?.collect();
+/// std::fs::remove_file(&path)?;
+/// let Event::Update(u) = &events?[0] else { panic!("an update") };
+/// assert_eq!(u.prefix.to_string(), "2001:db8::/32");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_updates(path: &Path, opts: &TableOptions) -> Result<UpdateReader, ReadError> {
     let input = open_input(path, None)?;
     updates_from(input.reader, path, opts)
 }
 
 /// [`read_updates`] for uncompressed bytes already in hand.
+///
+/// ```
+/// use ipfib_io::{read_updates_from, ReadError, TableOptions};
+///
+/// let table = b"10.0.0.0/8 a\n";
+/// let err = read_updates_from(&table[..], "t.txt", &TableOptions::default()).err();
+/// assert!(matches!(err, Some(ReadError::Policy { .. })));
+/// ```
 pub fn read_updates_from<R: BufRead + Send + 'static>(
     reader: R,
     name: &str,

@@ -70,6 +70,17 @@ impl AsPath {
     /// is a sequence (or a set of exactly one); `None` for an empty path
     /// (a route of the monitored router's own AS) or an aggregate whose
     /// last segment is a set of several.
+    ///
+    /// ```
+    /// use ipfib_rib::AsPath;
+    ///
+    /// // AS_SEQUENCE (2) 64500 64501, then AS_SET (1) {64502, 64503}
+    /// let words = AsPath::encode([(2, &[64500, 64501][..]), (1, &[64502, 64503][..])]);
+    /// let path = AsPath(words.into());
+    /// assert_eq!(path.origin_asn(), None); // an aggregate: no single origin
+    /// assert_eq!(path.selection_len(), 3); // a set counts as one
+    /// assert_eq!(path.flat(), [64500, 64501, 64502, 64503]);
+    /// ```
     pub fn origin_asn(&self) -> Option<u32> {
         let last = self.segments().last()?;
         match last.kind {
@@ -107,6 +118,13 @@ impl<'a> Iterator for Segments<'a> {
 }
 
 /// ORIGIN (RFC 4271 §5.1.1).
+///
+/// ```
+/// use ipfib_rib::Origin;
+///
+/// assert_eq!(Origin::from_wire(2).map(Origin::as_str), Some("incomplete"));
+/// assert_eq!(Origin::from_wire(3), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Origin {
     #[default]

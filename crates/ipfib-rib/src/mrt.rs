@@ -262,6 +262,27 @@ impl fmt::Display for LoadReport {
 ///
 /// Returns an error only when the file cannot be opened or the RIB is
 /// full; damage and skipped records are in the report.
+///
+/// ```
+/// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, Rib, RibKind};
+/// # use ipfib::prefix::AnyPrefix;
+/// # let key = PeerKey { peer_type: 0, distinguisher: 0, address: "192.0.2.1".parse()?,
+/// #                     asn: 64500, bgp_id: 1, rib: RibKind::PrePolicy };
+/// # let path = AsPath::encode([(2, &[64500, 64501][..])]);
+/// # let attrs = AttrsRef { as_path: &path, communities: &[], large_communities: &[],
+/// #     next_hop: Some("192.0.2.1".parse()?), origin: Origin::Igp, med: None, local_pref: None };
+/// # let pfx: AnyPrefix = "10.0.0.0/8".parse()?;
+/// let rib = Rib::new();
+/// let peer = rib.add_peer(1, key)?;
+/// rib.announce(&peer, pfx, 0, &rib.intern(&attrs))?;
+/// let file = std::env::temp_dir().join(format!("ipfib-doc-rib-{}.mrt", std::process::id()));
+/// ipfib_rib::mrt::dump(&rib, std::fs::File::create(&file)?)?;
+/// let copy = Rib::new();
+/// let report = ipfib_rib::mrt::load(&file, &copy);
+/// std::fs::remove_file(&file)?;
+/// assert_eq!((report?.peers, copy.routes(&pfx)[0].attrs.origin_asn), (1, Some(64501)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn load(path: impl AsRef<Path>, rib: &Rib) -> Result<LoadReport, MrtError> {
     let path = path.as_ref();
     let started = Instant::now();
@@ -945,6 +966,24 @@ pub struct DumpReport {
 
 /// Write `rib`'s live routes to `out` as an MRT TABLE_DUMP_V2 dump with
 /// [`DumpOptions::default`].
+///
+/// ```
+/// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, Rib, RibKind};
+/// # use ipfib::prefix::AnyPrefix;
+/// # let key = PeerKey { peer_type: 0, distinguisher: 0, address: "192.0.2.1".parse()?,
+/// #                     asn: 64500, bgp_id: 1, rib: RibKind::PrePolicy };
+/// # let path = AsPath::encode([(2, &[64500, 64501][..])]);
+/// # let attrs = AttrsRef { as_path: &path, communities: &[], large_communities: &[],
+/// #     next_hop: Some("192.0.2.1".parse()?), origin: Origin::Igp, med: None, local_pref: None };
+/// # let pfx: AnyPrefix = "10.0.0.0/8".parse()?;
+/// let rib = Rib::new();
+/// rib.announce(&*rib.add_peer(1, key)?, pfx, 0, &rib.intern(&attrs))?;
+/// let mut out = Vec::new();
+/// let report = ipfib_rib::mrt::dump(&rib, &mut out)?;
+/// assert_eq!((report.peers, report.routes, report.prefixes_v4), (1, 1, 1));
+/// assert_eq!(&out[4..8], [0, 13, 0, 1]); // TABLE_DUMP_V2, PEER_INDEX_TABLE
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn dump(rib: &Rib, out: impl Write) -> Result<DumpReport, io::Error> {
     dump_with(rib, out, &DumpOptions::default())
 }

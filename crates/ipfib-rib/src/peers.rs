@@ -15,6 +15,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::seg::Segmented;
 
 /// Which table of the monitored router a peer's routes come from.
+///
+/// ```
+/// use ipfib_rib::RibKind;
+///
+/// assert!(RibKind::LocRib.rank() < RibKind::PostPolicy.rank());
+/// assert_eq!(RibKind::Mrt.rank(), RibKind::PrePolicy.rank());
+/// assert_eq!(RibKind::PostPolicy.as_str(), "post-policy");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RibKind {
     /// RFC 9069 Loc-RIB: the router's own selected routes.

@@ -187,6 +187,33 @@ struct Inner {
 /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are looked up as IPv4
 /// when they arrive as [`AnyAddr::unmapped`] makes them; the RIB takes
 /// [`AnyAddr`] as given.
+///
+/// ```
+/// use ipfib_rib::{Query, Rib};
+/// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+/// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+/// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+/// #     let address = addr.parse().unwrap();
+/// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+/// # }
+/// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+/// #     let next_hop = Some(next_hop.parse().unwrap());
+/// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+/// #                origin: Origin::Igp, med: None, local_pref: None }
+/// # }
+/// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+/// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+/// let rib = Rib::new();
+/// let peer = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+/// let path = AsPath::encode([(2, &[64500, 64501][..])]);
+/// let set = rib.intern(&attrs(&path, "192.0.2.1"));
+/// rib.announce(&peer, pfx("10.0.0.0/8"), 0, &set)?;
+/// rib.sync(); // longest-prefix lookups see new prefixes after publication
+/// let route = rib.lookup(addr("10.1.2.3"), &Query::default()).unwrap();
+/// assert_eq!(route.prefix, pfx("10.0.0.0/8"));
+/// assert_eq!(route.attrs.origin_asn, Some(64501));
+/// # Ok::<(), ipfib_rib::rib::RibError>(())
+/// ```
 pub struct Rib {
     inner: Arc<Inner>,
     fib: FibReader<u32>,
@@ -198,6 +225,15 @@ pub struct Rib {
 /// `ip` with the IPv4-mapped rule applied (`::ffff:a.b.c.d` is
 /// `a.b.c.d`): how next hops and peer addresses are compared, so a query
 /// in either spelling matches a stored one in either spelling.
+///
+/// ```
+/// use ipfib_rib::unmap;
+/// use std::net::IpAddr;
+///
+/// let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+/// assert_eq!(unmap(mapped), "192.0.2.1".parse::<IpAddr>().unwrap());
+/// assert_eq!(unmap("2001:db8::1".parse().unwrap()).to_string(), "2001:db8::1");
+/// ```
 pub fn unmap(ip: IpAddr) -> IpAddr {
     AnyAddr::unmapped(ip).to_ip()
 }
@@ -463,6 +499,32 @@ impl Rib {
     }
 
     /// Add or replace `peer`'s route `(prefix, path_id)`.
+    ///
+    /// ```
+    /// # use ipfib_rib::Rib;
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let peer = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// let (p1, p2) = (AsPath::encode([(2, &[1][..])]), AsPath::encode([(2, &[2][..])]));
+    /// rib.announce(&peer, pfx("10.0.0.0/8"), 0, &rib.intern(&attrs(&p1, "192.0.2.9")))?;
+    /// rib.announce(&peer, pfx("10.0.0.0/8"), 0, &rib.intern(&attrs(&p2, "192.0.2.9")))?;
+    /// let routes = rib.routes(&pfx("10.0.0.0/8"));
+    /// assert_eq!(routes.len(), 1); // same peer and path id: replaced
+    /// assert_eq!(routes[0].attrs.origin_asn, Some(2));
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     pub fn announce(
         &self,
         peer: &PeerInfo,
@@ -522,6 +584,31 @@ impl Rib {
     }
 
     /// Remove `peer`'s route `(prefix, path_id)`; whether it existed.
+    ///
+    /// ```
+    /// # use ipfib_rib::Rib;
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let peer = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// let set = rib.intern(&attrs(&[], "192.0.2.1"));
+    /// rib.announce(&peer, pfx("2001:db8::/32"), 7, &set)?;
+    /// assert!(!rib.withdraw(&peer, pfx("2001:db8::/32"), 0)); // other path id
+    /// assert!(rib.withdraw(&peer, pfx("2001:db8::/32"), 7));
+    /// assert!(rib.routes(&pfx("2001:db8::/32")).is_empty());
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     pub fn withdraw(&self, peer: &PeerInfo, prefix: AnyPrefix, path_id: u32) -> bool {
         self.inner
             .counters
@@ -567,6 +654,30 @@ impl Rib {
     /// Peer Down (or its session's grace period ended): its routes vanish
     /// from lookups at once (one store); the sweeper frees them later.
     /// Idempotent; whether the peer was up.
+    ///
+    /// ```
+    /// # use ipfib_rib::Rib;
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let peer = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// rib.announce(&peer, pfx("10.0.0.0/8"), 0, &rib.intern(&attrs(&[], "192.0.2.1")))?;
+    /// assert!(rib.peer_down(peer.id));
+    /// assert!(!rib.peer_down(peer.id));
+    /// assert!(!peer.is_up() && rib.routes(&pfx("10.0.0.0/8")).is_empty());
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     pub fn peer_down(&self, peer: u32) -> bool {
         let was_up = self.inner.peers.mark_down(peer);
         if was_up {
@@ -594,6 +705,34 @@ impl Rib {
 
     /// The longest-prefix match for `addr` among the routes `q` allows,
     /// passed to `f` (no allocation, no reference counting).
+    ///
+    /// ```
+    /// # use ipfib_rib::{PeerFilter, Query, Rib};
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let a = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// let b = rib.add_peer(2, key("192.0.2.2", RibKind::PrePolicy))?;
+    /// rib.announce(&a, pfx("10.0.0.0/8"), 0, &rib.intern(&attrs(&[], "192.0.2.1")))?;
+    /// rib.announce(&b, pfx("10.1.0.0/16"), 0, &rib.intern(&attrs(&[], "192.0.2.2")))?;
+    /// rib.sync();
+    /// let len = |q: &Query| rib.lookup_with(addr("10.1.2.3"), q, |p, _| p.len());
+    /// assert_eq!(len(&Query::default()), Some(16));
+    /// let only_a = Query { peer: Some(PeerFilter::Id(a.id)), next_hop: None };
+    /// assert_eq!(len(&only_a), Some(8));
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     #[inline]
     pub fn lookup_with<R>(
         &self,
@@ -750,6 +889,32 @@ impl Rib {
     }
 
     /// Every live route of exactly `prefix`, in preference order.
+    ///
+    /// ```
+    /// # use ipfib_rib::Rib;
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let pre = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// let loc = rib.add_peer(1, key("192.0.2.1", RibKind::LocRib))?;
+    /// let set = rib.intern(&attrs(&[], "192.0.2.1"));
+    /// rib.announce(&pre, pfx("10.0.0.0/8"), 0, &set)?;
+    /// rib.announce(&loc, pfx("10.0.0.0/8"), 0, &set)?;
+    /// let kinds: Vec<_> = rib.routes(&pfx("10.0.0.0/8")).iter().map(|r| r.peer.key.rib).collect();
+    /// assert_eq!(kinds, [RibKind::LocRib, RibKind::PrePolicy]); // Loc-RIB preferred
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     pub fn routes(&self, prefix: &AnyPrefix) -> Vec<Route> {
         let Some(&id) = self.inner.ids.pin().get(prefix) else {
             return Vec::new();
@@ -776,6 +941,32 @@ impl Rib {
     /// prefixes (ordered by prefix), at most `limit` routes. `Longer`
     /// scans every prefix of the RIB (tens of ms at a full table): for
     /// looking-glass queries, not for the flow path.
+    ///
+    /// ```
+    /// # use ipfib_rib::{Match, Rib};
+    /// # use ipfib_rib::{attrs::AttrsRef, AsPath, Origin, PeerKey, RibKind};
+    /// # use ipfib::prefix::{AnyAddr, AnyPrefix};
+    /// # fn key(addr: &str, rib: RibKind) -> PeerKey {
+    /// #     let address = addr.parse().unwrap();
+    /// #     PeerKey { peer_type: 0, distinguisher: 0, address, asn: 64500, bgp_id: 1, rib }
+    /// # }
+    /// # fn attrs<'a>(path: &'a [u32], next_hop: &str) -> AttrsRef<'a> {
+    /// #     let next_hop = Some(next_hop.parse().unwrap());
+    /// #     AttrsRef { as_path: path, communities: &[], large_communities: &[], next_hop,
+    /// #                origin: Origin::Igp, med: None, local_pref: None }
+    /// # }
+    /// # let addr = |s: &str| AnyAddr::unmapped(s.parse().unwrap());
+    /// # let pfx = |s: &str| s.parse::<AnyPrefix>().unwrap();
+    /// let rib = Rib::new();
+    /// let peer = rib.add_peer(1, key("192.0.2.1", RibKind::PrePolicy))?;
+    /// let set = rib.intern(&attrs(&[], "192.0.2.1"));
+    /// for p in ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24", "11.0.0.0/8"] {
+    ///     rib.announce(&peer, pfx(p), 0, &set)?;
+    /// }
+    /// let found = |m| rib.routes_matching(&pfx("10.1.0.0/16"), m, 10).len();
+    /// assert_eq!((found(Match::Exact), found(Match::Longer), found(Match::Shorter)), (1, 2, 2));
+    /// # Ok::<(), ipfib_rib::rib::RibError>(())
+    /// ```
     pub fn routes_matching(&self, prefix: &AnyPrefix, m: Match, limit: usize) -> Vec<Route> {
         let mut prefixes: Vec<(AnyPrefix, u32)> = match m {
             Match::Exact => self
