@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long)]
     pub updates: PathBuf,
     /// Engine: auto (the default: poptrie unless the table's shape is one
-    /// a trie handles badly, then planb), poptrie (slot updates in place)
+    /// a trie handles badly, then planb), poptrie (one copy shared by every version; changed slots rewritten into free space)
     /// or planb (rebuild and swap).
     #[arg(long, default_value = "auto")]
     pub engine: String,
@@ -58,9 +58,15 @@ pub struct Args {
     /// Runs (a fresh FIB each); figures are medians with [min-max].
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
-    /// Milliseconds of reading without updates per run (the idle rate).
+    /// Milliseconds of reading without updates per run (the idle rate),
+    /// split into one window before each piece of the stream.
     #[arg(long, default_value_t = 300)]
     pub idle_ms: u64,
+    /// Pieces the stream is applied in, each after an idle window and
+    /// ending with a flush: readers' rate during a piece is compared with
+    /// the window just before it, so that a VM's slow drift cancels.
+    #[arg(long, default_value_t = 10)]
+    pub pieces: usize,
     /// Pin the writer to this CPU and readers to the next ones (default:
     /// the CPUs this process may run on, writer on the first).
     #[arg(long)]
@@ -80,13 +86,13 @@ struct Run {
     publish_latency_us_p99: f64,
     reader_mlps_idle: f64,
     reader_mlps_during: f64,
+    /// Median over the pieces of (readers' rate during the piece / their
+    /// rate in the idle window just before it).
+    reader_during_over_idle: f64,
     publications: u64,
     full_builds: u64,
     slot_rebuilds: u64,
-    slot_copies: u64,
-    spare_busy: u64,
-    spare_copies: u64,
-    deferred: u64,
+    waiting: u64,
     publish_ms_total: f64,
 }
 
@@ -364,44 +370,66 @@ fn one_run<A: Lookups>(
                 std::hint::black_box(reader_loop(reader, trace, args.batch, count, stop, cpu))
             });
         }
-        // Let the readers start and warm up, then measure the idle rate.
+        // Let the readers start and warm up. Then, per piece of the
+        // stream: an idle window, the piece, a flush.
         std::thread::sleep(Duration::from_millis(50));
-        let (c0, t0) = (total(&counts), Instant::now());
-        std::thread::sleep(Duration::from_millis(args.idle_ms));
-        let idle = (total(&counts) - c0) as f64 / t0.elapsed().as_secs_f64() / 1e6;
-
+        let pieces = args.pieces.max(1);
+        let window = Duration::from_millis(args.idle_ms) / pieces as u32;
+        let per_piece = updates.len().div_ceil(pieces).max(1);
         let mut per_update = Vec::with_capacity(updates.len());
         let mut latency = Vec::with_capacity(updates.len());
         let mut applied_at: Vec<Instant> = Vec::with_capacity(updates.len());
         let mut version = fib.version();
+        let (mut idle_n, mut idle_s, mut during_n, mut during_s) = (0u64, 0f64, 0u64, 0f64);
+        let mut ratios = Vec::with_capacity(pieces);
         // Owned copies, so the timed loop moves updates in, clones nothing.
-        let owned = updates.to_vec();
-        let (c1, start) = (total(&counts), Instant::now());
-        let mut prev = start;
+        let owned: Vec<FibUpdate<String>> = updates.to_vec();
+        let mut owned = owned.into_iter();
         let mut result = Ok(());
-        for u in owned {
-            if let Err(e) = fib.apply(u) {
-                result = Err(e);
+        for _ in 0..pieces {
+            let (c0, t0) = (total(&counts), Instant::now());
+            std::thread::sleep(window);
+            let (n_idle, s_idle) = (total(&counts) - c0, t0.elapsed().as_secs_f64());
+            let (c1, start) = (total(&counts), Instant::now());
+            let mut prev = start;
+            for u in owned.by_ref().take(per_piece) {
+                if let Err(e) = fib.apply(u) {
+                    result = Err(e);
+                    break;
+                }
+                let now = Instant::now();
+                per_update.push((now - prev).as_secs_f64() * 1e6);
+                prev = now;
+                applied_at.push(now);
+                if fib.version() != version {
+                    version = fib.version();
+                    latency.extend(applied_at.drain(..).map(|t| (now - t).as_secs_f64() * 1e6));
+                }
+            }
+            if result.is_ok() {
+                result = fib.flush();
+            }
+            let end = Instant::now();
+            version = fib.version();
+            latency.extend(applied_at.drain(..).map(|t| (end - t).as_secs_f64() * 1e6));
+            let (n_during, s_during) = (total(&counts) - c1, (end - start).as_secs_f64());
+            if n_idle > 0 && s_during > 0.0 {
+                ratios.push((n_during as f64 / s_during) / (n_idle as f64 / s_idle));
+            }
+            idle_n += n_idle;
+            idle_s += s_idle;
+            during_n += n_during;
+            during_s += s_during;
+            if result.is_err() {
                 break;
             }
-            let now = Instant::now();
-            per_update.push((now - prev).as_secs_f64() * 1e6);
-            prev = now;
-            applied_at.push(now);
-            if fib.version() != version {
-                version = fib.version();
-                latency.extend(applied_at.drain(..).map(|t| (now - t).as_secs_f64() * 1e6));
-            }
         }
-        if result.is_ok() {
-            result = fib.flush();
-        }
-        let end = Instant::now();
-        latency.extend(applied_at.drain(..).map(|t| (end - t).as_secs_f64() * 1e6));
-        let elapsed = (end - start).as_secs_f64();
-        let during = (total(&counts) - c1) as f64 / elapsed / 1e6;
+        let elapsed = during_s;
+        let idle = idle_n as f64 / idle_s / 1e6;
+        let during = during_n as f64 / during_s.max(f64::MIN_POSITIVE) / 1e6;
         stop.store(true, Ordering::Relaxed);
         result?;
+        ratios.sort_by(f64::total_cmp);
 
         per_update.sort_by(f64::total_cmp);
         latency.sort_by(f64::total_cmp);
@@ -414,13 +442,11 @@ fn one_run<A: Lookups>(
             publish_latency_us_p99: pct(&latency, 0.99),
             reader_mlps_idle: idle,
             reader_mlps_during: during,
+            reader_during_over_idle: pct(&ratios, 0.5),
             publications: stats.publications,
             full_builds: stats.full_builds,
             slot_rebuilds: stats.slot_rebuilds,
-            slot_copies: stats.slot_copies,
-            spare_busy: stats.spare_busy,
-            spare_copies: stats.spare_copies,
-            deferred: stats.deferred,
+            waiting: stats.waiting,
             publish_ms_total: stats.publish_total.as_secs_f64() * 1e3,
         })
     })
@@ -461,7 +487,11 @@ fn print_text(r: &Report, runs: &[Run]) {
     println!("reader MLPS idle     {}", range(|x| x.reader_mlps_idle));
     println!("reader MLPS during   {}", range(|x| x.reader_mlps_during));
     println!(
-        "run 1: {} publications taking {:.1} ms in all (full builds {}, slot rebuilds {}, slot copies {}, put off {}, spare held {} -> copied {}); full rebuild of the table {:.1} ms",
-        runs[0].publications, runs[0].publish_ms_total, runs[0].full_builds, runs[0].slot_rebuilds, runs[0].slot_copies, runs[0].deferred, runs[0].spare_busy, runs[0].spare_copies, r.rebuild_ms
+        "during / idle        {}",
+        range(|x| x.reader_during_over_idle)
+    );
+    println!(
+        "run 1: {} publications taking {:.1} ms in all (full builds {}, slot rebuilds {}; at the end {} waiting for readers); full rebuild of the table {:.1} ms",
+        runs[0].publications, runs[0].publish_ms_total, runs[0].full_builds, runs[0].slot_rebuilds, runs[0].waiting, r.rebuild_ms
     );
 }

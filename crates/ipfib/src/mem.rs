@@ -132,6 +132,16 @@ impl<T: Copy> LookupBuf<T> {
         self.mapped.is_some()
     }
 
+    /// The first element's address, taken from the allocation rather than
+    /// from a slice, so that writes through it are allowed while other
+    /// threads read other elements: a dynamic FIB's shared arena
+    /// (`engine::poptrie::versioned`) writes only elements no reader can
+    /// reach. Owned buffers only (a mapped one is read-only).
+    pub(crate) fn raw(&self) -> *mut T {
+        assert!(self.mapped.is_none(), "a mapped buffer is read-only");
+        self.ptr.as_ptr()
+    }
+
     fn fallback(items: &[T]) -> Self {
         let b: Box<[T]> = items.into();
         let len = b.len();
@@ -263,6 +273,76 @@ impl<T: Copy + std::fmt::Debug> std::fmt::Debug for LookupBuf<T> {
     }
 }
 
+/// An array kept as copy-on-write chunks of `2^bits` entries: a clone
+/// shares every chunk, and a write copies only the chunk it lands in, and
+/// only while a clone still shares it. A dynamic FIB's versions keep their
+/// direct tables and value slots so: a publication copies the chunks its
+/// changes touch, and versions share the rest (memory and cache lines).
+#[derive(Clone, Debug)]
+pub(crate) struct CowChunks<T> {
+    chunks: Vec<Arc<[T]>>,
+    bits: u32,
+    len: usize,
+    fill: T,
+}
+
+impl<T> CowChunks<T> {
+    /// Entry `i`, if `i < len`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            return None;
+        }
+        let mask = (1usize << self.bits) - 1;
+        self.chunks.get(i >> self.bits)?.get(i & mask)
+    }
+
+    /// Bytes of the chunks (shared ones counted in full) and their list.
+    pub(crate) fn footprint_bytes(&self) -> usize {
+        self.chunks.len() * ((std::mem::size_of::<T>() << self.bits) + 16)
+            + self.chunks.capacity() * std::mem::size_of::<Arc<[T]>>()
+    }
+}
+
+impl<T: Clone> CowChunks<T> {
+    /// `items`, in chunks of `2^bits` (the last padded with `fill`).
+    pub(crate) fn new(items: &[T], bits: u32, fill: T) -> Self {
+        let size = 1usize << bits;
+        let chunks = items
+            .chunks(size)
+            .map(|c| {
+                let mut v = c.to_vec();
+                v.resize(size, fill.clone());
+                Arc::from(v)
+            })
+            .collect();
+        CowChunks {
+            chunks,
+            bits,
+            len: items.len(),
+            fill,
+        }
+    }
+
+    /// Write entry `i` (growing the array with `fill` when `i >= len`),
+    /// copying its chunk first if a clone shares it.
+    pub(crate) fn set(&mut self, i: usize, v: T) {
+        let size = 1usize << self.bits;
+        while self.chunks.len() <= i >> self.bits {
+            self.chunks.push(Arc::from(vec![self.fill.clone(); size]));
+        }
+        self.len = self.len.max(i + 1);
+        let chunk = &mut self.chunks[i >> self.bits];
+        if Arc::get_mut(chunk).is_none() {
+            *chunk = Arc::from(chunk.to_vec());
+        }
+        // The chunk is unique now (just copied, or no clone shared it).
+        if let Some(c) = Arc::get_mut(chunk) {
+            c[i & (size - 1)] = v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +403,40 @@ mod tests {
         assert_eq!(b[12345], 7);
         let kb = huge_at(b.as_ptr() as usize);
         assert!(kb > 0, "no huge pages in the buffer's mapping");
+    }
+
+    #[test]
+    fn cow_chunks_share_until_written() {
+        let all = |c: &CowChunks<u32>| (0..12).map(|i| c.get(i).copied()).collect::<Vec<_>>();
+        let mut a = CowChunks::new(&[1u32, 2, 3, 4, 5], 1, 0);
+        assert_eq!(a.get(5), None, "the padding is not an entry");
+        let b = a.clone();
+        a.set(2, 30);
+        a.set(9, 90);
+        let grown: Vec<_> = [1, 2, 30, 4, 5, 0, 0, 0, 0, 90]
+            .map(Some)
+            .into_iter()
+            .chain([None, None])
+            .collect();
+        assert_eq!(all(&a), grown);
+        let kept: Vec<_> = [1, 2, 3, 4, 5]
+            .map(Some)
+            .into_iter()
+            .chain([None; 7])
+            .collect();
+        assert_eq!(all(&b), kept, "the clone kept its chunk");
+        assert!(
+            Arc::ptr_eq(&a.chunks[0], &b.chunks[0]),
+            "an untouched chunk stays shared"
+        );
+        assert!(!Arc::ptr_eq(&a.chunks[1], &b.chunks[1]));
+        let before = Arc::as_ptr(&a.chunks[1]);
+        a.set(3, 40);
+        assert_eq!(
+            Arc::as_ptr(&a.chunks[1]),
+            before,
+            "an unshared chunk is written in place"
+        );
+        assert_eq!(a.get(3), Some(&40));
     }
 }

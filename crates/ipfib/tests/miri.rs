@@ -100,8 +100,8 @@ fn a_reader_thread_sees_whole_versions() {
                 assert!(s.version() >= last);
                 last = s.version();
                 // Every version holds 10.0.0.0/8 with the latest value
-                // written before it (a publication put off while this
-                // thread held the spare shows a later one), none at 0.
+                // written before it (a version published after several
+                // writes shows a later one), none at 0.
                 let got = s.lookup_v4(0x0a01_0203).copied();
                 assert_eq!(got.is_some(), last > 0);
                 let v = got.unwrap_or(0);

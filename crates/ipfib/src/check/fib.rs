@@ -65,7 +65,7 @@ impl FibScript {
             ..PoptrieOptions::default()
         };
         opts.max_pending = [1, 2, 7, 64][usize::from(b.below(4))];
-        // No timing in a script but the spare's patience: publications
+        // No timing in a script: publications
         // come from `max_pending`, a zero `max_delay` (every change due at
         // once) or the explicit calls, so a script replays the same way.
         opts.max_delay = if b.below(2) == 0 {
@@ -73,11 +73,9 @@ impl FibScript {
         } else {
             Duration::from_secs(3600)
         };
-        opts.spare_patience = if b.below(2) == 0 {
-            Duration::ZERO
-        } else {
-            Duration::from_micros(20)
-        };
+        // This byte chose a setting the FIB no longer has; it is still
+        // read so that saved scripts replay the same way.
+        let _ = b.below(2);
         opts.validate = true;
         let mut ops = Vec::new();
         while !b.0.is_empty() && ops.len() < max_ops {
@@ -285,16 +283,11 @@ pub fn check_fib_script(script: &FibScript) -> Result<(), String> {
         if let Some(wrong) = result.map_err(|e| format!("{what}: {e}"))? {
             return Err(wrong);
         }
-        // The staleness bound, where no held spare can put a publication
-        // off (no patience, or no snapshot held, so every spare is free):
-        // never `max_pending` changes pending after a call, and none at
-        // all with a zero `max_delay`. A change put off while a snapshot
-        // was held must go out at the first call after its release, even
-        // one that changes nothing.
+        // The staleness bound (nothing puts a publication off, held
+        // snapshots included): never `max_pending` changes pending after a
+        // call, and none at all with a zero `max_delay`.
         let opts = fib.options();
-        let free = opts.spare_patience.is_zero() || held.is_empty();
-        if free
-            && !matches!(op, FibOp::Hold | FibOp::Release(_))
+        if !matches!(op, FibOp::Hold | FibOp::Release(_))
             && (fib.pending() >= opts.max_pending
                 || (opts.max_delay.is_zero() && fib.pending() > 0))
         {

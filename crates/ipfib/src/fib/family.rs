@@ -1,33 +1,40 @@
 //! One address family of a [`super::Fib`]: the route table (the writer's
-//! truth), the published side readers search, and for Poptrie the spare
-//! side the writer brings up to date before it publishes it (left-right).
+//! truth), the published side readers search, and for Poptrie the writer
+//! of the one copy every version shares
+//! (`crate::engine::poptrie::versioned`).
 
 use super::{FibEngine, FibError, FibOptions, FibStats};
 use crate::engine::planb::PlanB;
-use crate::engine::poptrie::{Arena, Poptrie};
+use crate::engine::poptrie::{Version, Writer};
 use crate::engine::Family;
 use crate::intervals::{compile, NO_ROUTE};
+use crate::mem::CowChunks;
 use crate::prefix::Prefix;
 use crate::route_table::RouteTable;
 use crate::values::ValueTable;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::Instant;
+
+/// Value slots per copy-on-write chunk, as a power of two.
+const VALUE_CHUNK_BITS: u32 = 8;
 
 /// What readers search: an engine over value indices and the values those
-/// indices meant when this side was last brought up to date. A side's
-/// indices are resolved only through its own `values`, so an index the
-/// route table frees and hands to another value later cannot change what
-/// this side answers (the recycled-index bug).
+/// indices meant when this side was made. A side's indices are resolved
+/// only through its own `values`, so an index the route table frees and
+/// hands to another value later cannot change what this side answers (the
+/// recycled-index bug). Sides share the value chunks they agree on.
 pub(crate) struct FamilySide<A: Family, V> {
     engine: SideEngine<A>,
-    values: Vec<Option<V>>,
+    values: CowChunks<Option<V>>,
 }
 
+// One per published side: boxing PlanB would add a pointer hop to each of
+// its lookups to save a few hundred bytes.
+#[allow(clippy::large_enum_variant)]
 enum SideEngine<A: Family> {
     PlanB(PlanB<A>),
-    /// The arena is writer-only bookkeeping; readers never touch it.
-    Poptrie(Poptrie<A>, Arena),
+    /// One version of the shared Poptrie.
+    Poptrie(Version<A>),
 }
 
 impl<A: Family, V> FamilySide<A, V> {
@@ -35,7 +42,7 @@ impl<A: Family, V> FamilySide<A, V> {
     #[inline]
     pub(crate) fn lookup_index(&self, addr: A) -> u32 {
         match &self.engine {
-            SideEngine::Poptrie(t, _) => t.lookup(addr),
+            SideEngine::Poptrie(t) => t.lookup(addr),
             SideEngine::PlanB(t) => t.lookup(addr),
         }
     }
@@ -44,22 +51,8 @@ impl<A: Family, V> FamilySide<A, V> {
     #[inline]
     pub(crate) fn lookup_batch(&self, addrs: &[A], out: &mut [u32]) {
         match &self.engine {
-            SideEngine::Poptrie(t, _) => t.lookup_batch::<32>(addrs, out),
+            SideEngine::Poptrie(t) => t.lookup_batch::<32>(addrs, out),
             SideEngine::PlanB(t) => t.lookup_batch::<32>(addrs, out),
-        }
-    }
-
-    /// A copy of a Poptrie side (`None` for PlanB, never duplicated).
-    fn duplicate(&self) -> Option<Self>
-    where
-        V: Clone,
-    {
-        match &self.engine {
-            SideEngine::Poptrie(t, a) => Some(FamilySide {
-                engine: SideEngine::Poptrie(t.duplicate(), a.clone()),
-                values: self.values.clone(),
-            }),
-            SideEngine::PlanB(_) => None,
         }
     }
 
@@ -69,13 +62,14 @@ impl<A: Family, V> FamilySide<A, V> {
         self.values.get(i as usize)?.as_ref()
     }
 
-    /// Engine bytes plus the value slots (not the values' own heap data).
+    /// Engine bytes plus the value slots (not the values' own heap data;
+    /// memory shared with other versions counted in full).
     pub(crate) fn footprint_bytes(&self) -> usize {
         let engine = match &self.engine {
-            SideEngine::Poptrie(t, _) => t.footprint_bytes(),
+            SideEngine::Poptrie(t) => t.footprint_bytes(),
             SideEngine::PlanB(t) => t.footprint_bytes(),
         };
-        engine + self.values.capacity() * std::mem::size_of::<Option<V>>()
+        engine + self.values.footprint_bytes()
     }
 }
 
@@ -83,8 +77,16 @@ impl<A: Family, V> FamilySide<A, V> {
 pub(crate) struct FamilyFib<A: Family, V> {
     pub(crate) routes: RouteTable<A, V>,
     current: Arc<FamilySide<A, V>>,
-    /// Poptrie only: the other copy, with the slots it lacks.
-    spare: Option<Spare<A, V>>,
+    /// Poptrie only: the writer of the shared copy, and the value slots its
+    /// working state resolves through. `None` after `replace_all` or a
+    /// failed publication: the next publication builds afresh.
+    writer: Option<(Writer<A>, CowChunks<Option<V>>)>,
+    /// Sides replaced by publications that snapshots may still hold. The
+    /// writer drops them itself once no snapshot does, so that a reader
+    /// dropping its last snapshot of a version only decrements a count
+    /// (a side's teardown is hundreds of chunk counts and frees, which
+    /// would otherwise land on a reader thread).
+    retired: Vec<Arc<FamilySide<A, V>>>,
     /// Direct-pointing slots changed since the last publication (Poptrie),
     /// each listed once (`marked` is their bitset).
     dirty: Vec<u32>,
@@ -93,39 +95,18 @@ pub(crate) struct FamilyFib<A: Family, V> {
     /// publication has made the changes current, so a publication that
     /// fails keeps them for the next one.
     changed: bool,
-    /// Every route was replaced (`replace_all`): build afresh, and the
-    /// side replaced then is no spare (it differs from the new one in
-    /// slots no one listed).
+    /// Every route was replaced (`replace_all`): build afresh.
     rebuild_all: bool,
     /// Poptrie's direct-pointing bits.
     s: u32,
 }
 
-/// The Poptrie copy readers are not given: the previously current side,
-/// behind the current one by exactly the direct-pointing slots in `lag`.
-/// The lag travels with the side it describes, so a spare can never be
-/// used with another side's list (a spare that no list describes is
-/// dropped instead, e.g. after `replace_all`).
-struct Spare<A: Family, V> {
-    side: Arc<FamilySide<A, V>>,
-    lag: Vec<u32>,
-}
-
 impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
     pub(crate) fn new(routes: RouteTable<A, V>, opts: &FibOptions) -> Result<Self, FibError> {
-        let current = full_side(&routes, opts)?;
-        validate_side(&current, opts)?;
-        let current = Arc::new(current);
-        let (spare, s) = match opts.engine {
-            FibEngine::PlanB => (None, 0),
-            // The spare starts as a copy (memcpy, not a second build).
-            FibEngine::Poptrie => (
-                current.duplicate().map(|side| Spare {
-                    side: Arc::new(side),
-                    lag: Vec::new(),
-                }),
-                u32::from(opts.direct_bits()),
-            ),
+        let (current, writer) = full_side(&routes, opts)?;
+        let s = match opts.engine {
+            FibEngine::PlanB => 0,
+            FibEngine::Poptrie => u32::from(opts.direct_bits()),
         };
         let slots = if opts.engine == FibEngine::Poptrie {
             1usize << s
@@ -134,8 +115,9 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         };
         Ok(FamilyFib {
             routes,
-            current,
-            spare,
+            current: Arc::new(current),
+            writer,
+            retired: Vec::new(),
             dirty: Vec::new(),
             marked: vec![0; slots.div_ceil(64)],
             changed: false,
@@ -201,7 +183,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         self.routes = routes;
         self.changed = true;
         self.rebuild_all = true;
-        self.spare = None;
+        self.writer = None;
         self.clear_dirty();
     }
 
@@ -212,257 +194,161 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         self.dirty.clear();
     }
 
-    /// Whether a publication could update the spare without waiting (true
-    /// when there is nothing to do or no spare to wait for).
-    pub(crate) fn spare_ready(&mut self) -> bool {
-        if !self.changed || self.rebuild_all || !self.few() {
-            return true; // nothing to do, or a fresh build anyway
-        }
-        match &mut self.spare {
-            Some(sp) => Arc::get_mut(&mut sp.side).is_some(),
-            None => true,
-        }
-    }
-
-    /// Whether no snapshot holds the spare (or there is none): a
-    /// publication could start on it now. Read-only, unlike
-    /// [`FamilyFib::spare_ready`]; a snapshot taken meanwhile only makes
-    /// the publication wait or copy.
-    pub(crate) fn spare_idle(&self) -> bool {
-        self.spare
-            .as_ref()
-            .is_none_or(|sp| Arc::strong_count(&sp.side) == 1)
-    }
-
     /// The side the next publication shows: `None` when nothing changed
     /// (the current side stands). Changes nothing readers or the next
     /// publication rely on: `current`, the route table and the changed
     /// slots stay as they are until [`FamilyFib::commit`], so an error
-    /// leaves the family as it was (at most the spare is gone, which the
-    /// next publication replaces by a copy of the current side).
+    /// leaves the family as it was (a Poptrie writer whose update failed
+    /// is dropped, and the next publication builds afresh; one whose
+    /// version is not committed is only ahead, and redoes the same slots).
     pub(crate) fn build_next(
         &mut self,
         opts: &FibOptions,
-        deadline: Option<Instant>,
         stats: &mut FibStats,
     ) -> Result<Option<Arc<FamilySide<A, V>>>, FibError> {
+        // Even when this family has no change: drop the retired sides no
+        // snapshot holds, then free the blocks only they reached.
+        self.retired.retain(|side| Arc::strong_count(side) > 1);
+        if let Some((writer, _)) = self.writer.as_mut() {
+            writer.reclaim();
+        }
         if !self.changed {
             return Ok(None);
         }
-        if opts.engine == FibEngine::PlanB {
-            stats.full_builds += 1;
-            let side = full_side(&self.routes, opts)?;
-            validate_side(&side, opts)?;
-            return Ok(Some(Arc::new(side)));
-        }
-        // The spare is behind by its `lag` (copied from the current side,
-        // which has those slots right) and by `dirty` (rebuilt from the
-        // routes). Past an eighth of all slots a fresh build is cheaper.
-        let few = !self.rebuild_all && self.few();
-        let spare = if few { self.spare.take() } else { None };
-        let spare = spare.and_then(|sp| match wait_unique(sp.side, deadline) {
-            Some(side) => Some((side, sp.lag)),
-            None => {
-                stats.spare_busy += 1;
-                None
-            }
-        });
-        // A snapshot still holds the spare: copy the current side (a few
-        // memcpys, far cheaper than a build); it only lacks `dirty`.
-        let spare = match spare {
-            Some(sp) => Some(sp),
-            None if few => {
-                stats.spare_copies += 1;
-                self.current
-                    .duplicate()
-                    .map(|side| (Arc::new(side), Vec::new()))
-            }
-            None => None,
-        };
-        if let Some((mut arc, lag)) = spare {
-            // wait_unique returned it unique and nothing else has seen it
-            // since; were it shared, the fresh build below covers it.
-            if let Some(side) = Arc::get_mut(&mut arc) {
-                let done = update_slots(
-                    side,
-                    &self.current,
-                    &self.routes,
-                    &lag,
-                    &self.dirty,
-                    &self.marked,
-                    self.s,
-                )?;
-                if done {
-                    validate_side(side, opts)?;
+        // Past an eighth of all slots a fresh build is cheaper.
+        let few = !self.rebuild_all && self.dirty.len() <= (1usize << self.s) / 8;
+        if let (true, Some((writer, values))) = (few, self.writer.as_mut()) {
+            let done =
+                update_slots(writer, values, &self.routes, &self.dirty, self.s).and_then(|done| {
+                    if done && opts.validate {
+                        writer.validate().map_err(FibError::Invariant)?;
+                    }
+                    Ok(done)
+                });
+            match done {
+                Ok(true) => {
                     stats.slot_rebuilds += self.dirty.len() as u64;
-                    stats.slot_copies += lag.len() as u64;
-                    return Ok(Some(arc));
+                    return Ok(Some(Arc::new(FamilySide {
+                        engine: SideEngine::Poptrie(writer.publish()),
+                        values: values.clone(),
+                    })));
+                }
+                Ok(false) => {} // no room: build afresh below
+                Err(e) => {
+                    self.writer = None;
+                    return Err(e);
                 }
             }
         }
         stats.full_builds += 1;
-        let side = full_side(&self.routes, opts)?;
-        validate_side(&side, opts)?;
+        let (side, writer) = full_side(&self.routes, opts)?;
+        self.writer = writer;
         Ok(Some(Arc::new(side)))
     }
 
     /// Make `next` (from [`FamilyFib::build_next`]) current and return the
     /// side to publish. Infallible, so a publication changes both families
-    /// or neither. The side it replaces becomes the Poptrie spare, behind
-    /// by exactly this publication's changed slots.
-    pub(crate) fn commit(
-        &mut self,
-        next: Option<Arc<FamilySide<A, V>>>,
-        opts: &FibOptions,
-    ) -> Arc<FamilySide<A, V>> {
+    /// or neither.
+    pub(crate) fn commit(&mut self, next: Option<Arc<FamilySide<A, V>>>) -> Arc<FamilySide<A, V>> {
         let Some(next) = next else {
             return self.current();
         };
         let old = std::mem::replace(&mut self.current, Arc::clone(&next));
-        for &slot in &self.dirty {
-            self.marked[slot as usize / 64] = 0;
-        }
-        let lag = std::mem::take(&mut self.dirty);
-        self.spare = (opts.engine == FibEngine::Poptrie && !self.rebuild_all)
-            .then_some(Spare { side: old, lag });
+        self.retired.push(old);
+        self.clear_dirty();
         self.changed = false;
         self.rebuild_all = false;
         next
     }
 
-    /// Whether updating the spare slot by slot beats a fresh build: up to
-    /// an eighth of all slots.
-    fn few(&self) -> bool {
-        let lag = self.spare.as_ref().map_or(0, |sp| sp.lag.len());
-        lag + self.dirty.len() <= (1usize << self.s) / 8
+    /// Publications whose dropped Poptrie blocks still wait for readers
+    /// to leave the versions before them.
+    pub(crate) fn waiting(&self) -> usize {
+        self.writer.as_ref().map_or(0, |(w, _)| w.waiting())
     }
 }
 
 impl<A: Family, V> FamilyFib<A, V> {
-    /// Bytes of both sides (each counted once), the route table and the
-    /// dirty-slot bookkeeping.
+    /// Bytes of the current side, the route table and the dirty-slot
+    /// bookkeeping (older versions that readers still hold share most of
+    /// the current side's memory and are not counted).
     pub(crate) fn footprint_bytes(&self) -> usize {
         self.current.footprint_bytes()
-            + self
-                .spare
-                .as_ref()
-                .map_or(0, |sp| sp.side.footprint_bytes() + sp.lag.capacity() * 4)
             + self.routes.footprint_bytes()
             + self.marked.capacity() * 8
             + self.dirty.capacity() * 4
     }
 }
 
-/// Wait until the writer holds the only reference to `side` (every
-/// snapshot that could read it has been dropped), spinning then yielding,
-/// until `deadline` at the latest (`None`: no deadline). `None` back: a
-/// reader still holds it.
-fn wait_unique<T>(mut side: Arc<T>, deadline: Option<Instant>) -> Option<Arc<T>> {
-    let mut spins = 0u32;
-    loop {
-        if Arc::get_mut(&mut side).is_some() {
-            return Some(side);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return None;
-        }
-        spins += 1;
-        if spins < 100 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
-
-/// With [`FibOptions::validate`]: the side's engine passes its structural
-/// check (a Poptrie's with its arena: the free ranges overlap no live
-/// node). Payloads against the side's values are checked by the tests'
-/// lookups (`check::check_fib_script`).
-fn validate_side<A: Family, V>(side: &FamilySide<A, V>, opts: &FibOptions) -> Result<(), FibError> {
-    if !opts.validate {
-        return Ok(());
-    }
-    match &side.engine {
-        SideEngine::PlanB(t) => t.validate(),
-        SideEngine::Poptrie(t, arena) => t.validate_with_arena(arena),
-    }
-    .map_err(FibError::Invariant)
-}
-
-/// A side built from the whole route table.
+/// A side built from the whole route table, and for Poptrie its writer.
+/// With [`FibOptions::validate`], the engine passes its structural check
+/// (a Poptrie's with its arena); payloads against the side's values are
+/// checked by the tests' lookups (`check::check_fib_script`).
+#[allow(clippy::type_complexity)]
 fn full_side<A: Family, V: Clone>(
     routes: &RouteTable<A, V>,
     opts: &FibOptions,
-) -> Result<FamilySide<A, V>, FibError> {
+) -> Result<(FamilySide<A, V>, Option<(Writer<A>, CowChunks<Option<V>>)>), FibError> {
     if crate::fault::hit(crate::fault::Point::FullBuild) {
         return Err(FibError::Invariant("injected build failure".into()));
     }
     let iv = compile(routes.iter_indices());
-    let engine = match opts.engine {
-        FibEngine::PlanB => SideEngine::PlanB(PlanB::build(&iv, &opts.planb)?),
-        FibEngine::Poptrie => {
-            let (t, a) = Poptrie::build_updatable(&iv, &opts.poptrie)?;
-            SideEngine::Poptrie(t, a)
+    let values = CowChunks::new(&routes.values().to_vec(), VALUE_CHUNK_BITS, None);
+    Ok(match opts.engine {
+        FibEngine::PlanB => {
+            let t = PlanB::build(&iv, &opts.planb)?;
+            if opts.validate {
+                t.validate().map_err(FibError::Invariant)?;
+            }
+            let side = FamilySide {
+                engine: SideEngine::PlanB(t),
+                values,
+            };
+            (side, None)
         }
-    };
-    Ok(FamilySide {
-        engine,
-        values: routes.values().to_vec(),
+        FibEngine::Poptrie => {
+            let (w, first) = Writer::build(&iv, &opts.poptrie)?;
+            if opts.validate {
+                w.validate().map_err(FibError::Invariant)?;
+            }
+            let side = FamilySide {
+                engine: SideEngine::Poptrie(first),
+                values: values.clone(),
+            };
+            (side, Some((w, values)))
+        }
     })
 }
 
-/// Rebuild `slots` of a Poptrie side from the route table. `Ok(false)`:
-/// its arrays are full and it must be built afresh.
+/// Rebuild `slots` of a Poptrie writer's working state from the route
+/// table, and bring its value slots up to date for them. `Ok(false)`: no
+/// room in its arrays; it must be built afresh.
 fn update_slots<A: Family, V: Clone + Eq>(
-    side: &mut FamilySide<A, V>,
-    current: &FamilySide<A, V>,
+    writer: &mut Writer<A>,
+    values: &mut CowChunks<Option<V>>,
     routes: &RouteTable<A, V>,
-    lag: &[u32],
     dirty: &[u32],
-    marked: &[u64],
     s: u32,
 ) -> Result<bool, FibError> {
-    let (SideEngine::Poptrie(trie, arena), SideEngine::Poptrie(from, _)) =
-        (&mut side.engine, &current.engine)
-    else {
-        return Ok(false);
-    };
-    for &slot in lag {
-        if marked[slot as usize / 64] & (1 << (slot % 64)) != 0 {
-            continue; // changed again: rebuilt below
-        }
-        if trie.copy_slot(arena, slot as usize, from).is_err() {
-            return Ok(false);
-        }
-        sync_values(
-            &mut side.values,
-            routes.values(),
-            from.slot_payloads(slot as usize),
-        );
-    }
     if crate::fault::hit(crate::fault::Point::SlotUpdate) {
         return Err(FibError::Invariant("injected slot update failure".into()));
     }
     for &slot in dirty {
         let iv = routes.slot_intervals(slot, s);
-        if trie.replace_slot(arena, slot as usize, &iv)?.is_err() {
+        if writer.replace_slot(slot as usize, &iv)?.is_err() {
             return Ok(false);
         }
-        sync_values(
-            &mut side.values,
-            routes.values(),
-            iv.payloads.iter().copied(),
-        );
+        sync_values(values, routes.values(), iv.payloads.iter().copied());
     }
     Ok(true)
 }
 
-/// Make the side's value slots agree with the route table for `payloads`.
-/// A live index always means the same value, so only indices new to this
-/// side (or freed and reused since it last saw them) are written.
+/// Make the value slots agree with the route table for `payloads`. A live
+/// index always means the same value, so only indices new to these slots
+/// (or freed and reused since they last saw them) are written, each
+/// copying its chunk once if an older side shares it.
 fn sync_values<V: Clone + Eq>(
-    values: &mut Vec<Option<V>>,
+    values: &mut CowChunks<Option<V>>,
     table: &ValueTable<V>,
     payloads: impl IntoIterator<Item = u32>,
 ) {
@@ -470,13 +356,9 @@ fn sync_values<V: Clone + Eq>(
         if p == NO_ROUTE {
             continue;
         }
-        let i = p as usize;
-        if values.len() <= i {
-            values.resize(i + 1, None);
-        }
         let v = table.get(p);
-        if values[i].as_ref() != v {
-            values[i] = v.cloned();
+        if values.get(p as usize).and_then(|x| x.as_ref()) != v {
+            values.set(p as usize, v.cloned());
         }
     }
 }

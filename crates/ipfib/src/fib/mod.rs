@@ -9,8 +9,8 @@
 //!     ▼ every max_pending updates or       snapshot.lookup_v4 / lookup_batch_v4 / value_v4
 //!       max_delay, or flush():               (one consistent version for the whole batch)
 //!  PlanB:   build a new side from the table
-//!  Poptrie: take the spare side (once no snapshot holds it), copy in
-//!           the last publication's slots, rebuild this one's (§3.5)
+//!  Poptrie: rebuild the changed slots into free space of the one copy
+//!           all versions share, copy-on-write the direct chunks (§3.5)
 //!     │ ArcSwap::store(new Published)  ─────►  next snapshot sees the new version
 //! ```
 //!
@@ -21,21 +21,19 @@
 //!   version is freed when the last snapshot holding it is dropped.
 //! - **PlanB** is rebuilt from the route table at each publication
 //!   (coalesced rebuild-and-swap).
-//! - **Poptrie** keeps two copies (left-right): the published one and a
-//!   spare that the writer updates in place, slot by slot, once no snapshot
-//!   holds it (`Arc::get_mut`), then publishes. The spare is behind by the
-//!   previous publication's slots, which it copies from the published side
-//!   (block copies); this publication's slots are rebuilt from the route
-//!   table. When a publication is due while a snapshot still holds
-//!   the spare, the writer does not wait: it keeps the changes pending and
-//!   tries again at the next update; once the spare has been held for
-//!   `spare_patience` (or on `flush`), it copies the published side (a few
-//!   memcpys) and updates that instead, leaving the held one to its
-//!   readers. Readers never block; the writer waits for them only in
-//!   `flush`, and at most `spare_patience`.
+//! - **Poptrie** keeps one copy of its node and leaf arrays for every
+//!   version (`engine::poptrie::versioned`). A publication rebuilds each
+//!   changed direct-pointing slot into free space of those arrays and
+//!   gives the new version a direct table that shares every unchanged
+//!   chunk (1,024 slots) with the last. Blocks a version no longer
+//!   reaches return to free space once no snapshot holds a version that
+//!   reaches them; when free space runs out (a snapshot held for long),
+//!   the next publication builds afresh into new arrays. Nothing waits:
+//!   readers never block, and the writer never waits for readers.
 //! - **Value indices** are resolved through the side that answered them
-//!   (`FamilySide::values`), so a freed index that the route table hands to
-//!   another value cannot change what an older snapshot answers.
+//!   (`FamilySide::values`, copy-on-write chunks shared between versions),
+//!   so a freed index that the route table hands to another value cannot
+//!   change what an older snapshot answers.
 //!
 //! Staleness: pending changes are published by the first of
 //! - the update that makes `max_pending` of them,
@@ -49,9 +47,7 @@
 //! The FIB has no timer thread (a writer owns it, `&mut`), so with no
 //! further calls nothing is published: a writer that goes idle calls
 //! `flush`, or waits for its next update with [`Fib::due_in`] as the
-//! timeout and then calls `publish_if_due`. While a snapshot holds the
-//! Poptrie spare a due publication may be put off by up to
-//! `spare_patience` (again, counted at the next call).
+//! timeout and then calls `publish_if_due`.
 //!
 //! Errors: an update the route table refuses ([`FibError::Values`])
 //! changes nothing (`apply_batch` undoes the updates before it). A
@@ -90,8 +86,8 @@ use std::time::{Duration, Instant};
 pub enum FibEngine {
     /// Coalesced rebuild-and-swap of the whole engine per publication.
     PlanB,
-    /// In-place rebuild of the changed direct-pointing slots in the spare
-    /// copy (Poptrie §3.5), then swap.
+    /// Rebuild of the changed direct-pointing slots into free space of
+    /// the one copy every version shares (Poptrie §3.5), then swap.
     Poptrie,
 }
 
@@ -160,9 +156,6 @@ pub struct FibOptions {
     /// Publish at the first update call (or [`Fib::publish_if_due`]) made
     /// this long after the oldest pending change.
     pub max_delay: Duration,
-    /// How long publications may be put off while snapshots hold the
-    /// Poptrie spare before the published side is copied instead.
-    pub spare_patience: Duration,
     pub planb: PlanBOptions,
     pub poptrie: PoptrieOptions,
     /// Check each side's structural invariants after every in-place
@@ -178,7 +171,6 @@ impl Default for FibOptions {
             engine: FibEngine::Poptrie,
             max_pending: 64,
             max_delay: Duration::from_millis(1),
-            spare_patience: Duration::from_micros(200),
             planb: PlanBOptions::default(),
             poptrie: PoptrieOptions::default(),
             validate: false,
@@ -281,16 +273,10 @@ pub struct FibStats {
     pub full_builds: u64,
     /// Poptrie direct-pointing slots rebuilt in place from the routes.
     pub slot_rebuilds: u64,
-    /// Poptrie slots copied into the spare from the published copy (the
-    /// previous publication's changes).
-    pub slot_copies: u64,
-    /// Publications that found the Poptrie spare still held by a snapshot
-    /// after `spare_patience`.
-    pub spare_busy: u64,
-    /// ... and so copied the published side as the new spare.
-    pub spare_copies: u64,
-    /// Times a due publication was put off because a snapshot held the spare.
-    pub deferred: u64,
+    /// Poptrie publications whose dropped blocks still wait for snapshots
+    /// of the versions before them to be dropped (as of the last
+    /// publication; both families).
+    pub waiting: u64,
     /// Duration of the last publication.
     pub last_publish: Duration,
     /// Time spent publishing, in all.
@@ -331,8 +317,6 @@ pub struct Fib<V> {
     opts: FibOptions,
     pending: usize,
     oldest_pending: Option<Instant>,
-    /// When a due publication was first put off (spare held).
-    deferred_since: Option<Instant>,
     version: u64,
     stats: FibStats,
 }
@@ -380,7 +364,6 @@ impl<V: Clone + Eq + Hash> Fib<V> {
             opts,
             pending: 0,
             oldest_pending: None,
-            deferred_since: None,
             version: 0,
             stats: FibStats::default(),
         })
@@ -540,7 +523,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         self.v6.reset(table.v6);
         self.pending += 1;
         self.oldest_pending.get_or_insert_with(Instant::now);
-        self.publish_now(Duration::ZERO)
+        self.publish_now()
     }
 
     /// Publish pending changes now.
@@ -559,8 +542,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     /// ```
     pub fn flush(&mut self) -> Result<(), FibError> {
         if self.pending > 0 {
-            // (`deferred_since` is cleared by a publication that succeeds.)
-            self.publish_now(self.opts.spare_patience)?;
+            self.publish_now()?;
         }
         Ok(())
     }
@@ -609,10 +591,8 @@ impl<V: Clone + Eq + Hash> Fib<V> {
     }
 
     /// How long until [`Fib::publish_if_due`] has something to do: `None`
-    /// when nothing is pending; the time until the changes are due; while
-    /// a due publication is put off because a snapshot holds the Poptrie
-    /// spare, the rest of `spare_patience` (after which the published side
-    /// is copied instead). A writer that waits for updates with a timeout
+    /// when nothing is pending; else the time until the changes are due
+    /// (zero when they are). A writer that waits for updates with a timeout
     /// uses this as the timeout, then calls `publish_if_due`: the FIB has
     /// no thread of its own.
     ///
@@ -632,12 +612,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
             return None;
         }
         if self.overdue() {
-            return Some(match self.deferred_since {
-                Some(since) if !(self.v4.spare_idle() && self.v6.spare_idle()) => {
-                    self.opts.spare_patience.saturating_sub(since.elapsed())
-                }
-                _ => Duration::ZERO,
-            });
+            return Some(Duration::ZERO);
         }
         let oldest = self.oldest_pending?;
         Some(self.opts.max_delay.saturating_sub(oldest.elapsed()))
@@ -645,8 +620,7 @@ impl<V: Clone + Eq + Hash> Fib<V> {
 
     /// Publish the pending changes if the staleness bound says they are
     /// due (`max_pending` changes, or the oldest `max_delay` old); whether
-    /// a version was published (a due publication is still put off while
-    /// a snapshot holds the Poptrie spare, for at most `spare_patience`).
+    /// a version was published.
     /// Update calls do this themselves; a writer with no more updates for
     /// a while calls it (or [`Fib::flush`]) so that the last changes do
     /// not wait for the next update.
@@ -668,40 +642,21 @@ impl<V: Clone + Eq + Hash> Fib<V> {
             return Ok(false);
         }
         let before = self.version;
-        self.publish()?;
+        self.publish_now()?;
         Ok(self.version != before)
     }
 
-    /// Publish, or put it off while a snapshot holds a Poptrie spare (for
-    /// at most `spare_patience`).
-    fn publish(&mut self) -> Result<(), FibError> {
-        if !(self.v4.spare_ready() && self.v6.spare_ready()) {
-            let since = *self.deferred_since.get_or_insert_with(Instant::now);
-            if since.elapsed() < self.opts.spare_patience {
-                self.stats.deferred += 1;
-                return Ok(());
-            }
-        }
-        self.deferred_since = None;
-        self.publish_now(Duration::ZERO)
-    }
-
-    /// Publish; a held spare is waited for up to `wait`, then replaced by a
-    /// fresh copy. Both families' sides are built before either becomes
+    /// Publish. Both families' sides are built before either becomes
     /// current, so an error publishes nothing and changes no state a later
     /// publication relies on: the changes stay pending and the next
     /// publication (the next change, [`Fib::publish_if_due`] or
     /// [`Fib::flush`]) tries again.
-    fn publish_now(&mut self, wait: Duration) -> Result<(), FibError> {
+    fn publish_now(&mut self) -> Result<(), FibError> {
         let start = Instant::now();
-        // One deadline for both families' spares: the writer waits at
-        // most `wait` in all (none: a patience too long to add to now
-        // waits until the spare is free).
-        let deadline = start.checked_add(wait);
-        let v4 = self.v4.build_next(&self.opts, deadline, &mut self.stats)?;
-        let v6 = self.v6.build_next(&self.opts, deadline, &mut self.stats)?;
-        let v4 = self.v4.commit(v4, &self.opts);
-        let v6 = self.v6.commit(v6, &self.opts);
+        let v4 = self.v4.build_next(&self.opts, &mut self.stats)?;
+        let v6 = self.v6.build_next(&self.opts, &mut self.stats)?;
+        let v4 = self.v4.commit(v4);
+        let v6 = self.v6.commit(v6);
         self.version += 1;
         self.shared.store(Arc::new(Published {
             version: self.version,
@@ -710,8 +665,8 @@ impl<V: Clone + Eq + Hash> Fib<V> {
         }));
         self.pending = 0;
         self.oldest_pending = None;
-        self.deferred_since = None;
         self.stats.publications += 1;
+        self.stats.waiting = (self.v4.waiting() + self.v6.waiting()) as u64;
         self.stats.last_publish = start.elapsed();
         self.stats.publish_total += self.stats.last_publish;
         Ok(())
@@ -848,8 +803,8 @@ impl<V> Fib<V> {
         &self.opts
     }
 
-    /// Heap bytes the writer keeps: route tables, the published and spare
-    /// engines with their value slots (not the values' own heap data, nor
+    /// Heap bytes the writer keeps: route tables, the published engines
+    /// with their value slots (not the values' own heap data, nor
     /// versions that readers still hold).
     ///
     /// ```

@@ -40,12 +40,14 @@ mod flat;
 mod search;
 mod update;
 mod validate;
+mod versioned;
 
 use build::low_mask;
 pub use flat::FlatPoptrie;
 
 #[doc(hidden)]
 pub use update::{Arena, ArenaFull, Updatable};
+pub(crate) use versioned::{Version, Writer};
 
 use crate::addr::Addr;
 use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
@@ -549,7 +551,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
         super::batch_args::<M, A>(addrs, out);
-        search::lookup_batch::<A, N, M>(self, addrs, out)
+        search::lookup_batch::<A, N, Self, M>(self, addrs, out)
     }
 
     /// Direct-pointing bits `s`.

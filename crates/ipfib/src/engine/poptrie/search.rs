@@ -82,56 +82,108 @@ fn upto(v: usize) -> u64 {
     u64::MAX >> (63 - v)
 }
 
+/// What the search walks: a direct table and the node and leaf arrays.
+/// [`Poptrie`] is one; a dynamic FIB's published version
+/// (`super::versioned::Version`), whose arrays the next version shares, is
+/// the other.
+///
+/// # Safety
+///
+/// An implementation promises what the search's unchecked reads rely on:
+/// `entry` and `entry_branch_free` return a direct-leaf entry or the index
+/// of a node inside `nodes()`; every child index computed from a node
+/// reachable that way lies inside `nodes()`, every leaf index inside
+/// `leaves()` (a node's first leaf slot starts a run); and no other thread
+/// writes any of that memory while the implementor is borrowed.
+pub(super) unsafe trait Walk<A: Chunks, N: Stride> {
+    /// Direct-pointing bits `s`.
+    fn s(&self) -> u32;
+    /// The popcount kernel (checked against the CPU when built).
+    fn kernel(&self) -> Kernel;
+    /// The direct entry for `addr`.
+    fn entry(&self, addr: A) -> u32;
+    /// The same, without a data-dependent branch (the batch's first step).
+    fn entry_branch_free(&self, addr: A) -> u32;
+    /// The first node.
+    fn nodes(&self) -> *const N;
+    /// The first leaf.
+    fn leaves(&self) -> *const u32;
+    /// The engine for the AVX-512 batch kernel, which gathers from a
+    /// `Poptrie`'s own direct table; `None`: the scalar batch.
+    fn vector(&self) -> Option<&Poptrie<A, N>>;
+}
+
+// SAFETY: build.rs builds the arrays so, update.rs keeps it when it
+// rewrites slots in place (in a trie no reader can reach), and
+// `Poptrie::validate` (validate.rs) checks each claim, which the tests run
+// after builds and after sequences of slot updates. A `Poptrie` is
+// immutable while shared.
+unsafe impl<A: Chunks, N: Stride> Walk<A, N> for Poptrie<A, N> {
+    #[inline(always)]
+    fn s(&self) -> u32 {
+        self.s
+    }
+    #[inline(always)]
+    fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+    #[inline(always)]
+    fn entry(&self, addr: A) -> u32 {
+        direct_entry(self, addr)
+    }
+    #[inline(always)]
+    fn entry_branch_free(&self, addr: A) -> u32 {
+        direct_entry_branch_free(self, addr)
+    }
+    #[inline(always)]
+    fn nodes(&self) -> *const N {
+        self.nodes.as_ptr()
+    }
+    #[inline(always)]
+    fn leaves(&self) -> *const u32 {
+        self.leaves.as_ptr()
+    }
+    #[inline(always)]
+    fn vector(&self) -> Option<&Poptrie<A, N>> {
+        Some(self)
+    }
+}
+
 #[inline(always)]
-fn lookup_with<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
-    // SAFETY: a non-leaf direct entry and every child index computed from a node's
-    // `base1` lie inside `nodes`, and the leaf index of a leaf slot inside
-    // `leaves` (build.rs builds them so; the node's first leaf slot always
-    // starts a run, so the count is at least one); descents end at a leaf
-    // slot. update.rs keeps all of this when it rewrites slots in place,
-    // and `Poptrie::validate` (validate.rs) checks each claim, which the
-    // tests run after builds and after sequences of slot updates.
+fn lookup_with<A: Chunks, N: Stride, W: Walk<A, N>>(e: &W, addr: A) -> u32 {
+    // SAFETY: `Walk`'s contract: the direct entry, every child index and
+    // the leaf index of a leaf slot lie inside their arrays, and descents
+    // end at a leaf slot.
     unsafe {
-        let d = direct_entry(e, addr);
+        let d = e.entry(addr);
         if d & DIRECT_LEAF != 0 {
             return direct_payload(d);
         }
-        let mut node = e.nodes.get_unchecked(d as usize);
-        let mut key = addr.shl(e.s);
+        let (nodes, leaves) = (e.nodes(), e.leaves());
+        let mut node = nodes.add(d as usize).read();
+        let mut key = addr.shl(e.s());
         loop {
             let v = key.top(N::K);
             let m = upto(v);
             if node.vector() & (1 << v) == 0 {
                 let i = node.base0() as usize + (node.leafvec() & m).count_ones() as usize - 1;
-                return *e.leaves.get_unchecked(i);
+                return leaves.add(i).read();
             }
             let i = node.base1() as usize + (node.vector() & m).count_ones() as usize - 1;
-            node = e.nodes.get_unchecked(i);
+            node = nodes.add(i).read();
             key = key.shl(N::K);
         }
     }
 }
 
-/// `M` lookups in flight: every lane's direct entry first, then one trie
-/// level per pass over the lanes still descending, so the lanes' node
-/// loads overlap instead of each lane waiting for its own chain, and
-/// finally the leaves of the lanes that entered a node.
-///
-/// No step branches on a lane's data (a mispredict stalls every lane
-/// behind it): a pass computes both the child and the leaf index of each
-/// lane, prefetches the one it will need, and keeps the lane in the next
-/// pass by a conditional increment. Measured (cachegrind and A/B timing,
-/// BENCHMARKS.md): bounds-check-free indexing and one leaf read per lane at
-/// the end instead of a per-step list of finished lanes cut IPv6 matched
-/// lookups from 257 to about 200 instructions.
 #[inline(always)]
-fn batch_with<A: Chunks, N: Stride, const M: usize>(
-    e: &Poptrie<A, N>,
+fn batch_with<A: Chunks, N: Stride, W: Walk<A, N>, const M: usize>(
+    e: &W,
     addrs: &[A],
     out: &mut [u32],
 ) {
     let (in_chunks, in_rest) = addrs.split_at(addrs.len() - addrs.len() % M);
-    let nodes = &e.nodes[..];
+    let (nodes, leaves) = (e.nodes(), e.leaves());
     for (a, o) in in_chunks.chunks_exact(M).zip(out.chunks_exact_mut(M)) {
         prefetch_input(a.as_ptr(), M);
         let mut node = [0usize; M];
@@ -139,14 +191,14 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
         let mut lane = [0usize; M];
         let mut n = 0;
         for i in 0..M {
-            let d = direct_entry_branch_free(e, a[i]);
+            let d = e.entry_branch_free(a[i]);
             o[i] = direct_payload(d);
             node[i] = d as usize;
             // Leaf entries prefetch a wild address, which is harmless; masking
             // it to node 0 was measured 1.4-1.9x slower on IPv4 batches
             // (the loop's code changed shape), so it stays unmasked.
-            prefetch(nodes.as_ptr().wrapping_add(d as usize));
-            key[i] = a[i].shl(e.s);
+            prefetch(nodes.wrapping_add(d as usize));
+            key[i] = a[i].shl(e.s());
             lane[n] = i;
             n += (d & DIRECT_LEAF == 0) as usize;
         }
@@ -165,7 +217,7 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
                 // points to a node.
                 unsafe {
                     let i = *lane.get_unchecked(j);
-                    let nd = nodes.get_unchecked(*node.get_unchecked(i));
+                    let nd = nodes.add(*node.get_unchecked(i)).read();
                     let k = *key.get_unchecked(i);
                     let v = k.top(N::K);
                     let m = upto(v);
@@ -176,9 +228,9 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
                         .wrapping_sub(1);
                     // Start the next load now, not when the next pass gets here.
                     prefetch(if internal {
-                        nodes.as_ptr().wrapping_add(child) as *const u8
+                        nodes.wrapping_add(child) as *const u8
                     } else {
-                        e.leaves.as_ptr().wrapping_add(lf) as *const u8
+                        leaves.wrapping_add(lf) as *const u8
                     });
                     *node.get_unchecked_mut(i) = child;
                     *leaf.get_unchecked_mut(i) = lf;
@@ -193,7 +245,7 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
             // SAFETY: a lane that entered a node ended at a leaf slot, whose
             // index lies inside `leaves` by construction (checked by
             // `Poptrie::validate`, as in `lookup_with`).
-            o[i] = unsafe { *e.leaves.get_unchecked(leaf[i]) };
+            o[i] = unsafe { leaves.add(leaf[i]).read() };
         }
     }
     let done = in_chunks.len();
@@ -204,56 +256,58 @@ fn batch_with<A: Chunks, N: Stride, const M: usize>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,bmi2")]
-fn lookup_popcnt<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
+fn lookup_popcnt<A: Chunks, N: Stride, W: Walk<A, N>>(e: &W, addr: A) -> u32 {
     lookup_with(e, addr)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt,bmi1,bmi2")]
-fn batch_popcnt<A: Chunks, N: Stride, const M: usize>(
-    e: &Poptrie<A, N>,
+fn batch_popcnt<A: Chunks, N: Stride, W: Walk<A, N>, const M: usize>(
+    e: &W,
     addrs: &[A],
     out: &mut [u32],
 ) {
-    batch_with::<A, N, M>(e, addrs, out)
+    batch_with::<A, N, W, M>(e, addrs, out)
 }
 
-/// Single lookup through the engine's kernel.
 #[inline]
-pub(super) fn lookup<A: Chunks, N: Stride>(e: &Poptrie<A, N>, addr: A) -> u32 {
-    match e.kernel {
-        // SAFETY: `Poptrie::build` only accepts kernels the CPU supports.
+pub(super) fn lookup<A: Chunks, N: Stride, W: Walk<A, N>>(e: &W, addr: A) -> u32 {
+    match e.kernel() {
+        // SAFETY: `Poptrie::build` only accepts kernels the CPU supports
+        // (and a FIB version keeps the kernel of the build it came from).
         #[cfg(target_arch = "x86_64")]
         Kernel::Popcnt | Kernel::Avx512 => unsafe { lookup_popcnt(e, addr) },
         _ => lookup_with(e, addr),
     }
 }
 
-/// Batch lookup through the engine's kernel.
 #[inline]
-pub(super) fn lookup_batch<A: Chunks, N: Stride, const M: usize>(
-    e: &Poptrie<A, N>,
+pub(super) fn lookup_batch<A: Chunks, N: Stride, W: Walk<A, N>, const M: usize>(
+    e: &W,
     addrs: &[A],
     out: &mut [u32],
 ) {
-    match e.kernel {
+    match e.kernel() {
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Popcnt => unsafe { batch_popcnt::<A, N, M>(e, addrs, out) },
+        Kernel::Popcnt => unsafe { batch_popcnt::<A, N, W, M>(e, addrs, out) },
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512
-            if M.is_multiple_of(avx512::LANES) && M / avx512::LANES <= avx512::MAX_GROUPS =>
-        {
-            // SAFETY: as above; `Poptrie::lookup_batch` checked the output
-            // length, and M fits the vector batch. The remainder (fewer
-            // than M addresses) goes through the scalar batch.
-            unsafe {
-                let done = avx512::batch::<A, N, M>(e, addrs, out);
-                batch_popcnt::<A, N, M>(e, &addrs[done..], &mut out[done..]);
+        Kernel::Avx512 => match e.vector() {
+            Some(t)
+                if M.is_multiple_of(avx512::LANES) && M / avx512::LANES <= avx512::MAX_GROUPS =>
+            {
+                // SAFETY: as above; `Poptrie::lookup_batch` checked the
+                // output length, and M fits the vector batch. The
+                // remainder (fewer than M addresses) goes through the
+                // scalar batch.
+                unsafe {
+                    let done = avx512::batch::<A, N, M>(t, addrs, out);
+                    batch_popcnt::<A, N, W, M>(e, &addrs[done..], &mut out[done..]);
+                }
             }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => unsafe { batch_popcnt::<A, N, M>(e, addrs, out) },
-        _ => batch_with::<A, N, M>(e, addrs, out),
+            // SAFETY: as above.
+            _ => unsafe { batch_popcnt::<A, N, W, M>(e, addrs, out) },
+        },
+        _ => batch_with::<A, N, W, M>(e, addrs, out),
     }
 }

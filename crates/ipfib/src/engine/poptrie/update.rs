@@ -29,7 +29,7 @@ pub struct ArenaFull;
 
 /// Free space of one array: blocks by size, and the untouched tail.
 #[derive(Debug, Default, Clone)]
-struct Space {
+pub(super) struct Space {
     free: BTreeMap<u32, Vec<u32>>,
     free_total: usize,
     used: usize,
@@ -37,7 +37,7 @@ struct Space {
 }
 
 impl Space {
-    fn new(used: usize, capacity: usize) -> Self {
+    pub(super) fn new(used: usize, capacity: usize) -> Self {
         Space {
             used,
             capacity,
@@ -48,7 +48,13 @@ impl Space {
     /// Offset of `n` free entries (`n > 0`); when nothing fits, merge
     /// neighbouring free blocks (and give a free end back to the tail) and
     /// try once more.
-    fn alloc(&mut self, n: u32) -> Option<u32> {
+    /// Entries below the untouched tail.
+    #[cfg(test)]
+    pub(super) fn used(&self) -> usize {
+        self.used
+    }
+
+    pub(super) fn alloc(&mut self, n: u32) -> Option<u32> {
         self.alloc_once(n).or_else(|| {
             self.coalesce();
             self.alloc_once(n)
@@ -101,7 +107,7 @@ impl Space {
         Some(off)
     }
 
-    fn release(&mut self, off: u32, n: u32) {
+    pub(super) fn release(&mut self, off: u32, n: u32) {
         if n > 0 {
             self.free.entry(n).or_default().push(off);
             self.free_total += n as usize;
@@ -112,7 +118,7 @@ impl Space {
     /// blocks `(offset, size)` of the trie: the tail and every free block
     /// inside the array, free blocks disjoint from each other and from
     /// every live block, live blocks below the tail.
-    fn check(&self, what: &str, len: usize, live: &[(u32, u32)]) -> Result<(), String> {
+    pub(super) fn check(&self, what: &str, len: usize, live: &[(u32, u32)]) -> Result<(), String> {
         if self.capacity != len || self.used > self.capacity {
             return Err(format!(
                 "{what}: arena tail {} of capacity {} for an array of {len}",
@@ -171,13 +177,13 @@ impl Space {
 /// trie.
 #[derive(Debug, Clone)]
 pub struct Arena {
-    nodes: Space,
-    leaves: Space,
+    pub(super) nodes: Space,
+    pub(super) leaves: Space,
 }
 
 /// Room a fresh build gets for later subtrees: a quarter more, and at
 /// least a few thousand entries so small tables do not rebuild constantly.
-fn with_room(len: usize) -> usize {
+pub(super) fn with_room(len: usize) -> usize {
     len + len / 4 + 4096
 }
 
@@ -280,11 +286,7 @@ impl<A: Chunks> Poptrie<A> {
         }
         let (n0, l0) = (n_off as usize, l_off as usize);
         for (dst, n) in self.nodes[n0..n0 + nodes.len()].iter_mut().zip(&nodes) {
-            *dst = Node {
-                base0: n.base0 + l_off,
-                base1: n.base1 + n_off,
-                ..*n
-            };
+            *dst = relocated(n, n_off, l_off);
         }
         self.leaves[l0..l0 + leaves.len()].copy_from_slice(&leaves);
         self.direct[slot] = n_off;
@@ -336,25 +338,6 @@ impl<A: Chunks> Poptrie<A> {
         Ok(())
     }
 
-    /// Every payload `slot` can answer (its leaves, or its direct leaf).
-    pub(crate) fn slot_payloads(&self, slot: usize) -> impl Iterator<Item = u32> + '_ {
-        let entry = self.direct[slot];
-        let (direct, leaves) = if entry & DIRECT_LEAF != 0 {
-            let p = if entry == NO_ROUTE {
-                NO_ROUTE
-            } else {
-                entry & !DIRECT_LEAF
-            };
-            (Some(p), &self.leaves[..0])
-        } else {
-            let root = entry as usize;
-            let (_, n) = self.subtree_size(root);
-            let first = self.nodes[root].base0 as usize;
-            (None, &self.leaves[first..first + n as usize])
-        };
-        direct.into_iter().chain(leaves.iter().copied())
-    }
-
     /// Return the blocks of `slot`'s subtree to the arena.
     fn free_slot(&mut self, arena: &mut Arena, slot: usize) {
         let entry = self.direct[slot];
@@ -369,16 +352,32 @@ impl<A: Chunks> Poptrie<A> {
 
     /// Nodes and leaves of the subtree rooted at node `idx`.
     fn subtree_size(&self, idx: usize) -> (u32, u32) {
-        let n = self.nodes[idx];
-        let mut nodes = 1;
-        let mut leaves = n.leafvec.count_ones();
-        for c in 0..n.vector.count_ones() {
-            let (cn, cl) = self.subtree_size(n.base1 as usize + c as usize);
-            nodes += cn;
-            leaves += cl;
-        }
-        (nodes, leaves)
+        subtree_size(&|i| self.nodes[i], idx)
     }
+}
+
+/// A node of a slot built at offsets 0 (`build::build_slot`), for its
+/// place at node offset `n_off` and leaf offset `l_off`.
+pub(super) fn relocated(n: &Node, n_off: u32, l_off: u32) -> Node {
+    Node {
+        base0: n.base0 + l_off,
+        base1: n.base1 + n_off,
+        ..*n
+    }
+}
+
+/// Nodes and leaves of the subtree rooted at node `idx` (`node(i)` reads
+/// node `i`).
+pub(super) fn subtree_size(node: &impl Fn(usize) -> Node, idx: usize) -> (u32, u32) {
+    let n = node(idx);
+    let mut nodes = 1;
+    let mut leaves = n.leafvec.count_ones();
+    for c in 0..n.vector.count_ones() {
+        let (cn, cl) = subtree_size(node, n.base1 as usize + c as usize);
+        nodes += cn;
+        leaves += cl;
+    }
+    (nodes, leaves)
 }
 
 /// An updatable Poptrie and its arena, kept together so that no update
