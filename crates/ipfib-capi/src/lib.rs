@@ -390,25 +390,9 @@ pub unsafe extern "C" fn ipfib_lookup_v4_batch(
         if n == 0 {
             return Ok(());
         }
-        disjoint(&[
-            (addrs as usize, n.saturating_mul(4), "addrs"),
-            (route_index as usize, n.saturating_mul(4), "route_index"),
-            (
-                prefix_len as usize,
-                if prefix_len.is_null() { 0 } else { n },
-                "prefix_len",
-            ),
-        ])?;
-        // SAFETY: the caller passes `n` readable addresses and `n`
-        // writable indexes (and lengths), or NULL; `disjoint` checked
-        // that they do not overlap (a `&` and a `&mut` over one byte
-        // would be undefined behaviour).
-        let (a, ri) = unsafe {
-            (
-                slice(addrs, n, "addrs")?,
-                slice_mut(route_index, n, "route_index")?,
-            )
-        };
+        // SAFETY: the caller passes `n` readable addresses, `n` writable
+        // indexes and `n` writable lengths or NULL.
+        let (a, ri) = unsafe { batch_buffers(addrs, n, n, route_index, prefix_len) }?;
         t.batch_v4(a, ri);
         // SAFETY: the caller passes `n` writable bytes or NULL, checked
         // disjoint from the other buffers above.
@@ -439,24 +423,9 @@ pub unsafe extern "C" fn ipfib_lookup_v6_batch(
         let bytes = n
             .checked_mul(16)
             .ok_or_else(|| Error::invalid(format!("n = {n} addresses overflow 16 * n bytes")))?;
-        disjoint(&[
-            (addrs as usize, bytes, "addrs"),
-            (route_index as usize, n.saturating_mul(4), "route_index"),
-            (
-                prefix_len as usize,
-                if prefix_len.is_null() { 0 } else { n },
-                "prefix_len",
-            ),
-        ])?;
-        // SAFETY: the caller passes `16 * n` readable bytes and `n`
-        // writable indexes (and lengths), or NULL; `disjoint` checked
-        // that they do not overlap.
-        let (a, ri) = unsafe {
-            (
-                slice(addrs, bytes, "addrs")?,
-                slice_mut(route_index, n, "route_index")?,
-            )
-        };
+        // SAFETY: the caller passes `16 * n` readable bytes, `n` writable
+        // indexes and `n` writable lengths or NULL.
+        let (a, ri) = unsafe { batch_buffers(addrs, bytes, n, route_index, prefix_len) }?;
         let mut buf = [0u128; V6_CHUNK];
         for (src, dst) in a.chunks(16 * V6_CHUNK).zip(ri.chunks_mut(V6_CHUNK)) {
             let k = dst.len();
@@ -721,6 +690,45 @@ fn be_u128(b: &[u8]) -> u128 {
 
 /// The byte ranges `(start, length, name)` do not overlap (empty ones
 /// never do): else an `INVALID_ARGUMENT` naming both.
+/// A batch call's buffers: `elems` input elements at `addrs`, `n` route
+/// indexes at `route_index`, and `n` lengths at `prefix_len` (may be NULL),
+/// refused unless the three are disjoint (a `&` and a `&mut` over one byte
+/// would be undefined behaviour) and non-NULL where required.
+///
+/// # Safety
+///
+/// As [`slice`] and [`slice_mut`] for each buffer: readable `elems`
+/// elements, writable `n` indexes, and `n` writable bytes or NULL, live
+/// for `'a`.
+unsafe fn batch_buffers<'a, T>(
+    addrs: *const T,
+    elems: usize,
+    n: usize,
+    route_index: *mut u32,
+    prefix_len: *mut u8,
+) -> Result<(&'a [T], &'a mut [u32]), Error> {
+    disjoint(&[
+        (
+            addrs as usize,
+            elems.saturating_mul(std::mem::size_of::<T>()),
+            "addrs",
+        ),
+        (route_index as usize, n.saturating_mul(4), "route_index"),
+        (
+            prefix_len as usize,
+            if prefix_len.is_null() { 0 } else { n },
+            "prefix_len",
+        ),
+    ])?;
+    // SAFETY: the caller's promise; `disjoint` checked the overlap.
+    unsafe {
+        Ok((
+            slice(addrs, elems, "addrs")?,
+            slice_mut(route_index, n, "route_index")?,
+        ))
+    }
+}
+
 fn disjoint(ranges: &[(usize, usize, &str)]) -> Result<(), Error> {
     for (i, &(a, la, na)) in ranges.iter().enumerate() {
         for &(b, lb, nb) in &ranges[i + 1..] {

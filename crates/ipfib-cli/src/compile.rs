@@ -18,7 +18,7 @@
 use crate::load::{load, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
-use ipfib::engine::registry::EngineSpec;
+use ipfib::engine::registry::{EngineSpec, SpecError};
 use ipfib_io::mmdb_write::{self, IpVersion, Options, RecordMode, Stats};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -142,7 +142,18 @@ impl Args {
 
 /// A compiled table file, with the engines `--engine` names.
 fn compiled(args: Args) -> CmdResult {
-    let spec = EngineSpec::parse_lookup(&args.engine)?;
+    // An unknown name's list leaves out radix, which a file cannot hold.
+    let spec = EngineSpec::parse_lookup(&args.engine).map_err(|e| match e {
+        SpecError::Unknown { name, valid } => SpecError::Unknown {
+            name,
+            valid: valid
+                .split(", ")
+                .filter(|n| *n != "radix")
+                .collect::<Vec<_>>()
+                .join(", "),
+        },
+        other => other,
+    })?;
     if spec == EngineSpec::Radix {
         return Err("radix is the route table itself, not a compiled engine".into());
     }

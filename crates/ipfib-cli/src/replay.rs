@@ -19,7 +19,7 @@ use crate::bench::machine::{pin_to, worker_cpus};
 use crate::bench::stats::{quantile, Summary};
 use crate::load::{self, TableArgs};
 use crate::{CmdResult, Outcome};
-use ipfib::engine::registry::{EngineSpec, Kind, Variant};
+use ipfib::engine::registry::{EngineSpec, Kind, SpecError, Variant};
 use ipfib::engine::Family;
 use ipfib::fib::{Fib, FibEngine, FibOptions, FibReader, FibUpdate};
 use ipfib::gen::matched_trace;
@@ -129,7 +129,15 @@ struct Report {
 pub fn run(args: Args) -> CmdResult {
     // Names go through the registry (one error for unknown ones); the
     // dynamic FIB updates two of its engines in place.
-    let named = match args.engine.parse::<EngineSpec>()? {
+    // An unknown name's list is the three a FIB runs.
+    let spec = args.engine.parse::<EngineSpec>().map_err(|e| match e {
+        SpecError::Unknown { name, .. } => SpecError::Unknown {
+            name,
+            valid: "auto, planb, poptrie".into(),
+        },
+        other => other,
+    })?;
+    let named = match spec {
         EngineSpec::Auto => None,
         EngineSpec::Engine {
             kind: Kind::Poptrie,

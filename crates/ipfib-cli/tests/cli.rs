@@ -1019,6 +1019,30 @@ fn engines_lists_the_registry() {
     assert!(run.stderr.contains("poptrie-basic[:S]"), "{}", run.stderr);
 }
 
+/// `compile`'s list of engines leaves out radix, which it refuses.
+#[test]
+fn compile_lists_the_engines_a_file_holds() {
+    let run = ipfib(
+        &[
+            "compile",
+            "--engine",
+            "poptree",
+            "/nonexistent",
+            "-o",
+            "/nonexistent.ipfib",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("unknown engine \"poptree\" (available: auto, planb, poptrie[:S]")
+            && !run.stderr.contains("radix"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Whether `ipfib lookup --engine engine --kernel k` runs here: auto and
 /// radix take any kernel some engine runs, a named engine only its own.
 fn runs(engine: &str, k: Kernel) -> bool {

@@ -242,7 +242,8 @@ fn replay_refuses_bad_arguments_and_missing_files() {
     );
     assert_eq!(r.code, 2);
     assert!(
-        r.stderr.contains("unknown engine") && r.stderr.contains("available: auto, planb"),
+        r.stderr
+            .contains("unknown engine \"poptree\" (available: auto, planb, poptrie)"),
         "{}",
         r.stderr
     );
