@@ -11,8 +11,8 @@ pub(crate) enum Point {
     Acquire,
     /// A Fib side built from the whole route table fails.
     FullBuild,
-    /// A Fib slot update fails after the lag copies, before the changed
-    /// slots are rebuilt (the spare is half updated).
+    /// A Fib slot update fails after the first changed slot is rebuilt
+    /// (the Poptrie writer's working state is half updated).
     SlotUpdate,
 }
 

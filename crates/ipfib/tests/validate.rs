@@ -1,10 +1,11 @@
 //! The engines' structural validators pass on everything the library
 //! builds: edge tables and random tables for every engine, layout and
 //! kernel, and updatable Poptries after long random sequences of the slot
-//! rebuilds and slot copies the dynamic FIB performs (mirroring
-//! `fib/family.rs`: the spare side copies the slots it lags behind by from
-//! the current side and rebuilds the slots changed since from the route
-//! table, then becomes current). Each step is also checked against a
+//! rebuilds and slot copies of a two-copy scheme (the one the dynamic FIB
+//! used before its single shared copy, `engine/poptrie/versioned.rs`,
+//! which the FIB tests validate after every publication): the spare copies
+//! the slots it lags behind by from the current side and rebuilds the
+//! slots changed since from the route table, then becomes current. Each step is also checked against a
 //! fresh compile of the route table. (That the validators catch
 //! corruption is tested next to them, where a structure can be corrupted.)
 

@@ -330,15 +330,15 @@ fn update_slots<A: Family, V: Clone + Eq>(
     dirty: &[u32],
     s: u32,
 ) -> Result<bool, FibError> {
-    if crate::fault::hit(crate::fault::Point::SlotUpdate) {
-        return Err(FibError::Invariant("injected slot update failure".into()));
-    }
-    for &slot in dirty {
+    for (k, &slot) in dirty.iter().enumerate() {
         let iv = routes.slot_intervals(slot, s);
         if writer.replace_slot(slot as usize, &iv)?.is_err() {
             return Ok(false);
         }
         sync_values(values, routes.values(), iv.payloads.iter().copied());
+        if k == 0 && crate::fault::hit(crate::fault::Point::SlotUpdate) {
+            return Err(FibError::Invariant("injected slot update failure".into()));
+        }
     }
     Ok(true)
 }

@@ -13,9 +13,11 @@
 //! also compacts it: memory stays within a constant factor of a fresh
 //! build however many updates pass.
 //!
-//! Only `crate::fib` calls this, on the one of its two copies that no
-//! snapshot references (`Arc::get_mut` proves it), so nothing here needs to
-//! be atomic.
+//! `replace_slot` and `copy_slot` rewrite a trie no reader can reach
+//! (`&mut`), so nothing here needs to be atomic; the hidden `Updatable`
+//! exposes them to the tests. The dynamic FIB's writer
+//! (`versioned.rs`) uses this module's free space, slot layout and
+//! relocation, writing into memory its older versions share.
 
 use super::build::{self, SlotBuilt};
 use super::{Chunks, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF};
