@@ -381,9 +381,13 @@ fn one_run<A: Lookups>(
         // Let the readers start and warm up. Then, per piece of the
         // stream: an idle window, the piece, a flush.
         std::thread::sleep(Duration::from_millis(50));
-        let pieces = args.pieces.max(1);
-        let window = Duration::from_millis(args.idle_ms) / pieces as u32;
+        // No empty piece (its "during" would be a flush with nothing to
+        // publish), and windows of at least a millisecond.
+        let pieces = args.pieces.clamp(1, updates.len().max(1));
         let per_piece = updates.len().div_ceil(pieces).max(1);
+        let pieces = updates.len().div_ceil(per_piece).max(1);
+        let window = (Duration::from_millis(args.idle_ms) / pieces as u32)
+            .max(Duration::from_millis(1));
         let mut per_update = Vec::with_capacity(updates.len());
         let mut latency = Vec::with_capacity(updates.len());
         let mut applied_at: Vec<Instant> = Vec::with_capacity(updates.len());
@@ -395,6 +399,9 @@ fn one_run<A: Lookups>(
         let mut owned = owned.into_iter();
         let mut result = Ok(());
         for _ in 0..pieces {
+            // Let readers refill their caches after the last piece's
+            // publications before the idle window counts.
+            std::thread::sleep(window / 4);
             let (c0, t0) = (total(&counts), Instant::now());
             std::thread::sleep(window);
             let (n_idle, s_idle) = (total(&counts) - c0, t0.elapsed().as_secs_f64());

@@ -233,7 +233,7 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
                         values: values.clone(),
                     })));
                 }
-                Ok(false) => {} // no room: build afresh below
+                Ok(false) => self.writer = None, // no room: build afresh below
                 Err(e) => {
                     self.writer = None;
                     return Err(e);
@@ -261,8 +261,8 @@ impl<A: Family, V: Clone + Eq + Hash> FamilyFib<A, V> {
         next
     }
 
-    /// Publications whose dropped Poptrie blocks still wait for readers
-    /// to leave the versions before them.
+    /// Dropped Poptrie blocks and frames that still wait for readers to
+    /// leave the versions that reach them.
     pub(crate) fn waiting(&self) -> usize {
         self.writer.as_ref().map_or(0, |(w, _)| w.waiting())
     }
@@ -307,7 +307,8 @@ fn full_side<A: Family, V: Clone>(
             (side, None)
         }
         FibEngine::Poptrie => {
-            let (w, first) = Writer::build(&iv, &opts.poptrie)?;
+            let (mut w, first) = Writer::build(&iv, &opts.poptrie)?;
+            w.set_poison(opts.validate);
             if opts.validate {
                 w.validate().map_err(FibError::Invariant)?;
             }

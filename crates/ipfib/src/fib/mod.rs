@@ -273,9 +273,9 @@ pub struct FibStats {
     pub full_builds: u64,
     /// Poptrie direct-pointing slots rebuilt in place from the routes.
     pub slot_rebuilds: u64,
-    /// Poptrie publications whose dropped blocks still wait for snapshots
-    /// of the versions before them to be dropped (as of the last
-    /// publication; both families).
+    /// Poptrie blocks and frames that publications dropped and that still
+    /// wait for the snapshots of versions reaching them to be dropped (as
+    /// of the last publication; both families).
     pub waiting: u64,
     /// Duration of the last publication.
     pub last_publish: Duration,
