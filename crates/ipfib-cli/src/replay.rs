@@ -386,8 +386,8 @@ fn one_run<A: Lookups>(
         let pieces = args.pieces.clamp(1, updates.len().max(1));
         let per_piece = updates.len().div_ceil(pieces).max(1);
         let pieces = updates.len().div_ceil(per_piece).max(1);
-        let window = (Duration::from_millis(args.idle_ms) / pieces as u32)
-            .max(Duration::from_millis(1));
+        let window =
+            (Duration::from_millis(args.idle_ms) / pieces as u32).max(Duration::from_millis(1));
         let mut per_update = Vec::with_capacity(updates.len());
         let mut latency = Vec::with_capacity(updates.len());
         let mut applied_at: Vec<Instant> = Vec::with_capacity(updates.len());

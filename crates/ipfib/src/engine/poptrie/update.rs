@@ -185,7 +185,7 @@ pub struct Arena {
 
 /// Room a fresh build gets for later subtrees: a quarter more, and at
 /// least a few thousand entries so small tables do not rebuild constantly.
-pub(super) fn with_room(len: usize) -> usize {
+fn with_room(len: usize) -> usize {
     len + len / 4 + 4096
 }
 

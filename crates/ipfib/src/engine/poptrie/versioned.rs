@@ -49,11 +49,11 @@
 
 use super::build::{self, SlotBuilt};
 use super::search::{self, Walk};
-use super::update::{relocated, subtree_size, with_room, Arena, ArenaFull, Space};
+use super::update::{relocated, subtree_size, Arena, ArenaFull, Space};
 use super::{Chunks, Kernel, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF};
 use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Direct entries per frame, as a power of two, for `s` direct bits: 64
@@ -218,9 +218,10 @@ pub(crate) struct Writer<A: Chunks> {
     /// Versions that may still be held, by number, oldest first, each with
     /// its token.
     held: Vec<(u64, Arc<()>)>,
-    /// Dropped blocks and frames not yet free (checked at each `reclaim`),
-    /// and those dropped since the last `reclaim`.
-    waiting: Vec<Waiting>,
+    /// Dropped blocks and frames not yet free, each under the oldest held
+    /// version that reaches it (looked at again only when that version is
+    /// forgotten), and those dropped since the last `reclaim`.
+    waiting: BTreeMap<u64, Vec<Waiting>>,
     fresh_waiting: Vec<Waiting>,
     /// The version each block (by root node) and frame first went out in;
     /// blocks of the first build are absent (version 0).
@@ -255,7 +256,9 @@ impl<A: Chunks> Writer<A> {
         let fb = frame_bits(s);
         let frame = 1usize << fb;
         let n = direct.len().div_ceil(frame);
-        let capacity = with_room(n);
+        // Room as for the other arrays: a quarter, and 4,096 frames of 64
+        // entries (as many entries in fewer, larger frames past s = 18).
+        let capacity = n + n / 4 + (4096 >> (fb - 6)).max(64);
         let mut frames = direct.to_vec();
         frames.resize(capacity * frame, NO_ROUTE);
         let mut w = Writer {
@@ -273,7 +276,7 @@ impl<A: Chunks> Writer<A> {
             frame_space: Space::new(n, capacity),
             next: 0,
             held: Vec::new(),
-            waiting: Vec::new(),
+            waiting: BTreeMap::new(),
             fresh_waiting: Vec::new(),
             born_blocks: HashMap::new(),
             born_frames: vec![0; capacity],
@@ -321,28 +324,36 @@ impl<A: Chunks> Writer<A> {
     /// free space every dropped block and frame that no held version
     /// reaches.
     pub(crate) fn reclaim(&mut self) {
-        let before = self.held.len();
+        let mut gone = Vec::new();
         // `get_mut` reads the count with Acquire ordering: every reader's
         // use of the version happened before this.
-        self.held
-            .retain_mut(|(_, token)| Arc::get_mut(token).is_none());
+        self.held.retain_mut(|(v, token)| {
+            let unheld = Arc::get_mut(token).is_some();
+            if unheld {
+                gone.push(*v);
+            }
+            !unheld
+        });
+        // Only what a forgotten version pinned can be free now (a version
+        // held from now on is newer than anything already dropped).
         let mut check = std::mem::take(&mut self.fresh_waiting);
-        if self.held.len() != before {
-            check.append(&mut self.waiting);
+        for v in gone {
+            if let Some(items) = self.waiting.remove(&v) {
+                check.extend(items);
+            }
         }
         for w in check {
-            if self.pinned(&w) {
-                self.waiting.push(w);
-            } else {
-                self.release(w.what);
+            match self.pinned_by(&w) {
+                Some(v) => self.waiting.entry(v).or_default().push(w),
+                None => self.release(w.what),
             }
         }
     }
 
-    /// Whether a held version reaches `w` (one numbered `born..died`).
-    fn pinned(&self, w: &Waiting) -> bool {
+    /// The oldest held version that reaches `w` (versions `born..died`).
+    fn pinned_by(&self, w: &Waiting) -> Option<u64> {
         let i = self.held.partition_point(|&(v, _)| v < w.born);
-        self.held.get(i).is_some_and(|&(v, _)| v < w.died)
+        self.held.get(i).map(|&(v, _)| v).filter(|&v| v < w.died)
     }
 
     /// Give `what` back to free space (poisoned first when asked).
@@ -400,7 +411,7 @@ impl<A: Chunks> Writer<A> {
 
     /// Dropped blocks and frames that still wait for readers.
     pub(crate) fn waiting(&self) -> usize {
-        self.waiting.len() + self.fresh_waiting.len()
+        self.waiting.values().map(Vec::len).sum::<usize>() + self.fresh_waiting.len()
     }
 
     /// Node `i` of the shared memory.
@@ -613,7 +624,7 @@ impl<A: Chunks> Writer<A> {
         }
         let trie = self.materialize();
         let blocks = trie.subtree_blocks()?;
-        let waiting = self.waiting.iter().chain(&self.fresh_waiting);
+        let waiting = self.waiting.values().flatten().chain(&self.fresh_waiting);
         let mut nodes: Vec<(u32, u32)> = blocks.iter().map(|b| (b.root, b.nodes)).collect();
         let mut leaves: Vec<(u32, u32)> = blocks.iter().map(|b| (b.first_leaf, b.leaves)).collect();
         let mut live_frames: Vec<(u32, u32)> = self.table.iter().map(|&f| (f, 1)).collect();
@@ -822,7 +833,8 @@ mod tests {
             ])
         };
         let (mut w, v0) = Writer::build(&routes(10), &opts).unwrap();
-        let (tx, rx) = mpsc::channel::<(u32, Arc<Version<u32>>)>();
+        w.set_poison(true);
+        let (tx, rx) = mpsc::sync_channel::<(u32, Arc<Version<u32>>)>(0);
         let t = std::thread::spawn(move || {
             let mut held: Vec<(u32, Arc<Version<u32>>)> = Vec::new();
             let mut k = 0usize;
@@ -853,12 +865,16 @@ mod tests {
         }
         drop(tx);
         t.join().unwrap();
-        // (Whether blocks were reused here depends on the threads' timing;
-        // `held_versions_keep_their_blocks_until_dropped` checks reuse.)
+        // (How many blocks were reused here depends on the threads'
+        // timing; `held_versions_keep_their_blocks_until_dropped` checks
+        // reuse. The rendezvous channel keeps the writer at most one
+        // version ahead of the reader, so reuse happens.)
     }
+
     /// A block that lives across several versions is freed while an old
-    /// version that reaches it is held but the version just before the
-    /// free is not: only the FIFO order keeps the block from reuse.
+    /// version that reaches it is held but the versions just before the
+    /// free are not: the block's range of versions, from the one it first
+    /// went out in, keeps it from reuse.
     #[test]
     fn an_old_held_version_keeps_its_blocks_when_newer_ones_are_dropped() {
         let opts = PoptrieOptions {
