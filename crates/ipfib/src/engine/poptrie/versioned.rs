@@ -583,16 +583,26 @@ impl<A: Chunks> Writer<A> {
 
     /// The working state as a plain `Poptrie` (a copy), for checks.
     fn materialize(&self) -> Poptrie<A> {
-        let direct: Vec<u32> = (0..self.slots).map(|i| self.entry(i)).collect();
-        let (nodes, leaves) = (&self.mem.nodes, &self.mem.leaves);
+        let (nodes, leaves, frames) = (&self.mem.nodes, &self.mem.leaves, &self.mem.frames);
         // SAFETY: reads of the whole arrays while readers may read them
         // too; only this writer writes them, and it is here (`&self`).
-        let (nodes, leaves) = unsafe {
+        let (nodes, leaves, frames) = unsafe {
             (
                 std::slice::from_raw_parts(nodes.raw(), nodes.len()),
                 std::slice::from_raw_parts(leaves.raw(), leaves.len()),
+                std::slice::from_raw_parts(frames.raw(), frames.len()),
             )
         };
+        let frame = 1usize << self.fb;
+        let mut direct: Vec<u32> = Vec::with_capacity(self.table.len() * frame);
+        for &f in &self.table {
+            // A frame outside the array leaves the table short, which
+            // `validate` reports (it checks the table first).
+            if let Some(run) = frames.get(f as usize * frame..(f as usize + 1) * frame) {
+                direct.extend_from_slice(run);
+            }
+        }
+        direct.truncate(self.slots);
         Poptrie {
             direct: LookupBuf::from_slice(&direct),
             nodes: LookupBuf::from_slice(nodes),
