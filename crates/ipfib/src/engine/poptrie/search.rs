@@ -160,7 +160,8 @@ fn lookup_with<A: Chunks, N: Stride, W: Walk<A, N>>(e: &W, addr: A) -> u32 {
             return direct_payload(d);
         }
         let (nodes, leaves) = (e.nodes(), e.leaves());
-        let mut node = nodes.add(d as usize).read();
+        // A reference, not a copy: the loop reads only the fields it needs.
+        let mut node = &*nodes.add(d as usize);
         let mut key = addr.shl(e.s());
         loop {
             let v = key.top(N::K);
@@ -170,7 +171,7 @@ fn lookup_with<A: Chunks, N: Stride, W: Walk<A, N>>(e: &W, addr: A) -> u32 {
                 return leaves.add(i).read();
             }
             let i = node.base1() as usize + (node.vector() & m).count_ones() as usize - 1;
-            node = nodes.add(i).read();
+            node = &*nodes.add(i);
             key = key.shl(N::K);
         }
     }
