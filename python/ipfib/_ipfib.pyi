@@ -226,7 +226,7 @@ class Table:
     def lookup_many(
         self,
         addrs: Any,
-        default: Any = 0,
+        default: Any = ...,
         *,
         masked: bool = False,
         with_prefix_len: Literal[False] = False,
@@ -238,7 +238,7 @@ class Table:
     def lookup_many(
         self,
         addrs: Any,
-        default: Any = 0,
+        default: Any = ...,
         *,
         masked: bool = False,
         with_prefix_len: Literal[True],
@@ -250,7 +250,7 @@ class Table:
     def lookup_many(
         self,
         addrs: Any,
-        default: Any = 0,
+        default: Any = ...,
         *,
         masked: bool = False,
         with_prefix_len: bool = False,
@@ -279,7 +279,9 @@ class Table:
 
         Returns an ``int64`` array when every value in the table is an int
         and ``default`` is an int, else an object array; ``default`` where
-        nothing matches. ``dtype`` asks for another result type: any
+        nothing matches. Without ``default``, a miss is ``0`` when every value
+        in the table is an int and ``None`` otherwise (a table of strings
+        answers ``['a', 'b', None]``, not a stray integer among strings). ``dtype`` asks for another result type: any
         native-order numpy integer dtype (``np.uint32``, ``"u4"``, ...)
         when every value in the table and ``default`` are ints that fit it
         (checked against the table's smallest and largest value, not the

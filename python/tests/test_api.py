@@ -161,6 +161,23 @@ def test_masked_and_prefix_lengths() -> None:
     assert np.ma.getmaskarray(ml).tolist() == [False, True] and ml[0] == 8
 
 
+def test_a_miss_is_none_among_objects_and_0_among_ints() -> None:
+    strings = ipfib.Table.from_prefixes([("10.0.0.0/8", "a"), ("11.0.0.0/8", "b")])
+    addrs = ["10.0.0.1", "11.0.0.1", "12.0.0.1"]
+    got = strings.lookup_many(addrs)
+    assert got.dtype == object and got.tolist() == ["a", "b", None]
+    # A default given, whatever it is, is kept.
+    assert strings.lookup_many(addrs, default=0).tolist() == ["a", "b", 0]
+    assert strings.lookup_many(addrs, default="-").tolist() == ["a", "b", "-"]
+    mixed = ipfib.Table.from_prefixes([("10.0.0.0/8", 7), ("11.0.0.0/8", "b")])
+    assert mixed.lookup_many(addrs).tolist() == [7, "b", None]
+    ints = ipfib.Table.from_prefixes([("10.0.0.0/8", 7)])
+    assert ints.lookup_many(addrs).tolist() == [7, 0, 0]
+    assert ints.lookup_many(addrs, dtype=object).tolist() == [7, 0, 0]
+    assert ints.lookup_many(addrs, default=None).tolist() == [7, None, None]
+    assert ints.lookup_many(addrs, return_index=True).tolist() == [0, -1, -1]
+
+
 def test_bad_addresses_name_item_and_index() -> None:
     t = ipfib.Table.from_prefixes([("10.0.0.0/8", 1)])
     with pytest.raises(ValueError, match=r'"10.0.0.999" at index 2'):

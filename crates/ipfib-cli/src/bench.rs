@@ -276,11 +276,22 @@ pub fn run(args: Args) -> CmdResult {
         machine,
         ..Default::default()
     };
+    // Generated traces have `--trace-len` addresses; trace files are used
+    // whole, as read: say which applies.
+    let files = traces
+        .iter()
+        .filter(|t| matches!(t, TraceSpec::File(..)))
+        .count();
+    let trace_sizes = match (files, traces.len() - files) {
+        (0, _) => format!("{} addresses", args.trace_len),
+        (_, 0) => "trace files as read".to_string(),
+        _ => format!("{} addresses (trace files as read)", args.trace_len),
+    };
     let describe = |v4: usize, v6: usize, name: &str| {
         println!(
-            "# table: {name} ({v4} IPv4, {v6} IPv6 prefixes) | trace: {} addresses \
-             (files: as read) | runs: {} (+1 warm-up)",
-            args.trace_len, args.runs
+            "# table: {name} ({v4} IPv4, {v6} IPv6 prefixes) | trace: {trace_sizes} | runs: {} \
+             (+1 warm-up)",
+            args.runs
         );
         print_header();
     };

@@ -61,8 +61,17 @@ fn split(buf: &[u8], name: &str) -> Result<Vec<(usize, usize)>, String> {
 struct Sent {
     messages: u64,
     bytes: u64,
+    /// Until the last byte was handed to the socket (socket buffers
+    /// included: not the collector's speed).
     secs: f64,
+    /// Until the collector closed the connection after reading all of it,
+    /// the linger left out; `None` when it did not within the wait.
+    read_secs: Option<f64>,
 }
+
+/// How long to wait for the collector to close a connection after the
+/// last message (it closes once it has read everything).
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 fn send(
     addr: SocketAddr,
@@ -99,13 +108,24 @@ fn send(
     }
     let _ = s.shutdown(std::net::Shutdown::Write);
     // Wait (bounded) for the collector to close its side: it has read all.
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = s.set_read_timeout(Some(CLOSE_WAIT));
     let mut sink = [0u8; 256];
-    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+    let read_secs = loop {
+        match s.read(&mut sink) {
+            Ok(0) => break Some((start.elapsed().saturating_sub(linger)).as_secs_f64()),
+            Ok(_) => {}
+            // A reset after our shutdown is the collector closing too.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                break Some((start.elapsed().saturating_sub(linger)).as_secs_f64())
+            }
+            Err(_) => break None,
+        }
+    };
     Ok(Sent {
         messages: msgs.len() as u64,
         bytes: buf.len() as u64,
         secs,
+        read_secs,
     })
 }
 
@@ -195,12 +215,16 @@ pub fn run(args: Args) -> CmdResult {
     }
     let (mut messages, mut bytes, mut failed) = (0u64, 0u64, 0usize);
     let mut slowest = 0f64;
+    // The slowest session's time until the collector had read it all;
+    // `None` once one session's close was not seen.
+    let mut read = Some(0f64);
     for h in handles {
         match h.join() {
             Ok(Ok(s)) => {
                 messages += s.messages;
                 bytes += s.bytes;
                 slowest = slowest.max(s.secs);
+                read = read.zip(s.read_secs).map(|(a, b)| a.max(b));
             }
             Ok(Err(e)) => {
                 eprintln!("ipfib bmp-replay: {e}");
@@ -211,14 +235,29 @@ pub fn run(args: Args) -> CmdResult {
     }
     let wall = start.elapsed().as_secs_f64();
     let sessions = streams.len() * args.sessions;
+    // The rate is the collector's: messages over the time until it had
+    // read everything (it closes each connection then), not over the
+    // time the writes took, which socket buffers make look instant.
+    let rate = match read {
+        Some(r) if failed == 0 => format!(
+            "read by the collector in {r:.3} s ({:.0} messages/s)",
+            messages as f64 / r.max(1e-9)
+        ),
+        _ => format!(
+            "the collector did not close every session within {} s of its last message: \
+             no read rate",
+            CLOSE_WAIT.as_secs()
+        ),
+    };
     println!(
-        "bmp-replay: {sessions} sessions, {messages} messages, {bytes} bytes sent in {slowest:.3} s ({:.0} messages/s); {failed} failed; {wall:.3} s until the collector closed every session",
-        messages as f64 / slowest.max(1e-9)
+        "bmp-replay: {sessions} sessions, {messages} messages, {bytes} bytes written in \
+         {slowest:.3} s, {rate}; {failed} failed; {wall:.3} s in all"
     );
     if let Some(out) = &args.json {
         let v = serde_json::json!({
             "sessions": sessions, "messages": messages, "bytes": bytes,
-            "send_seconds": slowest, "wall_seconds": wall, "failed": failed,
+            "send_seconds": slowest, "read_seconds": read.filter(|_| failed == 0),
+            "wall_seconds": wall, "failed": failed,
         });
         std::fs::write(out, serde_json::to_string_pretty(&v)?)
             .map_err(|e| format!("{}: {e}", out.display()))?;

@@ -167,9 +167,15 @@ fn compiled(args: Args) -> CmdResult {
     let source = args.table.display().to_string();
     let stats = ipfib::image::write_table(&loaded.table, &args.output, &opts, &source)
         .map_err(|e| format!("{}: {e}", args.output.display()))?;
+    // A family without routes has an (empty) engine in the file, but
+    // naming it would suggest there is something to answer.
+    let engines = |routes: usize, e: &(String, String)| match routes {
+        0 => "none (no routes)".to_string(),
+        _ => format!("engines {} (values) / {} (routes)", e.0, e.1),
+    };
     eprintln!(
         "ipfib compile: {} ({} IPv4 + {} IPv6 routes) -> {} ({:.1} MiB) in {:.2} s (load {:.2} s); \
-         IPv4 engines {} (values) / {} (routes), IPv6 {} / {}",
+         IPv4 {}, IPv6 {}",
         args.table.display(),
         loaded.table.v4.len(),
         loaded.table.v6.len(),
@@ -177,10 +183,8 @@ fn compiled(args: Args) -> CmdResult {
         stats.bytes as f64 / (1 << 20) as f64,
         start.elapsed().as_secs_f64(),
         loaded_s,
-        stats.engines_v4.0,
-        stats.engines_v4.1,
-        stats.engines_v6.0,
-        stats.engines_v6.1,
+        engines(loaded.table.v4.len(), &stats.engines_v4),
+        engines(loaded.table.v6.len(), &stats.engines_v6),
     );
     Ok(if loaded.had_problems {
         Outcome::BadInput

@@ -126,17 +126,22 @@ pub fn run(args: Args) -> CmdResult {
                 c.source,
                 c.open_ms
             );
-            println!(
-                "engines IPv4: {} (values), {} (routes)",
-                c.names[0], c.names[1]
-            );
-            println!(
-                "engines IPv6: {} (values), {} (routes)",
-                c.names[2], c.names[3]
-            );
         }
-        for (name, c) in ["IPv4", "IPv6"].iter().zip(&chosen) {
-            println!("engine {name}: {c}");
+        // One line per family: the engine a lookup answers with and why
+        // (for a compiled file, what is in the file, with its value and
+        // route engines); a family without routes needs none.
+        let families = [("IPv4", summary.v4, 0), ("IPv6", summary.v6, 2)];
+        for ((name, prefixes, at), c) in families.iter().zip(&chosen) {
+            match (prefixes, &compiled) {
+                (0, _) => println!("engine {name}: none (no routes)"),
+                (_, Some(f)) => println!(
+                    "engine {name}: {} (values), {} (routes); chosen: {}",
+                    f.names[*at],
+                    f.names[at + 1],
+                    c.reason
+                ),
+                (_, None) => println!("engine {name}: {c}"),
+            }
         }
     }
     let problems = if args.json {
@@ -263,7 +268,11 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
 fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
     println!("file: {}", file.display());
     println!("format: {} ({})", r.format, r.compression.name());
-    println!("records: {} ({} bytes decompressed)", r.records, r.bytes);
+    let bytes = match r.compression {
+        ipfib_io::Compression::None => "bytes",
+        _ => "bytes decompressed",
+    };
+    println!("records: {} ({} {bytes})", r.records, r.bytes);
     println!("prefixes: {} IPv4, {} IPv6", s.v4, s.v6);
     println!("distinct values: {}", s.values);
     for (name, h) in [("IPv4", &s.histogram[0]), ("IPv6", &s.histogram[1])] {

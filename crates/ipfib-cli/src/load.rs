@@ -173,10 +173,54 @@ pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
     if loaded.report.format.is_line_table() && !loaded.report.errors.is_empty() {
         return Err(Box::new(loaded.report.errors.swap_remove(0)));
     }
+    if loaded.routes.is_empty() {
+        if let Some(why) = nothing_read(args, &loaded.report) {
+            return Err(why.into());
+        }
+    }
     let had_problems = report_problems(&args.table, &loaded.report);
     Ok(Loaded {
         table: table_of(loaded.routes)?,
         had_problems,
+    })
+}
+
+/// Why a load that gave no route at all is not a table, when it is not:
+/// every line or record was bad, the file is not the format named, or no
+/// MaxMind DB record has the `--value` field. One message and exit 2, not
+/// a page of per-line errors followed by every answer a miss. An input
+/// that is merely empty (no lines, an empty dump) is still a table.
+pub fn nothing_read(args: &TableArgs, report: &Report) -> Option<String> {
+    let path = args.table.display();
+    let first = report
+        .errors
+        .first()
+        .map(|e| e.to_string())
+        .or_else(|| report.damage.as_ref().map(|d| d.to_string()));
+    if let Some(first) = first {
+        let all = match report.bad {
+            0 => String::new(),
+            1 => "its only line or record is bad; ".to_string(),
+            n => format!("all {n} lines or records are bad; the first: "),
+        };
+        let given = if args.format == "auto" {
+            "read as"
+        } else {
+            "--format"
+        };
+        return Some(format!(
+            "{path}: no route could be read ({given} {}: {all}{first})",
+            report.format
+        ));
+    }
+    let mmdb = report.mmdb.as_ref()?;
+    let field = args.value.as_deref()?;
+    (mmdb.without_field > 0).then(|| {
+        format!(
+            "{path}: no record has the field {field:?} (--value): all {} networks lack it; \
+             without --value each answer is the whole record, which shows the fields there are",
+            mmdb.without_field
+        )
     })
 }
 

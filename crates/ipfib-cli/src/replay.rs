@@ -484,9 +484,19 @@ fn print_text(r: &Report, runs: &[Run]) {
         "replay: {} updates ({} announce, {} withdraw) on {} IPv4 + {} IPv6 prefixes, engine {}",
         r.updates, r.announcements, r.withdrawals, r.prefixes_v4, r.prefixes_v6, r.engine
     );
+    let writer = r
+        .writer_cpu
+        .map_or_else(|| "unpinned".to_string(), |c| format!("on CPU {c}"));
+    let readers = match r.reader_cpus.as_slice() {
+        [] => "unpinned".to_string(),
+        cpus => {
+            let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+            format!("on CPU {}", list.join(","))
+        }
+    };
     println!(
-        "publish: every {} changes or {} us; writer CPU {:?}, {} reader(s) on {:?}, {} lookups per snapshot; {} runs (median [min-max])",
-        r.max_pending, r.max_delay_us, r.writer_cpu, r.readers, r.reader_cpus, r.batch, runs.len()
+        "publish: every {} changes or {} us; writer {writer}, {} reader(s) {readers}, {} lookups per snapshot; {} runs (median [min-max])",
+        r.max_pending, r.max_delay_us, r.readers, r.batch, runs.len()
     );
     println!("total ms             {}", range(|x| x.total_ms));
     println!("per update us mean   {}", range(|x| x.per_update_us_mean));

@@ -578,7 +578,13 @@ fn the_block_reader_answers_as_the_per_line_reader_did() {
         } {
             let run = lookup(&path, &["--engine", engine], &[], Some(&input));
             assert_lines_eq(&run.stdout, &out, engine);
-            assert_lines_eq(&run.stderr, &err, engine);
+            // The first bad lines are named, then their total.
+            let bad = err.lines().count();
+            let shown = ipfib_io::KEPT_ERRORS;
+            let mut want_err: String = err.lines().take(shown).map(|l| format!("{l}\n")).collect();
+            want_err += &format!("ipfib: {bad} bad stdin lines in all (the first {shown} shown)\n");
+            assert_lines_eq(&run.stderr, &want_err, engine);
+            assert_eq!(run.stderr.lines().count(), shown + 1, "{engine}");
             assert_eq!(run.code, code, "{engine}");
         }
     }
@@ -711,16 +717,41 @@ fn bad_poptrie_direct_bits_exit_2() {
 }
 
 #[test]
+fn many_bad_arguments_are_named_up_to_ten_then_counted() {
+    let s = Scratch::new("badargs");
+    let table = s.write("table.txt", TABLE);
+    let mut args: Vec<String> = (0..25).map(|i| format!("bad{i}")).collect();
+    args.push("10.1.2.3".into());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = lookup(&table, &[], &refs, None);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "10.1.2.3 10.1.0.0/16 B\n");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 11, "{run:?}");
+    assert!(lines[9].contains("argument 10") && lines[9].contains("bad9"));
+    assert_eq!(
+        lines[10],
+        "ipfib: 25 bad arguments in all (the first 10 shown)"
+    );
+}
+
+#[test]
 fn wrong_and_unknown_formats() {
     let s = Scratch::new("mrt");
     let table = s.write("table.txt", TABLE);
-    // A text file read as MRT: framing fails at byte 0, nothing loads, the
-    // damage is reported, the address is still answered (exit 1).
+    // A text file read as MRT: framing fails at byte 0 and nothing loads:
+    // not a table at all, one message naming the format and why (exit 2),
+    // rather than every answer a miss.
     let run = lookup(&table, &["--format", "mrt"], &["10.1.2.3"], None);
-    assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(run.stdout, "10.1.2.3 - -\n");
-    assert!(run.stderr.contains("damaged at byte 0"), "{run:?}");
-    assert!(run.stderr.contains("unknown MRT type"), "{run:?}");
+    assert_cannot_run(
+        &run,
+        &[
+            "no route could be read (--format mrt",
+            "damaged at byte 0",
+            "unknown MRT type",
+        ],
+    );
+    assert_eq!(run.stdout, "");
     let run = lookup(
         &table,
         &["--format", "mrt", "--strict"],
@@ -1133,13 +1164,25 @@ fn gzip_tables_are_read_transparently() {
     }
     // A truncated gzip stream: what is complete is loaded, the damage is
     // reported naming the file and the byte offset, exit 1; --strict: exit 2.
-    let cut = s.write("cut.txt.gz", &gz[..gz.len() / 2]);
-    let run = lookup(&cut, &[], &["10.1.2.3"], None);
+    // (A table long enough that half the stream holds whole lines.)
+    let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+    let long: String = (0..20_000u32)
+        .map(|i| format!("10.{}.{}.0/24 {i}\n", i >> 8, i & 255))
+        .collect();
+    enc.write_all(long.as_bytes()).unwrap();
+    let long_gz = enc.finish().unwrap();
+    let cut = s.write("cut.txt.gz", &long_gz[..long_gz.len() / 2]);
+    let run = lookup(&cut, &[], &["10.0.1.3"], None);
     assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "10.0.1.3 10.0.1.0/24 1\n");
     assert!(run.stderr.contains(&path_arg(&cut)), "{run:?}");
     assert!(run.stderr.contains("damaged at byte "), "{run:?}");
-    let run = lookup(&cut, &["--strict"], &["10.1.2.3"], None);
+    let run = lookup(&cut, &["--strict"], &["10.0.1.3"], None);
     assert_cannot_run(&run, &[&path_arg(&cut), "damaged gzip stream"]);
+    // Cut before any whole line: nothing loaded, one message, exit 2.
+    let cut = s.write("cut-early.txt.gz", &gz[..gz.len() / 2]);
+    let run = lookup(&cut, &[], &["10.1.2.3"], None);
+    assert_cannot_run(&run, &[&path_arg(&cut), "no route could be read"]);
 }
 
 // ---------------------------------------------------------------------------

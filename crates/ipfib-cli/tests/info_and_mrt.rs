@@ -79,6 +79,47 @@ fn info_json_has_the_contract_fields() {
 /// family with its reason, and `lookup` with the default answers exactly
 /// what the radix baseline answers.
 #[test]
+fn info_of_a_compiled_file_says_each_familys_engine_once() {
+    let small = scratch("v4only.txt", b"10.0.0.0/8 a\n10.1.0.0/16 b\n");
+    let out = small.with_extension("ipfib");
+    let run = ipfib(
+        &[
+            "compile".to_string(),
+            small.display().to_string(),
+            "-o".to_string(),
+            out.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // No IPv6 routes: no IPv6 engine named.
+    assert!(
+        run.stderr.contains("IPv6 none (no routes)"),
+        "{}",
+        run.stderr
+    );
+    let text = ipfib(&["info".to_string(), out.display().to_string()], None);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let engine_lines: Vec<&str> = text
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("engine"))
+        .collect();
+    assert_eq!(engine_lines.len(), 2, "{}", text.stdout);
+    assert!(
+        engine_lines[0].starts_with("engine IPv4: ")
+            && engine_lines[0].contains("(values)")
+            && engine_lines[0].contains("(routes); chosen: "),
+        "{}",
+        text.stdout
+    );
+    assert_eq!(engine_lines[1], "engine IPv6: none (no routes)");
+    // An uncompressed file's size is not "decompressed".
+    assert!(!text.stdout.contains("decompressed"), "{}", text.stdout);
+    assert!(text.stdout.contains(" bytes)"), "{}", text.stdout);
+}
+
+#[test]
 fn info_names_autos_choice_and_lookup_defaults_to_it() {
     let small = scratch("auto.txt", b"10.0.0.0/8 a\n2001:db8::/32 b\n");
     let (code, v, stderr) = info_json(&small, &[]);

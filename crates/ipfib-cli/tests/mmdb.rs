@@ -93,6 +93,32 @@ fn lookup_answers_the_networks_of_the_file() {
 }
 
 #[test]
+fn a_field_in_no_record_cannot_run() {
+    let Some(path) = data_file("mmdb/iptoasn-country.mmdb") else {
+        return;
+    };
+    let p = path.to_str().unwrap();
+    let run = ipfib(
+        &["lookup", "--table", p, "--value", "nope", "1.1.1.1"],
+        None,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("no record has the field \"nope\""),
+        "{}",
+        run.stderr
+    );
+    // A field some records have still answers (misses where it lacks).
+    let run = ipfib(
+        &["lookup", "--table", p, "--value", "country_code", "1.1.1.1"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "1.1.1.1 1.1.1.0/24 US\n");
+}
+
+#[test]
 fn info_shows_the_metadata() {
     let Some(path) = data_file("mmdb/iptoasn-country.mmdb") else {
         return;

@@ -284,6 +284,22 @@ fn bad_lines_are_reported_and_the_rest_answers_with_exit_1() {
     );
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("column 3 or later"), "{}", run.stderr);
+    // A column no line has: every line is bad, nothing loads; one message
+    // naming the count and the first line, exit 2 (not every answer a miss).
+    let run = ipfib(
+        &["lookup", "--table", p, "--value-column", "9", "10.0.0.1"],
+        None,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("no route could be read")
+            && run.stderr.contains("all 4 lines or records are bad")
+            && run.stderr.contains("no value column 9"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
 
 #[test]

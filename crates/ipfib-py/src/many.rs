@@ -221,13 +221,39 @@ pub(crate) fn slice_err(e: numpy::AsSliceError) -> PyErr {
     PyTypeError::new_err(e.to_string())
 }
 
-/// `0` as a Python object: `lookup_many`'s default `default`.
-pub fn zero() -> Py<PyAny> {
+/// `lookup_many`'s `default` when the caller gives none: one private
+/// object, told apart by identity, so that an explicit `default=None` or
+/// `default=0` keeps its meaning. It stands for `0` when the answers are
+/// integers and `None` when they are objects (a miss among strings is
+/// `None`, as people expect, not the integer `0`).
+static UNSET: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+pub fn unset() -> Py<PyAny> {
     Python::attach(|py| {
-        0i64.into_pyobject(py)
-            .map(|i| i.into_any().unbind())
-            .unwrap_or_else(|e| match e {})
+        UNSET
+            .get_or_init(py, || pyo3::types::PyList::empty(py).into_any().unbind())
+            .clone_ref(py)
     })
+}
+
+/// Whether the caller gave no `default`.
+fn is_unset(py: Python<'_>, default: &Py<PyAny>) -> bool {
+    UNSET
+        .get(py)
+        .is_some_and(|u| default.bind(py).is(u.bind(py)))
+}
+
+/// `default` as given, or what an unset one stands for: `0` when every
+/// value of the table is an int, else `None` (whatever `dtype` asks).
+fn resolve_default(py: Python<'_>, default: Py<PyAny>, int_answers: bool) -> Py<PyAny> {
+    match (is_unset(py, &default), int_answers) {
+        (false, _) => default,
+        (true, true) => 0i64
+            .into_pyobject(py)
+            .map(|i| i.into_any().unbind())
+            .unwrap_or_else(|e| match e {}),
+        (true, false) => py.None(),
+    }
 }
 
 /// The result type `lookup_many` was asked for (`dtype=`).
@@ -435,6 +461,7 @@ pub fn lookup_many<'py>(
     }
     let d = default.bind(py);
     if return_index
+        && !is_unset(py, &default)
         && !(d.is_instance_of::<pyo3::types::PyInt>()
             && !d.is_instance_of::<PyBool>()
             && d.extract::<i64>().ok() == Some(0))
@@ -480,12 +507,13 @@ pub fn lookup_many<'py>(
             .transpose()
             .map_err(slice_err)?,
     };
+    let ints = snap.ints();
+    let default = resolve_default(py, default, ints.is_some());
     let default_is_int = default.bind(py).is_instance_of::<pyo3::types::PyInt>()
         && !default.bind(py).is_instance_of::<PyBool>();
     let default_int = default_is_int
         .then(|| default.bind(py).extract::<i64>().ok())
         .flatten();
-    let ints = snap.ints();
     if !matches!(out_type, OutType::Auto | OutType::Object) {
         if ints.is_none() {
             return Err(PyTypeError::new_err(

@@ -536,9 +536,9 @@ impl Table {
     }
 
     /// Vectorised longest-prefix match (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, default = crate::many::zero(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None, return_index = false))]
+    #[pyo3(signature = (addrs, default = crate::many::unset(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None, return_index = false))]
     #[pyo3(
-        text_signature = "(self, addrs, default=0, *, masked=False, with_prefix_len=False, errors='raise', dtype=None, return_index=False)"
+        text_signature = "(self, addrs, default=..., *, masked=False, with_prefix_len=False, errors='raise', dtype=None, return_index=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn lookup_many<'py>(

@@ -113,8 +113,13 @@ pub fn print_header() {
 pub fn print_row(r: &Row) {
     let counts = match (r.inodes, r.leaves, r.engine_bytes) {
         (Some(n), Some(l), Some(b)) => format!("  {n}/{l}/{b}"),
-        _ => match &r.chosen {
-            Some(c) => format!("  {c}"),
+        // `auto`'s choice: one engine, or `SINGLE/BATCH` when a different
+        // engine answers batches (the JSON keeps that compact label).
+        _ => match r.chosen.as_deref().map(|c| (c, c.split_once('/'))) {
+            Some((_, Some((single, batch)))) => {
+                format!("  auto: {single} for single lookups, {batch} for batches")
+            }
+            Some((c, None)) => format!("  auto: {c}"),
             None => String::new(),
         },
     };

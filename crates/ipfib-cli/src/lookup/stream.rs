@@ -12,6 +12,9 @@
 //! too) is dropped, and an empty line is skipped without a word. Anything
 //! the byte parser refuses goes through `AnyAddr::parse` on the `str`, so
 //! acceptance, the echoed text and the error messages are the old ones.
+//! Only the first [`ipfib_io::KEPT_ERRORS`] bad lines (or arguments) are
+//! named on stderr, then one line with their total, as table loading does:
+//! a file of a million bad lines should not become a million stderr lines.
 
 use super::answer::{put, Answer, Tails, PAD};
 use ipfib::engine::NO_ROUTE;
@@ -72,6 +75,8 @@ pub struct Responder<'t, T: Answer, E: Write> {
     err: E,
     line_no: u64,
     bad: u64,
+    /// The total of bad lines past the ones shown has been written.
+    summarised: bool,
 }
 
 impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
@@ -90,6 +95,7 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
             err,
             line_no: 0,
             bad: 0,
+            summarised: false,
         }
     }
 
@@ -98,13 +104,17 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
         self.bad
     }
 
-    /// Report a bad line or argument on stderr. A failing stderr is not
-    /// worth stopping for (nor panicking, as `eprintln!` would).
+    /// Report a bad line or argument on stderr (the first
+    /// [`ipfib_io::KEPT_ERRORS`]; `finish` gives the total). A failing
+    /// stderr is not worth stopping for (nor panicking, as `eprintln!`
+    /// would).
     fn report(&mut self, place: fmt::Arguments<'_>, what: &dyn fmt::Display) {
         self.bad += 1;
-        let _ = self
-            .err
-            .write_all(format!("ipfib: {place}: {what}\n").as_bytes());
+        if self.bad <= ipfib_io::KEPT_ERRORS as u64 {
+            let _ = self
+                .err
+                .write_all(format!("ipfib: {place}: {what}\n").as_bytes());
+        }
     }
 
     /// The next stdin line is longer than `max_line` bytes.
@@ -265,6 +275,22 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
     pub fn finish(&mut self, out: &mut impl Write) -> io::Result<()> {
         out.write_all(self.out.get(..self.used).unwrap_or_default())?;
         self.used = 0;
+        let shown = ipfib_io::KEPT_ERRORS as u64;
+        if self.bad > shown && !self.summarised {
+            self.summarised = true;
+            let what = if self.line_no > 0 {
+                "stdin lines"
+            } else {
+                "arguments"
+            };
+            let _ = self.err.write_all(
+                format!(
+                    "ipfib: {} bad {what} in all (the first {shown} shown)\n",
+                    self.bad
+                )
+                .as_bytes(),
+            );
+        }
         out.flush()
     }
 
@@ -404,6 +430,18 @@ mod tests {
     use ipfib::table::Table;
     use std::io::BufRead;
 
+    /// Keep the first `KEPT_ERRORS` lines of a reference's stderr (one per
+    /// bad line) and add the total line when there were more.
+    fn capped(err: Vec<u8>, bad: u64) -> Vec<u8> {
+        let kept = ipfib_io::KEPT_ERRORS;
+        let text = String::from_utf8(err).unwrap();
+        let mut out: String = text.lines().take(kept).map(|l| format!("{l}\n")).collect();
+        if bad > kept as u64 {
+            out += &format!("ipfib: {bad} bad stdin lines in all (the first {kept} shown)\n");
+        }
+        out.into_bytes()
+    }
+
     /// The per-line reader `ipfib lookup` had before blocks: one bounded
     /// `read_until` per line, `str::trim`, `AnyAddr::parse`, the radix
     /// table's lookup, `writeln!`. Stdout and stderr bytes, bad lines.
@@ -456,7 +494,7 @@ mod tests {
                 }
             }
         }
-        (out, err, bad)
+        (out, capped(err, bad), bad)
     }
 
     /// A reader handing out pieces of random sizes, as a pipe does.
