@@ -29,6 +29,22 @@ pub fn rss() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// Heap bytes in use (glibc's count), to tell held memory from free
+/// memory the allocator keeps.
+pub fn heap_in_use() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 takes no arguments and returns a plain struct
+        // of counters; it only reads the allocator's statistics.
+        let m = unsafe { libc::mallinfo2() };
+        m.uordblks as u64
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        0
+    }
+}
+
 /// Workload size.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
@@ -330,12 +346,17 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
     let trimmed = rss();
     if log {
         println!(
-            "burst of {n} routes over {}: RSS {} MB, peak {} MB, withdrawn {} MB, after malloc_trim {} MB",
+            "burst of {n} routes over {}: RSS {} MB, peak {} MB, withdrawn {} MB, after malloc_trim {} MB \
+             (heap in use {} MB, prefix-id FIB {} MB, prefixes {}, ids {:?})",
             keep.len(),
             before >> 20,
             peak >> 20,
             untrimmed >> 20,
-            trimmed >> 20
+            trimmed >> 20,
+            heap_in_use() >> 20,
+            rib.counters().fib_bytes.load(std::sync::atomic::Ordering::Relaxed) >> 20,
+            rib.prefix_count(),
+            rib.prefix_ids(),
         );
     }
     [before, peak, untrimmed, trimmed]

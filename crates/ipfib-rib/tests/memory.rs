@@ -165,7 +165,7 @@ fn recycled_ids_never_attach_a_route_to_another_prefix() {
     for _ in 0..200_000 {
         let i = (rng.next() % 256) as u32;
         let p = v4(0x0a00_0000 | i << 8, 24);
-        if rng.next() % 2 == 0 {
+        if rng.next().is_multiple_of(2) {
             rib.announce(&peer, p, 0, &sets[i as usize]).unwrap();
         } else {
             rib.withdraw(&peer, p, 0);
