@@ -339,7 +339,7 @@ impl Rib {
 
     /// Every peer the RIB knows, in id order.
     fn peers<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.rib.peers().all().map(|p| peer_dict(py, p)).collect()
+        self.rib.peers().all().map(|p| peer_dict(py, &p)).collect()
     }
 
     /// Vectorised lookups for flow enrichment (see `_ipfib.pyi`).

@@ -12,11 +12,20 @@
 //! fixed with generation numbers cannot happen here: there are no indices).
 //! The interner keeps one reference of its own; [`Interner::purge`] drops
 //! entries nobody else holds, which gives their memory back.
+//!
+//! Purges run as routes let go of their sets, amortised: the RIB reports
+//! every reference it releases (a route replaced, withdrawn or swept) to
+//! [`Attrs::released`], and once the releases since the last purge reach
+//! half the sets held (at least [`PURGE_MIN`]) the caller purges. A purge
+//! costs a walk of every interned value, paid for by the releases before
+//! it, so a route pays O(1) amortised; and the sets nobody holds never
+//! outnumber the sets in use (plus [`PURGE_MIN`]).
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// AS path segment types (RFC 4271 §4.3, RFC 5065).
@@ -297,26 +306,36 @@ impl Default for Sets {
 }
 
 impl Sets {
-    fn intern(&self, set: AttrSet) -> Arc<AttrSet> {
+    /// The shared copy of `set`, and whether it is new.
+    fn intern(&self, set: AttrSet) -> (Arc<AttrSet>, bool) {
         let key = SetKey::of(&set);
         let hash = |s: &Arc<AttrSet>| self.hasher.hash_one(SetKey::of(s));
         let h = self.hasher.hash_one(&key);
         let mut t = self.shards[(h as usize) % SHARDS]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let entry = t.entry(h, |s| SetKey::of(s) == key, hash);
-        Arc::clone(entry.or_insert_with(|| Arc::new(set)).get())
+        match t.entry(h, |s| SetKey::of(s) == key, hash) {
+            hashbrown::hash_table::Entry::Occupied(o) => (Arc::clone(o.get()), false),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                (Arc::clone(v.insert(Arc::new(set)).get()), true)
+            }
+        }
     }
 
-    fn purge(&self) -> usize {
-        let mut gone = 0;
+    /// Drop the sets only the interner holds: (dropped, left).
+    ///
+    /// A count of 1 cannot rise under the shard's lock: the only other
+    /// way to a set is through this table, whose lookups take the lock.
+    fn purge(&self) -> (usize, usize) {
+        let (mut gone, mut left) = (0, 0);
         for shard in self.shards.iter() {
             let mut t = shard.lock().unwrap_or_else(|e| e.into_inner());
             let before = t.len();
             t.retain(|v| Arc::strong_count(v) > 1);
             gone += before - t.len();
+            left += t.len();
         }
-        gone
+        (gone, left)
     }
 
     fn len(&self) -> usize {
@@ -327,6 +346,9 @@ impl Sets {
     }
 }
 
+/// Releases below which no purge is due, whatever the sets held.
+pub const PURGE_MIN: u64 = 1024;
+
 /// Every interner of a RIB, and the one way attributes enter it.
 #[derive(Default)]
 pub struct Attrs {
@@ -334,6 +356,12 @@ pub struct Attrs {
     communities: Interner<[u32]>,
     large: Interner<[[u32; 3]]>,
     sets: Sets,
+    /// Sets held, as of the last intern or purge (approximate between).
+    held: AtomicUsize,
+    /// References released by routes since the last purge.
+    released: AtomicU64,
+    /// Purges run (by [`Attrs::released`] or a sweep).
+    purges: AtomicU64,
 }
 
 /// Attributes as decoded, borrowed from the message (nothing allocated
@@ -378,12 +406,43 @@ impl Attrs {
             med: a.med,
             local_pref: a.local_pref,
         };
-        self.sets.intern(set)
+        let (set, new) = self.sets.intern(set);
+        if new {
+            self.held.fetch_add(1, Ordering::Relaxed);
+        }
+        set
     }
 
     /// Drop attribute sets (then paths and lists) that no route holds.
     pub fn purge(&self) -> usize {
-        self.sets.purge() + self.paths.purge() + self.communities.purge() + self.large.purge()
+        self.released.store(0, Ordering::Relaxed);
+        self.purges.fetch_add(1, Ordering::Relaxed);
+        let (gone, left) = self.sets.purge();
+        self.held.store(left, Ordering::Relaxed);
+        gone + self.paths.purge() + self.communities.purge() + self.large.purge()
+    }
+
+    /// `n` references to interned sets were dropped by routes (replaced,
+    /// withdrawn, swept); purges when enough have been since the last
+    /// purge (see the module documentation). Whether it purged.
+    pub fn released(&self, n: u64) -> bool {
+        if n == 0 {
+            return false;
+        }
+        let before = self.released.fetch_add(n, Ordering::Relaxed);
+        let due = PURGE_MIN.max(self.held.load(Ordering::Relaxed) as u64 / 2);
+        // The one call that crosses the threshold purges; others racing
+        // with it add to the next round.
+        if before < due && before + n >= due {
+            self.purge();
+            return true;
+        }
+        false
+    }
+
+    /// Purges run so far.
+    pub fn purges(&self) -> u64 {
+        self.purges.load(Ordering::Relaxed)
     }
 
     /// Distinct (attribute sets, AS paths, community lists, large lists).
@@ -446,7 +505,7 @@ mod tests {
         );
         assert_eq!(a.counts().0, 2);
         drop((x, y));
-        assert_eq!(a.sets.purge(), 1);
+        assert_eq!(a.sets.purge(), (1, 1));
         assert_eq!(a.counts().0, 1);
         drop(z);
         a.purge();

@@ -216,8 +216,30 @@ pub struct Session {
     pub info: SessionInfo,
 }
 
-fn tlv_string(v: &[u8]) -> String {
-    String::from_utf8_lossy(v).into_owned()
+/// The longest string kept from the wire (Initiation sysName, sysDescr;
+/// Peer Up table name): a sender's TLV of up to 64 KiB per message would
+/// otherwise stay in memory for as long as its session or peer does.
+pub const MAX_WIRE_STRING: usize = 255;
+
+/// A TLV's text, cut to [`MAX_WIRE_STRING`] bytes (at a character
+/// boundary; the cut counted in the RIB's `strings_cut`).
+fn tlv_string(rib: &Rib, v: &[u8]) -> String {
+    let cut = v.len() > MAX_WIRE_STRING;
+    let mut s = String::from_utf8_lossy(&v[..v.len().min(MAX_WIRE_STRING)]).into_owned();
+    if s.len() > MAX_WIRE_STRING {
+        // Replacement characters (3 bytes) for invalid bytes can lengthen it.
+        let mut end = MAX_WIRE_STRING;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    if cut {
+        rib.counters()
+            .strings_cut
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    s
 }
 
 impl Session {
@@ -282,8 +304,8 @@ impl Session {
                     let v = c.take(n, "information TLV value").map_err(trunc)?;
                     if kind == INITIATION {
                         match t {
-                            1 => self.info.sys_descr = Some(tlv_string(v)),
-                            2 => self.info.sys_name = Some(tlv_string(v)),
+                            1 => self.info.sys_descr = Some(tlv_string(&self.rib, v)),
+                            2 => self.info.sys_name = Some(tlv_string(&self.rib, v)),
                             _ => {}
                         }
                     }
@@ -341,7 +363,7 @@ impl Session {
             let n = c.u16("information TLV length")? as usize;
             let v = c.take(n, "information TLV value")?;
             if t == 3 {
-                table_name = Some(tlv_string(v));
+                table_name = Some(tlv_string(&self.rib, v));
             }
         }
         // Adj-RIB-In: what the neighbour sent us (RFC 7911 §4: it may send,

@@ -19,6 +19,7 @@
 
 pub mod attrs;
 pub mod bmp;
+pub mod heap;
 pub mod mrt;
 pub mod peers;
 pub mod rib;

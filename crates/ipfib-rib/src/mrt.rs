@@ -1015,13 +1015,12 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
     };
 
     // The peer table: live peers, and peer id -> index.
-    let peers: Vec<Arc<PeerInfo>> = rib.peers().all().filter(|p| p.is_up()).cloned().collect();
-    let mut index: Vec<Option<u16>> = vec![None; rib.peers().count() as usize];
-    for (i, p) in peers.iter().enumerate() {
-        if let Some(slot) = index.get_mut(p.id as usize) {
-            *slot = Some(i as u16);
-        }
-    }
+    let peers: Vec<Arc<PeerInfo>> = rib.peers().all().filter(|p| p.is_up()).collect();
+    let index: std::collections::HashMap<u32, u16> = peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id, i as u16))
+        .collect();
     peer_index_table(&mut w.body, opts, &peers)?;
     w.record(PEER_INDEX_TABLE)?;
     w.report.peers = peers.len();
@@ -1044,7 +1043,7 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
         plain.clear();
         with_id.clear();
         for r in &routes {
-            let Some(i) = index.get(r.peer.id as usize).copied().flatten() else {
+            let Some(i) = index.get(&r.peer.id).copied() else {
                 w.report.routes_of_new_peers += 1;
                 continue;
             };

@@ -1,15 +1,19 @@
-//! Peers: ids that are never reused, liveness in a bitmap.
+//! Peers: ids with a generation, liveness in a word per slot.
 //!
 //! A peer is one BGP neighbour as one BMP session reports it, in one RIB
 //! kind: the key is (session, peer type, distinguisher, address, AS, BGP
 //! ID, RIB kind). The same router seen by two sessions, or pre- and
-//! post-policy, are different peers. Ids come from a counter and are never
-//! reused, so an id held by a reader or a route entry always means the
-//! same peer; Peer Down is one store into the dead bitmap.
+//! post-policy, are different peers. A peer's id is its registry slot
+//! plus the slot's generation, so a slot freed by a swept peer and reused
+//! gives a new id (see [`Peers`]); Peer Down is one store into the slot's
+//! liveness word.
 
+use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwapOption;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::seg::Segmented;
@@ -94,18 +98,41 @@ impl PeerInfo {
     }
 }
 
-/// Per-slot state for a peer id: its info once registered.
-#[derive(Default)]
-struct PeerSlot {
-    info: OnceLock<Arc<PeerInfo>>,
+/// Bits of a peer id that name its registry slot; the bits above are the
+/// slot's generation (how many peers used the slot before).
+pub const SLOT_BITS: u32 = 20;
+/// The most peers registered at once (up, or down and not yet swept).
+pub const MAX_PEERS: u32 = 1 << SLOT_BITS;
+const GEN_MASK: u32 = (1 << 11) - 1;
+/// Set in a slot's liveness word while its peer is up.
+const LIVE: u32 = 1 << 31;
+
+fn slot_of(id: u32) -> u32 {
+    id & (MAX_PEERS - 1)
 }
 
-/// The registry of every peer the RIB has seen.
+/// The registry of the peers the RIB holds: up, or down with routes not
+/// yet swept. A swept peer leaves it ([`Peers::free`]) and its slot goes
+/// to a later peer under a new id: the slot number with the next
+/// generation. Slots are reused oldest-freed first, so an id comes back
+/// only after 2,048 generations of its slot, each a whole peer lifetime
+/// (registration, Peer Down, a sweep of every prefix) of every slot freed
+/// in between; a reader holds a route array for one lookup. An entry of a
+/// freed peer therefore never passes for a later peer's: [`Peers::is_live`]
+/// compares the whole id, generation included.
 pub struct Peers {
-    slots: Segmented<PeerSlot>,
-    /// Bit `id` set: the peer is down (its routes are invisible to lookups).
-    dead: Segmented<AtomicU64>,
+    /// Slot -> its peer (`None`: free).
+    slots: Segmented<ArcSwapOption<PeerInfo>>,
+    /// Slot -> `LIVE | id` while its peer is up, else 0 (the hot check of
+    /// every lookup: 16 slots a cache line).
+    live: Segmented<AtomicU32>,
+    /// Slots never used so far start here.
     next: AtomicU32,
+    /// Ids to hand out next (a freed slot with its next generation),
+    /// oldest first.
+    free: Mutex<VecDeque<u32>>,
+    /// Peers registered and not freed.
+    held: AtomicU32,
     /// Bumped at every Peer Down, for the sweeper.
     pub(crate) downs: AtomicU64,
 }
@@ -114,17 +141,36 @@ impl Peers {
     pub fn new() -> Self {
         Peers {
             slots: Segmented::new(),
-            dead: Segmented::new(),
+            live: Segmented::new(),
             next: AtomicU32::new(0),
+            free: Mutex::new(VecDeque::new()),
+            held: AtomicU32::new(0),
             downs: AtomicU64::new(0),
         }
     }
 
-    /// Register a new peer; `None` when ids are exhausted (2^28).
+    /// Register a new peer; `None` when [`MAX_PEERS`] are registered.
     pub fn add(&self, session: u64, key: PeerKey) -> Option<Arc<PeerInfo>> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let slot = self.slots.get_or_alloc(id)?;
-        self.dead.get_or_alloc(id / 64)?;
+        let reused = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let id = match reused {
+            Some(id) => id,
+            None => self
+                .next
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < MAX_PEERS).then_some(n + 1)
+                })
+                .ok()?,
+        };
+        let (Some(slot), Some(live)) = (
+            self.slots.get_or_alloc(slot_of(id)),
+            self.live.get_or_alloc(slot_of(id)),
+        ) else {
+            return None;
+        };
         let info = Arc::new(PeerInfo {
             id,
             session,
@@ -135,8 +181,10 @@ impl Peers {
             swept: AtomicBool::new(false),
             table_name: OnceLock::new(),
         });
-        // A fresh id: nobody else can have set this slot.
-        let _ = slot.info.set(Arc::clone(&info));
+        // A free slot: nobody else writes it until it is freed again.
+        slot.store(Some(Arc::clone(&info)));
+        live.store(LIVE | id, Ordering::Release);
+        self.held.fetch_add(1, Ordering::Relaxed);
         Some(info)
     }
 
@@ -154,34 +202,77 @@ impl Peers {
         {
             return false;
         }
-        if let Some(word) = self.dead.get(id / 64) {
-            word.fetch_or(1 << (id % 64), Ordering::Release);
+        if let Some(word) = self.live.get(slot_of(id)) {
+            let _ = word.compare_exchange(LIVE | id, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
         self.downs.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// Remove a peer that is down and swept from the registry; its slot
+    /// goes to a later peer under the next generation. Whether it was
+    /// there. Only for peers no route entry names any more (the sweeper
+    /// calls it after removing their entries).
+    pub(crate) fn free(&self, id: u32) -> bool {
+        let Some(slot) = self.slots.get(slot_of(id)) else {
+            return false;
+        };
+        let cur = slot.load_full();
+        if !cur
+            .as_ref()
+            .is_some_and(|p| p.id == id && !p.is_up() && p.swept.load(Ordering::Acquire))
+        {
+            return false;
+        }
+        let prev = slot.compare_and_swap(&cur, None);
+        let same = match (&*prev, &cur) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same {
+            return false;
+        }
+        let gen = ((id >> SLOT_BITS) + 1) & GEN_MASK;
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((gen << SLOT_BITS) | slot_of(id));
+        self.held.fetch_sub(1, Ordering::Relaxed);
         true
     }
 
     /// Whether `id`'s routes are visible (the hot check of every lookup).
     #[inline]
     pub fn is_live(&self, id: u32) -> bool {
-        match self.dead.get(id / 64) {
-            Some(w) => w.load(Ordering::Acquire) & (1 << (id % 64)) == 0,
+        match self.live.get(slot_of(id)) {
+            Some(w) => w.load(Ordering::Acquire) == LIVE | id,
             None => false,
         }
     }
 
-    pub fn get(&self, id: u32) -> Option<&Arc<PeerInfo>> {
-        self.slots.get(id)?.info.get()
+    /// The peer with this id, if registered (a swept peer is not).
+    pub fn get(&self, id: u32) -> Option<Arc<PeerInfo>> {
+        let slot = self.slots.get(slot_of(id))?;
+        slot.load().as_ref().filter(|p| p.id == id).cloned()
     }
 
-    /// Ids handed out so far (every id below it was registered).
+    /// `f` of the peer with this id, without taking a reference.
+    #[inline]
+    pub fn with<R>(&self, id: u32, f: impl FnOnce(&PeerInfo) -> R) -> Option<R> {
+        let slot = self.slots.get(slot_of(id))?;
+        let guard = slot.load();
+        guard.as_ref().filter(|p| p.id == id).map(|p| f(p))
+    }
+
+    /// Peers registered (up, or down and not yet swept).
     pub fn count(&self) -> u32 {
-        self.next.load(Ordering::Acquire)
+        self.held.load(Ordering::Relaxed)
     }
 
-    /// Every registered peer, in id order.
-    pub fn all(&self) -> impl Iterator<Item = &Arc<PeerInfo>> {
-        (0..self.count()).filter_map(|id| self.get(id))
+    /// Every registered peer, in slot order.
+    pub fn all(&self) -> impl Iterator<Item = Arc<PeerInfo>> + '_ {
+        (0..self.next.load(Ordering::Acquire))
+            .filter_map(|i| self.slots.get(i).and_then(|s| s.load_full()))
     }
 }
 

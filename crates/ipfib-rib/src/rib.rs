@@ -18,12 +18,36 @@
 //! one thread from "this prefix gained its first / lost its last route"
 //! events. The routes of a prefix are a small immutable array behind an
 //! `ArcSwap`, replaced copy-on-write, so a reader never waits and never
-//! sees half an update. A prefix id belongs to one prefix forever.
+//! sees half an update.
+//!
+//! Memory follows live state: a prefix that loses its last route gives
+//! back its map entry, slot and id (the FIB thread frees it, see
+//! [`Inner::free_prefix`]); ids are recycled, and a reader that resolved
+//! an id before it was recycled notices, because every route array names
+//! its prefix (see "Id recycling" below and docs/architecture.md).
+//!
+//! Id recycling, why readers stay right. A reader goes addr -> id through
+//! a FIB snapshot (or prefix -> id through the map) and then loads
+//! `slots[id]`; the id may have been freed and given to another prefix in
+//! between. Every route array is one immutable object holding its prefix
+//! and that prefix's entries, so whatever a reader loads is a consistent
+//! (prefix, routes) pair that was current at the load. Readers check that
+//! pair against what they asked: a longest-prefix lookup requires that the
+//! prefix covers the address (else it probes the covering prefixes
+//! through the map, as a lookup whose prefix has no fitting route does),
+//! a probe or an exact query requires the very prefix. So a recycled id
+//! can at worst make a lookup answer from another prefix that covers the
+//! address and has routes at that instant, the same staleness as a prefix
+//! not yet published; never a route of a prefix that does not cover the
+//! address, and never one prefix's routes under another prefix.
+//!
+//! Writers check the same pair before they swap: a writer whose id no
+//! longer holds its prefix (freed under it) retries through the map.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -137,6 +161,15 @@ pub struct RibCounters {
     /// Heap bytes of the prefix-id FIB (route tables, published and spare
     /// engines), as of its last publication.
     pub fib_bytes: AtomicU64,
+    /// Prefixes that lost their last route and gave back their id.
+    pub prefixes_freed: AtomicU64,
+    /// Peers swept and removed from the registry.
+    pub peers_freed: AtomicU64,
+    /// Strings from the wire (BMP Initiation and Peer Up TLVs) cut to
+    /// [`crate::bmp::MAX_WIRE_STRING`] bytes.
+    pub strings_cut: AtomicU64,
+    /// Times the sweeper gave free heap pages back to the OS.
+    pub heap_trims: AtomicU64,
 }
 
 /// What the FIB thread is told.
@@ -152,7 +185,10 @@ struct Inner {
     attrs: Attrs,
     ids: papaya::HashMap<AnyPrefix, u32, foldhash::fast::RandomState>,
     slots: Segmented<ArcSwapOption<Routes>>,
+    /// Ids below this have been handed out at least once.
     next_id: AtomicU32,
+    /// Ids given back by freed prefixes, handed out again first.
+    free_ids: Mutex<Vec<u32>>,
     /// Bit l set: some IPv4 prefix of length l exists (fallback probes).
     lens_v4: AtomicU64,
     lens_v6: [AtomicU64; 3],
@@ -245,6 +281,34 @@ fn prefix_of(addr: AnyAddr, len: u8) -> AnyPrefix {
     }
 }
 
+/// Whether two loaded slot values are the same array (or both empty).
+fn same(a: &Option<Arc<Routes>>, b: &Option<Arc<Routes>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Whether `p` contains `addr` (a route array loaded through an id that
+/// may have been recycled must cover the address looked up).
+fn holds(p: &AnyPrefix, addr: AnyAddr) -> bool {
+    match (p, addr) {
+        (AnyPrefix::V4(p), AnyAddr::V4(a)) => p.contains(a),
+        (AnyPrefix::V6(p), AnyAddr::V6(a)) => p.contains(a),
+        _ => false,
+    }
+}
+
+/// One more than the longest prefix length of `addr`'s family: a probe
+/// of every covering prefix starts there.
+fn full_len(addr: AnyAddr) -> u8 {
+    match addr {
+        AnyAddr::V4(_) => 33,
+        AnyAddr::V6(_) => 129,
+    }
+}
+
 fn covers(outer: &AnyPrefix, inner: &AnyPrefix) -> bool {
     match (outer, inner) {
         (AnyPrefix::V4(o), AnyPrefix::V4(i)) => o.covers(i),
@@ -256,6 +320,77 @@ fn covers(outer: &AnyPrefix, inner: &AnyPrefix) -> bool {
 impl Inner {
     fn slot(&self, id: u32) -> Option<&ArcSwapOption<Routes>> {
         self.slots.get(id)
+    }
+
+    /// A free id for `prefix`, its slot holding an empty route array of
+    /// `prefix` (before the id goes into the map, so a writer that finds
+    /// the id there always finds its prefix in the slot, unless freed).
+    fn alloc_id(&self, prefix: AnyPrefix) -> Result<u32, RibError> {
+        let reused = self
+            .free_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let id = match reused {
+            Some(id) => id,
+            None => self
+                .next_id
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    ((n as u64) < crate::seg::CAPACITY).then_some(n + 1)
+                })
+                .map_err(|_| RibError::PrefixesExhausted(crate::seg::CAPACITY))?,
+        };
+        let Some(slot) = self.slots.get_or_alloc(id) else {
+            return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
+        };
+        slot.store(Some(Arc::new(Routes::new(prefix, Vec::new()))));
+        Ok(id)
+    }
+
+    /// Give back an id that never went into the map (a writer lost the
+    /// race to insert the same prefix).
+    fn release_id(&self, id: u32) {
+        if let Some(slot) = self.slots.get(id) {
+            slot.store(None);
+        }
+        self.free_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id);
+    }
+
+    /// Free `prefix`'s id if `seen` (its empty route array) is still in
+    /// the slot: the slot empties (one compare-and-swap, which fails if a
+    /// writer added a route since), then the map entry goes, then the id
+    /// is free. Only the FIB thread calls this, so frees are serial.
+    ///
+    /// The map must hand out `id` for `prefix`: an id just allocated and
+    /// not yet in the map (see [`Inner::alloc_id`]) is not freed by a
+    /// stale event of an earlier life of the same id. Between the swap and
+    /// the map removal a writer may find the id in the map and the slot
+    /// empty: it removes the entry itself and retries (`Rib::edit`). Once
+    /// the id is pushed, no map entry names it, so it is handed out to at
+    /// most one prefix at a time.
+    fn free_prefix(&self, prefix: AnyPrefix, id: u32, seen: &Arc<Routes>) -> bool {
+        let ids = self.ids.pin();
+        if ids.get(&prefix) != Some(&id) {
+            return false;
+        }
+        let Some(slot) = self.slot(id) else {
+            return false;
+        };
+        let cur = Some(Arc::clone(seen));
+        let prev = slot.compare_and_swap(&cur, None);
+        if !same(&prev, &cur) {
+            return false;
+        }
+        let _ = ids.remove_if(&prefix, |_, &v| v == id);
+        self.free_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id);
+        self.counters.prefixes_freed.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     fn note_len(&self, p: &AnyPrefix) {
@@ -318,7 +453,7 @@ impl Inner {
 
     /// Order of entries within a prefix: true if `a` is preferred to `b`.
     fn prefer(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
-        let rank = |e: &Entry| self.peers.get(e.peer).map_or(3, |p| p.key.rib.rank());
+        let rank = |e: &Entry| self.peers.with(e.peer, |p| p.key.rib.rank()).unwrap_or(3);
         let key = |e: &Entry| {
             let x = &e.attrs;
             (
@@ -367,6 +502,7 @@ impl Rib {
             ids: papaya::HashMap::with_hasher(foldhash::fast::RandomState::default()),
             slots: Segmented::new(),
             next_id: AtomicU32::new(0),
+            free_ids: Mutex::new(Vec::new()),
             lens_v4: AtomicU64::new(0),
             lens_v6: Default::default(),
             counters: RibCounters::default(),
@@ -440,62 +576,81 @@ impl Rib {
         }
     }
 
+    /// The id of `prefix`, allocated (or recycled) when it has none.
     fn prefix_id(&self, prefix: AnyPrefix) -> Result<u32, RibError> {
         let ids = self.inner.ids.pin();
         if let Some(&id) = ids.get(&prefix) {
-            // An id past the table's capacity (published by the call that
-            // found the table full) has no slot: refuse it every time.
-            return match self.inner.slots.get_or_alloc(id) {
-                Some(_) => Ok(id),
-                None => Err(RibError::PrefixesExhausted(crate::seg::CAPACITY)),
-            };
+            return Ok(id);
         }
         // Everything a reader or another writer may reach through the id
         // exists before the id is in the map: the length bit (fallback
-        // probes) and the slot's chunk (a writer that loses the insert race
-        // uses the winner's id at once).
+        // probes) and the slot, holding the prefix (see `alloc_id`).
         self.inner.note_len(&prefix);
-        let id = *ids.get_or_insert_with(prefix, || {
-            let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-            let _ = self.inner.slots.get_or_alloc(id);
-            id
-        });
-        if self.inner.slots.get_or_alloc(id).is_none() {
-            return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
+        let id = self.inner.alloc_id(prefix)?;
+        match ids.try_insert(prefix, id) {
+            Ok(_) => Ok(id),
+            Err(e) => {
+                let winner = *e.current;
+                self.inner.release_id(id);
+                Ok(winner)
+            }
         }
-        Ok(id)
     }
 
-    /// Copy-on-write edit of one prefix's entries.
+    /// Copy-on-write edit of one prefix's entries; `create`: allocate the
+    /// prefix's id if it has none (else a prefix without one is left
+    /// alone and the change is empty).
+    ///
+    /// The swap succeeds only over the array the edit read, and only when
+    /// that array is the prefix's: an id freed (and perhaps recycled)
+    /// since the map was read sends the writer back to the map. A freed
+    /// id still in the map (the FIB thread between its swap and its map
+    /// removal) is removed from the map here, so the retry allocates.
     fn edit(
         &self,
         prefix: AnyPrefix,
-        id: u32,
+        create: bool,
         mut f: impl FnMut(&mut Vec<Entry>) -> (bool, bool),
-    ) -> Change {
-        // `get_or_alloc`, not `slot`: never skip a write because a chunk is
-        // still being allocated by another thread (it waits for it).
-        let Some(slot) = self.inner.slots.get_or_alloc(id) else {
-            return Change::default();
-        };
-        let mut change = Change::default();
-        slot.rcu(|cur| {
-            let mut entries: Vec<Entry> =
-                cur.as_ref().map_or_else(Vec::new, |r| r.entries.to_vec());
+    ) -> Result<Change, RibError> {
+        loop {
+            let id = if create {
+                self.prefix_id(prefix)?
+            } else {
+                match self.inner.ids.pin().get(&prefix) {
+                    Some(&id) => id,
+                    None => return Ok(Change::default()),
+                }
+            };
+            let Some(slot) = self.inner.slot(id) else {
+                return Ok(Change::default());
+            };
+            let cur = slot.load_full();
+            let Some(r) = cur.as_ref().filter(|r| r.prefix == prefix) else {
+                let _ = self.inner.ids.pin().remove_if(&prefix, |_, &v| v == id);
+                continue;
+            };
+            let mut entries: Vec<Entry> = r.entries.to_vec();
             let was_empty = entries.is_empty();
             let (added, removed) = f(&mut entries);
-            change = Change {
+            let change = Change {
                 added,
                 removed,
                 became_nonempty: was_empty && !entries.is_empty(),
                 became_empty: !was_empty && entries.is_empty(),
             };
-            Some(Arc::new(Routes::new(prefix, entries)))
-        });
-        if change.became_empty || change.became_nonempty {
-            self.send_fib(FibEvent::Check(prefix, id));
+            let new = Some(Arc::new(Routes::new(prefix, entries)));
+            let prev = slot.compare_and_swap(&cur, new);
+            if !same(&prev, &cur) {
+                continue;
+            }
+            // Drop the reader guard before the old array (and its
+            // attribute references) may drop with `cur`.
+            drop(prev);
+            if change.became_empty || change.became_nonempty {
+                self.send_fib(FibEvent::Check(prefix, id));
+            }
+            return Ok(change);
         }
-        change
     }
 
     /// Add or replace `peer`'s route `(prefix, path_id)`.
@@ -547,7 +702,7 @@ impl Rib {
         // Unchanged re-announcement (common in pre-policy feeds): no copy.
         if let Some(slot) = self.inner.slot(id) {
             let cur = slot.load();
-            if let Some(r) = cur.as_ref() {
+            if let Some(r) = cur.as_ref().filter(|r| r.prefix == prefix) {
                 if r.entries.iter().any(|e| {
                     e.peer == peer.id && e.path_id == path_id && Arc::ptr_eq(&e.attrs, attrs)
                 }) {
@@ -565,7 +720,7 @@ impl Rib {
             path_id,
             attrs: Arc::clone(attrs),
         };
-        let change = self.edit(prefix, id, |entries| {
+        let change = self.edit(prefix, true, |entries| {
             let old = entries
                 .iter()
                 .position(|e| e.peer == new.peer && e.path_id == new.path_id);
@@ -574,10 +729,14 @@ impl Rib {
             }
             let at = entries.partition_point(|e| inner.prefer(e, &new).is_lt());
             entries.insert(at, new.clone());
-            (old.is_none(), false)
-        });
+            // A replaced route let go of its attribute set.
+            (old.is_none(), old.is_some())
+        })?;
         if change.added {
             peer.routes.fetch_add(1, Ordering::Relaxed);
+        }
+        if change.removed {
+            inner.attrs.released(1);
         }
         inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -623,9 +782,10 @@ impl Rib {
         };
         let has = self.inner.slot(id).is_some_and(|s| {
             s.load().as_ref().is_some_and(|r| {
-                r.entries
-                    .iter()
-                    .any(|e| e.peer == peer.id && e.path_id == path_id)
+                r.prefix == prefix
+                    && r.entries
+                        .iter()
+                        .any(|e| e.peer == peer.id && e.path_id == path_id)
             })
         });
         if !has {
@@ -635,13 +795,16 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        let change = self.edit(prefix, id, |entries| {
-            let before = entries.len();
-            entries.retain(|e| !(e.peer == peer.id && e.path_id == path_id));
-            (false, entries.len() != before)
-        });
+        let change = self
+            .edit(prefix, false, |entries| {
+                let before = entries.len();
+                entries.retain(|e| !(e.peer == peer.id && e.path_id == path_id));
+                (false, entries.len() != before)
+            })
+            .unwrap_or_default();
         if change.removed {
             peer.routes.fetch_sub(1, Ordering::Relaxed);
+            self.inner.attrs.released(1);
         } else {
             self.inner
                 .counters
@@ -754,7 +917,7 @@ impl Rib {
     fn route_of(&self, prefix: AnyPrefix, e: Entry) -> Option<Route> {
         Some(Route {
             prefix,
-            peer: Arc::clone(self.inner.peers.get(e.peer)?),
+            peer: self.inner.peers.get(e.peer)?,
             path_id: e.path_id,
             attrs: e.attrs,
         })
@@ -773,7 +936,12 @@ impl Rib {
         let inner = &self.inner;
         let slot = inner.slot(id)?;
         let guard = slot.load();
-        let routes = guard.as_ref()?;
+        // The id may have been freed or recycled since the snapshot was
+        // published (module documentation): probe the covering prefixes.
+        let Some(routes) = guard.as_ref().filter(|r| holds(&r.prefix, addr)) else {
+            drop(guard);
+            return self.fallback(addr, full_len(addr), q, f);
+        };
         if let Some(e) = inner.choose(routes, q) {
             return Some(f(&routes.prefix, e));
         }
@@ -801,7 +969,8 @@ impl Rib {
             let Some(&id) = ids.get(&p) else { continue };
             let Some(slot) = inner.slot(id) else { continue };
             let guard = slot.load();
-            if let Some(routes) = guard.as_ref() {
+            // `p`'s id may have been recycled since the map was read.
+            if let Some(routes) = guard.as_ref().filter(|r| r.prefix == p) {
                 if let Some(e) = inner.choose(routes, q) {
                     return Some(f(&routes.prefix, e));
                 }
@@ -877,11 +1046,15 @@ impl Rib {
             }
             for (j, (guard, o)) in guards.iter().zip(out.iter_mut()).enumerate() {
                 let a = addr(g * 8 + j);
-                *o = match guard.as_ref().and_then(|g| g.as_ref()) {
-                    Some(routes) => match inner.choose(routes, q) {
-                        Some(e) => Some(hit(&routes.prefix, e)),
-                        None => self.fallback(a, routes.prefix.len(), q, hit),
-                    },
+                *o = match guard.as_ref().map(|g| g.as_ref()) {
+                    Some(Some(routes)) if holds(&routes.prefix, a) => {
+                        match inner.choose(routes, q) {
+                            Some(e) => Some(hit(&routes.prefix, e)),
+                            None => self.fallback(a, routes.prefix.len(), q, hit),
+                        }
+                    }
+                    // Freed or recycled since the snapshot (see `resolve`).
+                    Some(_) => self.fallback(a, full_len(a), q, hit),
                     None => None,
                 };
             }
@@ -919,15 +1092,17 @@ impl Rib {
         let Some(&id) = self.inner.ids.pin().get(prefix) else {
             return Vec::new();
         };
-        self.live_routes(id)
+        self.live_routes(*prefix, id)
     }
 
-    fn live_routes(&self, id: u32) -> Vec<Route> {
+    /// `prefix`'s live routes through its id (none if the id was freed or
+    /// recycled since it was read).
+    fn live_routes(&self, prefix: AnyPrefix, id: u32) -> Vec<Route> {
         let Some(slot) = self.inner.slot(id) else {
             return Vec::new();
         };
         let guard = slot.load();
-        let Some(r) = guard.as_ref() else {
+        let Some(r) = guard.as_ref().filter(|r| r.prefix == prefix) else {
             return Vec::new();
         };
         r.entries
@@ -1002,8 +1177,8 @@ impl Rib {
         };
         prefixes.sort();
         let mut out = Vec::new();
-        for (_, id) in prefixes {
-            for r in self.live_routes(id) {
+        for (p, id) in prefixes {
+            for r in self.live_routes(p, id) {
                 if out.len() >= limit {
                     return out;
                 }
@@ -1013,9 +1188,23 @@ impl Rib {
         out
     }
 
-    /// Prefixes known (with or without live routes).
+    /// Prefixes known: those with routes (live or of peers not yet
+    /// swept), and those that just lost their last route and whose id the
+    /// FIB thread has not freed yet.
     pub fn prefix_count(&self) -> usize {
         self.inner.ids.len()
+    }
+
+    /// Slots ever used (the high-water mark of prefix ids) and ids free
+    /// for reuse: `prefix_count() + free` is about `high`.
+    pub fn prefix_ids(&self) -> (u32, usize) {
+        let free = self
+            .inner
+            .free_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        (self.inner.next_id.load(Ordering::Acquire), free)
     }
 
     /// Live routes over every live peer.
@@ -1120,16 +1309,29 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
             0
         };
         for (p, id) in batch {
-            let present = inner
-                .slot(id)
-                .is_some_and(|s| s.load().as_ref().is_some_and(|r| !r.entries.is_empty()));
+            let Some(cur) = inner.slot(id).and_then(|s| s.load_full()) else {
+                // Freed: its prefix left the FIB when it was.
+                continue;
+            };
+            if cur.prefix != p {
+                // Freed and recycled: the same.
+                continue;
+            }
             // Errors (a failed publication) leave changes pending; the
             // next publication retries them.
-            let _ = if present {
-                fib.insert(p, id).map(|_| ())
-            } else {
-                fib.remove(&p).map(|_| ())
-            };
+            if !cur.entries.is_empty() {
+                let _ = fib.insert(p, id);
+            } else if inner.free_prefix(p, id, &cur) {
+                // Removed after the slot emptied: a writer that adds the
+                // prefix again gets a new id, whose event comes after
+                // this one, so the FIB never loses the new mapping.
+                let _ = fib.remove(&p);
+            } else if inner.ids.pin().get(&p) == Some(&id) {
+                // Not freed (a route arrived since, or the id is just
+                // allocated): the slot's next change sends its own event;
+                // until then the FIB follows the slot.
+                let _ = fib.remove(&p);
+            }
         }
         if !waiting.is_empty() {
             if fib.flush().is_ok() {
@@ -1156,16 +1358,33 @@ fn push_event(ev: FibEvent, batch: &mut Vec<(AnyPrefix, u32)>, waiting: &mut Vec
     }
 }
 
+/// How often the sweeper wakes without a Peer Down: to free peers it
+/// swept and to give free heap back to the OS.
+const SWEEP_PERIOD: Duration = Duration::from_secs(1);
+
 /// The sweeper: after each Peer Down, drops the dead peers' entries (one
-/// walk of the prefixes for every peer that went down since the last walk)
-/// and tells the FIB thread about prefixes it left empty.
+/// walk of the prefixes for every peer that went down since the last walk),
+/// tells the FIB thread about prefixes it left empty and frees the peers;
+/// every [`SWEEP_PERIOD`], gives free heap memory back to the OS when
+/// enough was freed since the last time.
 fn sweeper_thread(inner: Arc<Inner>, rx: Receiver<()>, fib_tx: Sender<FibEvent>) {
     lower_priority();
-    while rx.recv().is_ok() {
-        while rx.try_recv().is_ok() {}
+    let mut trim = crate::heap::Trimmer::default();
+    loop {
+        match rx.recv_timeout(SWEEP_PERIOD) {
+            Ok(()) => while rx.try_recv().is_ok() {},
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
         sweep(&inner, &|ev| {
             let _ = fib_tx.send(ev);
         });
+        let freed = inner.counters.prefixes_freed.load(Ordering::Relaxed)
+            + inner.counters.peers_freed.load(Ordering::Relaxed)
+            + inner.attrs.purges();
+        if trim.due(freed) {
+            inner.counters.heap_trims.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -1194,8 +1413,17 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
         .map(|p| p.id)
         .collect();
     if dead.is_empty() {
+        // A sweep running beside another (the public call beside the
+        // thread) may find the peers swept and not yet freed.
+        for p in inner.peers.all() {
+            if !p.is_up() && p.swept.load(Ordering::Acquire) && inner.peers.free(p.id) {
+                inner.counters.peers_freed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         return (0, 0);
     }
+    let mut dead = dead;
+    dead.sort_unstable();
     let is_target = |peer: u32| dead.binary_search(&peer).is_ok();
     let mut removed = 0u64;
     let n = inner.next_id.load(Ordering::Acquire);
@@ -1227,10 +1455,15 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
             send(FibEvent::Check(p, id));
         }
     }
+    // No current route array names a dead peer now, and none can again
+    // (a peer that is down takes no routes): the registry lets them go.
     for &id in &dead {
         if let Some(p) = inner.peers.get(id) {
             p.routes.store(0, Ordering::Relaxed);
             p.swept.store(true, Ordering::Release);
+        }
+        if inner.peers.free(id) {
+            inner.counters.peers_freed.fetch_add(1, Ordering::Relaxed);
         }
     }
     inner.attrs.purge();

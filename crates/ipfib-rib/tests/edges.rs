@@ -617,3 +617,58 @@ fn provisional_peer_gets_the_peer_ups_table_name() {
         "Peer Up's table name lost"
     );
 }
+
+/// A Peer Up's table name and an Initiation's sysName / sysDescr are cut
+/// to 255 bytes (counted); Peer Up / Down flaps leave no peer behind once
+/// swept.
+#[test]
+fn wire_strings_are_capped_and_flapped_peers_are_freed() {
+    use ipfib_rib::bmp::MAX_WIRE_STRING;
+    use std::sync::atomic::Ordering;
+    let rib = Arc::new(Rib::new());
+    let mut s = Session::new(1, rib.clone());
+    // Initiation: sysDescr (1) of 1,000 bytes, sysName (2) of 10 bytes
+    // ending in a 2-byte character cut in half at 255 would not apply.
+    let mut init = Vec::new();
+    init.extend([0, 1]);
+    init.extend(1000u16.to_be_bytes());
+    init.extend([b'd'; 1000]);
+    init.extend([0, 2, 0, 10]);
+    init.extend(*b"router-one");
+    s.handle(&bmp(4, &init)).unwrap();
+    assert_eq!(
+        s.info.sys_descr.as_deref().map(str::len),
+        Some(MAX_WIRE_STRING)
+    );
+    assert_eq!(s.info.sys_name.as_deref(), Some("router-one"));
+    assert_eq!(rib.counters().strings_cut.load(Ordering::Relaxed), 1);
+    // 500 flaps, each Peer Up with a 60 KB table name and one route.
+    let name = vec![0xc3u8; 60_000]; // invalid UTF-8 alone: replacement chars
+    for i in 0..500 {
+        let mut up = per_peer(0, 0);
+        up.extend_from_slice(&[0; 16]);
+        up.extend_from_slice(&[0, 179, 0xc0, 0]);
+        up.extend(open(0));
+        up.extend(open(0));
+        up.extend([0, 3]);
+        up.extend((name.len() as u16).to_be_bytes());
+        up.extend_from_slice(&name);
+        s.handle(&bmp(3, &up)).unwrap();
+        let mut rm = per_peer(0, 0);
+        rm.extend(v4_update_with_id(None));
+        s.handle(&bmp(0, &rm)).unwrap();
+        let peers: Vec<_> = rib.peers().all().collect();
+        assert_eq!(peers.len(), 1, "flap {i}");
+        let t = peers[0].table_name.get().unwrap();
+        assert!(t.len() <= MAX_WIRE_STRING && !t.is_empty(), "{}", t.len());
+        let mut down = per_peer(0, 0);
+        down.push(4);
+        s.handle(&bmp(2, &down)).unwrap();
+        rib.sweep();
+        assert_eq!(rib.peers().count(), 0, "flap {i}: peer not freed");
+    }
+    assert_eq!(rib.counters().strings_cut.load(Ordering::Relaxed), 501);
+    assert_eq!(rib.counters().peers_freed.load(Ordering::Relaxed), 500);
+    rib.sync();
+    assert_eq!(rib.prefix_count(), 0);
+}

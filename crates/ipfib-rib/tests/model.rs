@@ -73,6 +73,9 @@ enum Op {
         peer: usize,
     },
     Sweep,
+    /// Compare everything with the model now (ids freed and recycled by
+    /// the operations before are in use).
+    Check,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -96,6 +99,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..PEERS).prop_map(|peer| Op::Down { peer }),
         1 => (0..PEERS).prop_map(|peer| Op::Up { peer }),
         1 => Just(Op::Sweep),
+        1 => Just(Op::Check),
     ]
 }
 
@@ -229,8 +233,34 @@ fn run(ops: Vec<Op>) {
             Op::Sweep => {
                 rib.sweep();
             }
+            Op::Check => check(&rib, &peer_ids, &model, &prefixes),
         }
     }
+    check(&rib, &peer_ids, &model, &prefixes);
+    // After a sweep, no dead peer's entry is left anywhere, and only
+    // prefixes with routes keep an id.
+    rib.sweep();
+    rib.sync();
+    let with_routes: std::collections::BTreeSet<usize> = model.keys().map(|k| k.1).collect();
+    assert_eq!(rib.prefix_count(), with_routes.len(), "prefixes kept");
+    let mut left = 0;
+    rib.for_each_prefix(|r| {
+        left += r
+            .entries
+            .iter()
+            .filter(|e| !rib.peers().is_live(e.peer))
+            .count()
+    });
+    assert_eq!(left, 0);
+}
+
+/// Every lookup (single, batch), exact query and count against the model.
+fn check(
+    rib: &Rib,
+    peer_ids: &[u32],
+    model: &BTreeMap<(usize, usize, u32), M>,
+    prefixes: &[AnyPrefix],
+) {
     rib.sync();
     let cover = |pi: usize, a: AnyAddr| {
         let p = prefixes[pi];
@@ -244,7 +274,7 @@ fn run(ops: Vec<Op>) {
         let addr = AnyAddr::unmapped(a.parse().unwrap());
         let v6 = matches!(addr, AnyAddr::V6(_));
         let mut queries: Vec<(Query, Fits)> = vec![(Query::default(), Box::new(|_, _| true))];
-        for &id in &peer_ids {
+        for &id in peer_ids {
             queries.push((
                 Query {
                     peer: Some(PeerFilter::Id(id)),
@@ -371,17 +401,12 @@ fn run(ops: Vec<Op>) {
     }
     let live: u64 = model.len() as u64;
     assert_eq!(rib.route_count(), live, "route count");
-    // After a sweep, no dead peer's entry is left anywhere.
-    rib.sweep();
-    let mut left = 0;
-    rib.for_each_prefix(|r| {
-        left += r
-            .entries
-            .iter()
-            .filter(|e| !rib.peers().is_live(e.peer))
-            .count()
-    });
-    assert_eq!(left, 0);
+    // Ids are recycled: never more in use than prefixes in the universe,
+    // and every id is either a known prefix's or free (`sync` waited for
+    // the FIB thread's frees).
+    let (high, free) = rib.prefix_ids();
+    assert!(high as usize <= prefixes.len(), "{high} ids");
+    assert_eq!(rib.prefix_count() + free, high as usize, "ids lost");
 }
 
 proptest! {

@@ -175,7 +175,7 @@ async fn peers(State(ctx): State<Arc<Ctx>>) -> Response {
             })
         })
         .collect();
-    let peers: Vec<Value> = ctx.rib.peers().all().map(|p| j::peer(p)).collect();
+    let peers: Vec<Value> = ctx.rib.peers().all().map(|p| j::peer(&p)).collect();
     Json(json!({ "sessions": sessions, "peers": peers })).into_response()
 }
 

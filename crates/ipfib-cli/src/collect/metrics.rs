@@ -145,6 +145,31 @@ impl Metrics {
             "counter",
         );
         let _ = writeln!(o, "ipfib_rib_swept_routes_total {}", get(&c.swept_routes));
+        counter(
+            &mut o,
+            "ipfib_rib_prefixes_freed_total",
+            "Prefixes that lost their last route and gave back their id.",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_rib_prefixes_freed_total {}",
+            get(&c.prefixes_freed)
+        );
+        counter(
+            &mut o,
+            "ipfib_rib_peers_freed_total",
+            "Downed peers swept and removed from the registry.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_rib_peers_freed_total {}", get(&c.peers_freed));
+        counter(
+            &mut o,
+            "ipfib_bmp_strings_cut_total",
+            "BMP Initiation and Peer Up strings cut to 255 bytes.",
+            "counter",
+        );
+        let _ = writeln!(o, "ipfib_bmp_strings_cut_total {}", get(&c.strings_cut));
         let (mut up, mut down) = (0u64, 0u64);
         for p in rib.peers().all() {
             if p.is_up() {
