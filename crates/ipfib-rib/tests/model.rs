@@ -249,6 +249,7 @@ fn run(ops: Vec<Op>) {
                 Query {
                     peer: Some(PeerFilter::Id(id)),
                     next_hop: None,
+                    ..Query::default()
                 },
                 Box::new(move |_, m| m.peer == id),
             ));
@@ -258,6 +259,7 @@ fn run(ops: Vec<Op>) {
                 Query {
                     peer: None,
                     next_hop: Some(nh(n, v6)),
+                    ..Query::default()
                 },
                 Box::new(|_, _| true),
             ));
@@ -332,10 +334,12 @@ fn run(ops: Vec<Op>) {
     queries.extend(peer_ids.iter().map(|&id| Query {
         peer: Some(PeerFilter::Id(id)),
         next_hop: None,
+        ..Query::default()
     }));
     queries.push(Query {
         peer: None,
         next_hop: Some(nh(1, false)),
+        ..Query::default()
     });
     let single = |a: AnyAddr, q: &Query| {
         rib.lookup(a, q).map(|r| Hit {
