@@ -91,8 +91,8 @@ pub fn parse_rd(text: &str) -> Result<(u64, u64), String> {
         return Ok((rd, rd));
     }
     let asn: u64 = left.parse().map_err(|_| bad())?;
-    let t0 = (asn <= 0xffff && n <= 0xffff_ffff).then(|| (asn << 32) | n);
-    let t2 = (asn <= 0xffff_ffff && n <= 0xffff).then(|| (2u64 << 48) | (asn << 16) | n);
+    let t0 = (asn <= 0xffff && n <= 0xffff_ffff).then_some((asn << 32) | n);
+    let t2 = (asn <= 0xffff_ffff && n <= 0xffff).then_some((2u64 << 48) | (asn << 16) | n);
     match (t0, t2) {
         (Some(a), Some(b)) => Ok((a, b)),
         (Some(a), None) | (None, Some(a)) => Ok((a, a)),

@@ -294,13 +294,11 @@ pub fn decode_open(buf: &[u8]) -> Result<OpenCaps, WireError> {
             let clen = p.u8("capability length")? as usize;
             let mut v = p.sub(clen, "capability value")?;
             match code {
-                1 => {
-                    if clen == 4 {
-                        let afi = v.u16("multiprotocol AFI")?;
-                        v.u8("multiprotocol reserved")?;
-                        let safi = v.u8("multiprotocol SAFI")?;
-                        caps.families.push((afi, safi));
-                    }
+                1 if clen == 4 => {
+                    let afi = v.u16("multiprotocol AFI")?;
+                    v.u8("multiprotocol reserved")?;
+                    let safi = v.u8("multiprotocol SAFI")?;
+                    caps.families.push((afi, safi));
                 }
                 65 => {
                     caps.four_octet = true;
