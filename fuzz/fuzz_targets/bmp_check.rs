@@ -26,7 +26,17 @@ pub fn bmp_session(data: &[u8]) {
     let mut at = 0;
     while let Ok(Some(n)) = frame(&data[at..], MAX_MESSAGE) {
         assert!(n >= 6 && at + n <= data.len(), "frame gave {n} at {at}");
-        let _ = session.handle(&data[at..at + n]);
+        let (taw, routes) = (session.stats.treat_as_withdraw, rib.route_count());
+        let r = session.handle(&data[at..at + n]);
+        // RFC 7606: an UPDATE treated as a withdrawal is handled (the
+        // session survives it) and only takes routes away.
+        if session.stats.treat_as_withdraw > taw {
+            assert!(r.is_ok(), "treat-as-withdraw ended the message: {r:?}");
+            assert!(
+                rib.route_count() <= routes,
+                "an UPDATE treated as withdraw added routes"
+            );
+        }
         at += n;
     }
     rib.sync();
@@ -102,7 +112,7 @@ pub fn check(rib: &Rib) {
             AnyPrefix::V4(q) => AnyAddr::V4(q.addr()),
             AnyPrefix::V6(q) => AnyAddr::V6(q.addr()),
         };
-        let got = rib.lookup(addr, &Query::default());
+        let got = rib.lookup(addr, &Query::everything());
         let got = got.unwrap_or_else(|| panic!("{p}: no route for {addr:?}"));
         assert!(
             got.prefix.len() >= p.len(),

@@ -195,6 +195,15 @@ pub(crate) fn route_dict<'py>(
         Ipv4Addr::from(peer.bgp_id).to_string(),
     )?;
     d.set_item(intern!(py, "rib"), peer.rib.as_str())?;
+    d.set_item(
+        intern!(py, "peer_type"),
+        ipfib_rib::instance::peer_type_name(peer.peer_type),
+    )?;
+    let global = ipfib_rib::instance::is_global(peer.peer_type, peer.distinguisher);
+    d.set_item(
+        intern!(py, "rd"),
+        (!global).then(|| ipfib_rib::instance::format_rd(peer.distinguisher)),
+    )?;
     d.set_item(intern!(py, "path_id"), r.path_id)?;
     let communities = a
         .communities
@@ -309,6 +318,7 @@ impl Rib {
                 .map(|n| ip_arg(&n, "next hop"))
                 .transpose()?
                 .map(|n| AnyAddr::unmapped(n).to_ip()),
+            ..Query::default()
         };
         self.rib
             .lookup(AnyAddr::unmapped(ip), &query)
@@ -332,8 +342,9 @@ impl Rib {
             Some(l) => usize::try_from(l)
                 .map_err(|_| PyValueError::new_err(format!("limit must be 0 or more, not {l}")))?,
         };
-        // `longer` walks every prefix of the RIB: without the GIL.
-        let found = py.detach(|| self.rib.routes_matching(&p, m, limit));
+        // `longer` walks every prefix of the RIB: without the GIL. The
+        // global instance's routes, as lookups answer (and the HTTP API).
+        let found = py.detach(|| self.rib.routes_matching_in(&p, m, limit, &Query::default()));
         found.iter().map(|r| route_dict(py, r, None)).collect()
     }
 

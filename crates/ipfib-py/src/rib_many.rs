@@ -216,6 +216,7 @@ fn lookup_family<A: Copy>(
         let q = Query {
             peer: base.peer.clone(),
             next_hop: nh.next_hops.get(run[0].0),
+            ..base.clone()
         };
         let gp = &*group_pos;
         lookup_run(group_addrs, |i| gp[i] as usize, &q, batch, hits, out);
@@ -308,7 +309,7 @@ pub fn lookup_many<'py>(
     let on_error = OnError::parse(errors)?;
     let base = Query {
         peer: peer_arg(&rib.rib, peer)?,
-        next_hop: None,
+        ..Query::default()
     };
     let input = classify(addrs, on_error)?;
     let n = input.len();

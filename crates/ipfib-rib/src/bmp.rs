@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::attrs::AttrSet;
 use crate::peers::{PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
-use crate::wire::{self, Cur, OpenCaps, Update, WireConfig, WireError};
+use crate::wire::{self, Cur, ErrorAction, OpenCaps, Update, WireConfig, WireError};
 
 /// BMP message types (RFC 7854 §4.1).
 pub const ROUTE_MONITORING: u8 = 0;
@@ -132,21 +132,20 @@ impl PeerHeader {
         })
     }
 
-    /// Which RIB the routes of a Route Monitoring message belong to;
-    /// `None` for Adj-RIB-Out (RFC 8671 O flag), which the RIB does not
-    /// keep.
-    fn rib(&self) -> Option<RibKind> {
+    /// Which RIB the routes of a Route Monitoring message belong to:
+    /// Loc-RIB (peer type 3), else Adj-RIB-In or, with the RFC 8671 O
+    /// flag, Adj-RIB-Out, each before or after policy (L flag).
+    fn rib(&self) -> RibKind {
         if self.peer_type == 3 {
-            return Some(RibKind::LocRib);
+            return RibKind::LocRib;
         }
-        if self.flags & 0x10 != 0 {
-            return None;
+        let post = self.flags & 0x40 != 0;
+        match (self.flags & 0x10 != 0, post) {
+            (true, true) => RibKind::AdjRibOutPost,
+            (true, false) => RibKind::AdjRibOutPre,
+            (false, true) => RibKind::PostPolicy,
+            (false, false) => RibKind::PrePolicy,
         }
-        Some(if self.flags & 0x40 != 0 {
-            RibKind::PostPolicy
-        } else {
-            RibKind::PrePolicy
-        })
     }
 
     /// RFC 7854 A flag: the UPDATE uses 2-byte AS_PATH (types 0-2 only).
@@ -161,14 +160,18 @@ impl PeerHeader {
 
 type NeighbourKey = (u8, u64, IpAddr);
 
-/// One monitored BGP neighbour of a session: what its Peer Up said, and
-/// the RIB peer of each kind its routes went to.
+/// One monitored BGP neighbour of a session: what its Peer Ups said, and
+/// the RIB peer of each (RIB kind, instance) its routes went to.
 struct Neighbour {
     header: PeerHeader,
-    addpath_v4: bool,
-    addpath_v6: bool,
+    /// ADD-PATH per address family ([`wire::family_bit`] bits), as the
+    /// Peer Ups decided it.
+    addpath: u8,
+    /// The families some Peer Up spoke about (routers send one Loc-RIB
+    /// Peer Up per family: each decides its own families only).
+    decided: u8,
     table_name: Option<String>,
-    ribs: [Option<Arc<PeerInfo>>; 3],
+    ribs: HashMap<(RibKind, u64), Arc<PeerInfo>, foldhash::fast::RandomState>,
     /// Made by a Route Monitoring before any Peer Up: the first Peer Up
     /// completes it (its routes stay) instead of replacing it.
     provisional: bool,
@@ -187,11 +190,36 @@ pub struct SessionStats {
     pub before_peer_up: u64,
     /// Peer Down for a neighbour not up (FRR repeats them): ignored.
     pub peer_down_unknown: u64,
-    /// Adj-RIB-Out messages (RFC 8671), counted and not kept.
+    /// Adj-RIB-Out messages (RFC 8671), kept as their own RIB kinds.
     pub adj_rib_out: u64,
-    /// NLRI of other address families, skipped.
+    /// MP_REACH/MP_UNREACH attributes of families not decoded, skipped.
     pub skipped_families: u64,
+    /// NLRI decoded from labeled-unicast (SAFI 4) and VPN (SAFI 128)
+    /// attributes.
+    pub labeled_nlri: u64,
+    pub vpn_nlri: u64,
+    /// RFC 7606 attribute errors by action: attribute discard,
+    /// treat-as-withdraw.
+    pub attribute_discard: u64,
+    pub treat_as_withdraw: u64,
+    /// UPDATEs whose errors ended the session (RFC 7606 "session reset").
+    pub session_reset: u64,
 }
+
+/// One RFC 7606 error, for the log (the service rate-limits the lines).
+#[derive(Clone, Debug)]
+pub struct UpdateErrorEvent {
+    pub action: &'static str,
+    pub peer_type: u8,
+    pub distinguisher: u64,
+    pub peer: IpAddr,
+    /// Byte offset within the BMP message.
+    pub at: usize,
+    pub what: String,
+}
+
+/// The most error events a session keeps until they are taken.
+const MAX_ERROR_EVENTS: usize = 64;
 
 /// What a session learned from its Initiation message.
 #[derive(Clone, Debug, Default)]
@@ -214,6 +242,9 @@ pub struct Session {
     last_attrs: Option<Arc<AttrSet>>,
     pub stats: SessionStats,
     pub info: SessionInfo,
+    /// RFC 7606 errors since the last [`Session::take_errors`] (the first
+    /// [`MAX_ERROR_EVENTS`]; the rest are only counted).
+    errors: Vec<UpdateErrorEvent>,
 }
 
 /// The longest string kept from the wire (Initiation sysName, sysDescr;
@@ -252,14 +283,20 @@ impl Session {
             last_attrs: None,
             stats: SessionStats::default(),
             info: SessionInfo::default(),
+            errors: Vec::new(),
         }
+    }
+
+    /// The RFC 7606 error events noted since the last call.
+    pub fn take_errors(&mut self) -> Vec<UpdateErrorEvent> {
+        std::mem::take(&mut self.errors)
     }
 
     /// The RIB peers this session created and that are still up.
     pub fn live_peers(&self) -> Vec<u32> {
         self.neighbours
             .values()
-            .flat_map(|n| n.ribs.iter().flatten())
+            .flat_map(|n| n.ribs.values())
             .filter(|p| p.is_up())
             .map(|p| p.id)
             .collect()
@@ -320,7 +357,7 @@ impl Session {
                 let h = PeerHeader::parse(&mut c).map_err(trunc)?;
                 match self.neighbours.remove(&h.neighbour()) {
                     Some(n) => {
-                        for p in n.ribs.iter().flatten() {
+                        for p in n.ribs.values() {
                             self.rib.peer_down(p.id);
                         }
                     }
@@ -331,12 +368,15 @@ impl Session {
             ROUTE_MONITORING => {
                 let h = PeerHeader::parse(&mut c).map_err(trunc)?;
                 let at = c.at;
-                self.route_monitoring(h, c.buf).map_err(|e| match e {
-                    BmpError::Bgp { source, .. } => BmpError::Bgp {
-                        kind: kname,
-                        at,
-                        source,
-                    },
+                self.route_monitoring(h, c.buf, at).map_err(|e| match e {
+                    BmpError::Bgp { source, .. } => {
+                        self.stats.session_reset += 1;
+                        BmpError::Bgp {
+                            kind: kname,
+                            at,
+                            source,
+                        }
+                    }
                     other => other,
                 })
             }
@@ -371,40 +411,51 @@ impl Session {
         // fabricated, and "the capability intent of advertise, receive or
         // both can be ignored since the presence of the capability
         // indicates enough that add-paths will be used".
-        let negotiated = |afi| {
+        let negotiated = |afi, safi| {
             if h.peer_type == 3 {
-                sent.has_addpath(afi) || rcvd.has_addpath(afi)
+                sent.has_addpath_safi(afi, safi) || rcvd.has_addpath_safi(afi, safi)
             } else {
-                wire::addpath_negotiated(&rcvd, &sent, afi)
+                wire::addpath_negotiated_safi(&rcvd, &sent, afi, safi)
             }
         };
-        let key = h.neighbour();
-        let (addpath_v4, addpath_v6) = (negotiated(1), negotiated(2));
-        match self.neighbours.get_mut(&key) {
-            // Routes that came before the first Peer Up stay: this Peer Up
-            // describes the session they belong to.
-            // Routes that came before the first Peer Up stay when they were
-            // decoded as this Peer Up says (same ADD-PATH): it completes
-            // that neighbour. Decoded otherwise, they may be wrong: they go
-            // (below), as for a neighbour replaced.
-            Some(n)
-                if n.provisional && (n.addpath_v4, n.addpath_v6) == (addpath_v4, addpath_v6) =>
-            {
-                n.provisional = false;
-                if let Some(t) = &table_name {
-                    for p in n.ribs.iter().flatten() {
-                        let _ = p.table_name.set(t.clone());
-                    }
+        // The families this Peer Up speaks about decide their ADD-PATH;
+        // the others keep what an earlier Peer Up of the same neighbour
+        // said (vendors send one Loc-RIB Peer Up per family).
+        let (mut covers, mut addpath) = (0u8, 0u8);
+        for (afi, safi) in sent.families().into_iter().chain(rcvd.families()) {
+            if let Some(b) = wire::family_bit(afi, safi) {
+                covers |= 1 << b;
+                if negotiated(afi, safi) {
+                    addpath |= 1 << b;
                 }
-                n.header = h;
-                n.table_name = table_name;
+            }
+        }
+        let key = h.neighbour();
+        match self.neighbours.get_mut(&key) {
+            // Routes that came before the first Peer Up stay when they were
+            // decoded as this Peer Up says (no ADD-PATH): it completes that
+            // neighbour. Decoded otherwise, they may be wrong: they go
+            // (below), as for a neighbour replaced.
+            Some(n) if n.provisional && addpath == 0 => {
+                n.provisional = false;
+                n.decided = covers;
+                n.addpath = 0;
+                complete(n, h, table_name);
                 return Ok(Ok(()));
             }
-            // A Peer Up for a neighbour already up: the old one went down
-            // without a Peer Down.
+            // Another Peer Up of a neighbour that is up: the same again
+            // (idempotent), or about other families (merged). Routes stay.
+            Some(n) if !n.provisional && (n.addpath ^ addpath) & n.decided & covers == 0 => {
+                n.addpath = (n.addpath & !covers) | addpath;
+                n.decided |= covers;
+                complete(n, h, table_name);
+                return Ok(Ok(()));
+            }
+            // A Peer Up that contradicts an earlier one: the old session
+            // went down without a Peer Down.
             Some(_) => {
                 if let Some(old) = self.neighbours.remove(&key) {
-                    for p in old.ribs.iter().flatten() {
+                    for p in old.ribs.values() {
                         self.rib.peer_down(p.id);
                     }
                 }
@@ -414,22 +465,27 @@ impl Session {
         self.neighbours.insert(
             key,
             Neighbour {
-                addpath_v4,
-                addpath_v6,
+                addpath,
+                decided: covers,
                 header: h,
                 table_name,
-                ribs: [None, None, None],
+                ribs: HashMap::default(),
                 provisional: false,
             },
         );
         Ok(Ok(()))
     }
 
-    fn route_monitoring(&mut self, h: PeerHeader, pdu: &[u8]) -> Result<(), BmpError> {
-        let Some(rib_kind) = h.rib() else {
+    fn route_monitoring(
+        &mut self,
+        h: PeerHeader,
+        pdu: &[u8],
+        pdu_at: usize,
+    ) -> Result<(), BmpError> {
+        let rib_kind = h.rib();
+        if matches!(rib_kind, RibKind::AdjRibOutPre | RibKind::AdjRibOutPost) {
             self.stats.adj_rib_out += 1;
-            return Ok(());
-        };
+        }
         let key = h.neighbour();
         let n = match self.neighbours.get_mut(&key) {
             Some(n) => n,
@@ -437,18 +493,19 @@ impl Session {
                 self.stats.before_peer_up += 1;
                 self.neighbours.entry(key).or_insert(Neighbour {
                     header: h.clone(),
-                    addpath_v4: false,
-                    addpath_v6: false,
+                    addpath: 0,
+                    decided: 0,
                     table_name: None,
-                    ribs: [None, None, None],
+                    ribs: HashMap::default(),
                     provisional: true,
                 })
             }
         };
         let cfg = WireConfig {
             four_octet: !h.legacy_as_path(),
-            addpath_v4: n.addpath_v4,
-            addpath_v6: n.addpath_v6,
+            addpath_v4: n.addpath & 1 != 0,
+            addpath_v6: n.addpath & 2 != 0,
+            addpath_more: n.addpath >> 2,
         };
         wire::decode_update(pdu, &cfg, &mut self.update).map_err(|source| BmpError::Bgp {
             kind: "route_monitoring",
@@ -456,41 +513,52 @@ impl Session {
             source,
         })?;
         let u = &self.update;
-        self.stats.skipped_families += u.skipped_families as u64;
+        let st = &mut self.stats;
+        st.skipped_families += u.skipped_families as u64;
+        st.labeled_nlri += u.labeled_nlri as u64;
+        st.vpn_nlri += u.vpn_nlri as u64;
+        for e in &u.errors {
+            match e.action {
+                ErrorAction::AttributeDiscard => st.attribute_discard += 1,
+                ErrorAction::TreatAsWithdraw => st.treat_as_withdraw += 1,
+            }
+            if self.errors.len() < MAX_ERROR_EVENTS {
+                self.errors.push(UpdateErrorEvent {
+                    action: e.action.as_str(),
+                    peer_type: h.peer_type,
+                    distinguisher: h.distinguisher,
+                    peer: h.address,
+                    at: pdu_at + e.at,
+                    what: e.what.clone(),
+                });
+            }
+        }
         if u.end_of_rib {
-            self.stats.end_of_rib += 1;
+            st.end_of_rib += 1;
             return Ok(());
         }
-        let slot = rib_kind.rank() as usize;
-        let peer = match &n.ribs[slot] {
-            Some(p) => Arc::clone(p),
-            None => {
-                let hh = &n.header;
-                let p = self.rib.add_peer(
-                    self.id,
-                    PeerKey {
-                        peer_type: hh.peer_type,
-                        distinguisher: hh.distinguisher,
-                        address: hh.address,
-                        asn: hh.asn,
-                        bgp_id: hh.bgp_id,
-                        rib: rib_kind,
-                    },
-                )?;
-                if let Some(t) = &n.table_name {
-                    let _ = p.table_name.set(t.clone());
-                }
-                n.ribs[slot] = Some(Arc::clone(&p));
-                p
+        let (rib, session) = (&self.rib, self.id);
+        let own = n.header.distinguisher;
+        let mut peer_of = |rd: u64| rib_peer(rib, session, n, rib_kind, rd);
+        if !u.withdrawn.is_empty() {
+            let peer = peer_of(own)?;
+            for &(prefix, path_id) in &u.withdrawn {
+                rib.withdraw(&peer, prefix, path_id);
             }
-        };
-        for &(prefix, path_id) in &u.withdrawn {
-            self.rib.withdraw(&peer, prefix, path_id);
         }
-        self.stats.withdrawn += u.withdrawn.len() as u64;
+        for &(rd, prefix, path_id) in &u.vpn_withdrawn {
+            let peer = peer_of(rd)?;
+            rib.withdraw(&peer, prefix, path_id);
+        }
+        st.withdrawn += (u.withdrawn.len() + u.vpn_withdrawn.len()) as u64;
         let (mp, conventional) = u.announced.split_at(u.mp_announced);
-        for (nlri, next_hop) in [(mp, u.next_hop_mp), (conventional, u.next_hop_v4)] {
-            if nlri.is_empty() {
+        let groups = [
+            (mp, u.next_hop_mp, None),
+            (conventional, u.next_hop_v4, None),
+            (&[][..], u.next_hop_mp, Some(&u.vpn_announced[..])),
+        ];
+        for (nlri, next_hop, vpn) in groups {
+            if nlri.is_empty() && vpn.is_none_or(|v| v.is_empty()) {
                 continue;
             }
             let wanted = crate::attrs::AttrsRef {
@@ -500,18 +568,69 @@ impl Session {
             let attrs = match &self.last_attrs {
                 Some(a) if wanted.matches(a) => Arc::clone(a),
                 _ => {
-                    let a = self.rib.intern(&wanted);
+                    let a = rib.intern(&wanted);
                     self.last_attrs = Some(Arc::clone(&a));
                     a
                 }
             };
-            for &(prefix, path_id) in nlri {
-                self.rib.announce(&peer, prefix, path_id, &attrs)?;
+            if !nlri.is_empty() {
+                let peer = peer_of(own)?;
+                for &(prefix, path_id) in nlri {
+                    rib.announce(&peer, prefix, path_id, &attrs)?;
+                }
+            }
+            for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
+                let peer = peer_of(rd)?;
+                rib.announce(&peer, prefix, path_id, &attrs)?;
             }
         }
-        self.stats.announced += u.announced.len() as u64;
+        st.announced += (u.announced.len() + u.vpn_announced.len()) as u64;
         Ok(())
     }
+}
+
+/// A later Peer Up of a known neighbour: its header and table name.
+fn complete(n: &mut Neighbour, h: PeerHeader, table_name: Option<String>) {
+    if let Some(t) = &table_name {
+        for p in n.ribs.values() {
+            let _ = p.table_name.set(t.clone());
+        }
+    }
+    n.header = h;
+    if table_name.is_some() {
+        n.table_name = table_name;
+    }
+}
+
+/// The RIB peer of neighbour `n`'s routes of `kind` in the instance `rd`,
+/// registered on first use.
+fn rib_peer(
+    rib: &Rib,
+    session: u64,
+    n: &mut Neighbour,
+    kind: RibKind,
+    rd: u64,
+) -> Result<Arc<PeerInfo>, BmpError> {
+    if let Some(p) = n.ribs.get(&(kind, rd)) {
+        return Ok(Arc::clone(p));
+    }
+    let hh = &n.header;
+    let p = rib.add_peer(
+        session,
+        PeerKey {
+            peer_type: hh.peer_type,
+            distinguisher: rd,
+            address: hh.address,
+            asn: hh.asn,
+            bgp_id: hh.bgp_id,
+            rib: kind,
+        },
+    )?;
+    if let Some(t) = &n.table_name {
+        let _ = p.table_name.set(t.clone());
+    }
+    n.ribs.insert((kind, rd), Arc::clone(&p));
+    Ok(p)
 }
 
 /// A BGP OPEN inside a Peer Up: its length comes from its own header.
@@ -539,4 +658,197 @@ fn open_at(c: &mut Cur<'_>) -> Result<OpenCaps, WireError> {
         },
         WireError::Malformed { at: a, what } => WireError::Malformed { at: at + a, what },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipfib::prefix::AnyPrefix;
+
+    fn bmp(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![3];
+        m.extend_from_slice(&((6 + body.len()) as u32).to_be_bytes());
+        m.push(kind);
+        m.extend_from_slice(body);
+        m
+    }
+
+    fn peer_header(peer_type: u8, rd: u64, addr: [u8; 4]) -> Vec<u8> {
+        let mut h = vec![peer_type, 0];
+        h.extend_from_slice(&rd.to_be_bytes());
+        h.extend_from_slice(&[0; 12]);
+        h.extend_from_slice(&addr);
+        h.extend_from_slice(&64500u32.to_be_bytes());
+        h.extend_from_slice(&addr);
+        h.extend_from_slice(&[0; 8]);
+        h
+    }
+
+    fn bgp(kind: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![0xff; 16];
+        m.extend_from_slice(&((19 + body.len()) as u16).to_be_bytes());
+        m.push(kind);
+        m.extend_from_slice(body);
+        m
+    }
+
+    /// An OPEN with these capabilities (4-octet AS always).
+    fn open(caps: &[u8]) -> Vec<u8> {
+        let mut c = vec![65, 4, 0, 0, 0xfb, 0xf4];
+        c.extend_from_slice(caps);
+        let mut body = vec![4, 0xfb, 0xf4, 0, 90, 192, 0, 2, 9, (c.len() + 2) as u8, 2];
+        body.push(c.len() as u8);
+        body.extend(c);
+        bgp(1, &body)
+    }
+
+    fn peer_up(h: &[u8], caps: &[u8]) -> Vec<u8> {
+        let mut b = h.to_vec();
+        b.extend_from_slice(&[0; 20]);
+        b.extend(open(caps));
+        b.extend(open(caps));
+        bmp(PEER_UP, &b)
+    }
+
+    fn update(origin: &[u8], nlri: &[u8]) -> Vec<u8> {
+        let mut a = vec![0x40, 1, origin.len() as u8];
+        a.extend_from_slice(origin);
+        a.extend([0x40, 2, 6, 2, 1, 0, 0, 0xfb, 0xf4, 0x40, 3, 4, 192, 0, 2, 1]);
+        let mut body = vec![0, 0];
+        body.extend_from_slice(&(a.len() as u16).to_be_bytes());
+        body.extend(a);
+        body.extend_from_slice(nlri);
+        bgp(2, &body)
+    }
+
+    fn rm(h: &[u8], u: &[u8]) -> Vec<u8> {
+        let mut b = h.to_vec();
+        b.extend_from_slice(u);
+        bmp(ROUTE_MONITORING, &b)
+    }
+
+    fn prefixes(rib: &Rib) -> Vec<(String, u32)> {
+        let mut out = Vec::new();
+        rib.for_each_prefix(|r| {
+            for e in r.entries.iter() {
+                out.push((r.prefix.to_string(), e.path_id));
+            }
+        });
+        out.sort();
+        out
+    }
+
+    /// Vendors send one Loc-RIB Peer Up per address family: ADD-PATH on
+    /// IPv4 (first Peer Up) stays when the IPv6 one (without it) follows,
+    /// and a repeated Peer Up keeps the routes.
+    #[test]
+    fn per_family_peer_ups_keep_addpath() {
+        let rib = Arc::new(Rib::new());
+        let mut s = Session::new(1, Arc::clone(&rib));
+        let h = peer_header(3, 0, [0; 4]);
+        let v4 = [1, 4, 0, 1, 0, 1, 69, 4, 0, 1, 1, 3];
+        let v6 = [1, 4, 0, 2, 0, 1];
+        s.handle(&peer_up(&h, &v4)).unwrap();
+        s.handle(&peer_up(&h, &v6)).unwrap();
+        let nlri = [0, 0, 0, 7, 24, 198, 51, 100];
+        s.handle(&rm(&h, &update(&[0], &nlri))).unwrap();
+        assert_eq!(prefixes(&rib), vec![("198.51.100.0/24".into(), 7)]);
+        s.handle(&peer_up(&h, &v4)).unwrap();
+        assert_eq!(rib.route_count(), 1, "a repeated Peer Up keeps the routes");
+        // A Peer Up that contradicts (IPv4 without ADD-PATH): a new
+        // session of that neighbour, the old routes go.
+        s.handle(&peer_up(&h, &v4[..6])).unwrap();
+        assert_eq!(rib.route_count(), 0);
+    }
+
+    /// RFC 7606: an attribute error withdraws the UPDATE's route and the
+    /// session goes on; other peers keep theirs. A framing error ends it.
+    #[test]
+    fn session_survives_attribute_errors() {
+        let rib = Arc::new(Rib::new());
+        let mut s = Session::new(1, Arc::clone(&rib));
+        let (a, b) = (
+            peer_header(0, 0, [192, 0, 2, 1]),
+            peer_header(0, 0, [192, 0, 2, 2]),
+        );
+        for h in [&a, &b] {
+            s.handle(&peer_up(h, &[])).unwrap();
+            s.handle(&rm(h, &update(&[0], &[24, 198, 51, 100])))
+                .unwrap();
+        }
+        assert_eq!(rib.route_count(), 2);
+        s.handle(&rm(&a, &update(&[7], &[24, 198, 51, 100])))
+            .unwrap();
+        assert_eq!(s.stats.treat_as_withdraw, 1);
+        let p: AnyPrefix = "198.51.100.0/24".parse().unwrap();
+        let left = rib.routes(&p);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].peer.key.address.to_string(), "192.0.2.2");
+        let errors = s.take_errors();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].peer.to_string(), "192.0.2.1");
+        assert_eq!(errors[0].action, "treat-as-withdraw");
+        // The ORIGIN attribute starts after the BMP headers (48 bytes),
+        // the BGP header (19) and the two length fields (4).
+        assert_eq!(errors[0].at, 48 + 23);
+        // NLRI that cannot be parsed: the session ends.
+        assert!(s
+            .handle(&rm(&a, &update(&[0], &[33, 1, 2, 3, 4, 5])))
+            .is_err());
+        assert_eq!(s.stats.session_reset, 1);
+        assert_eq!(rib.route_count(), 1);
+    }
+
+    /// Loc-RIB of a VRF (peer type 3 with a route distinguisher), an RD
+    /// instance peer (type 1) and Adj-RIB-Out stay out of default
+    /// queries.
+    #[test]
+    fn instances_and_rib_kinds_apart() {
+        use crate::{Instance, Query, RibSet};
+        let rib = Arc::new(Rib::new());
+        let mut s = Session::new(1, Arc::clone(&rib));
+        let vrf = peer_header(3, 0x0000_fbf3_0000_000b, [0; 4]);
+        let rd1 = peer_header(1, 0x0000_fbf3_0000_000c, [192, 0, 2, 3]);
+        let mut out = peer_header(0, 0, [192, 0, 2, 4]);
+        out[1] = 0x10;
+        for h in [&vrf, &rd1, &out] {
+            s.handle(&peer_up(h, &[])).unwrap();
+            s.handle(&rm(h, &update(&[0], &[8, 10]))).unwrap();
+        }
+        rib.sync();
+        let addr = ipfib::prefix::AnyAddr::V4(0x0a01_0203);
+        assert!(rib.lookup(addr, &Query::default()).is_none());
+        let q = |instance, ribs| Query {
+            instance,
+            ribs,
+            ..Query::default()
+        };
+        let r = rib
+            .lookup(
+                addr,
+                &q(Instance::parse("64499:11").unwrap(), RibSet::DEFAULT),
+            )
+            .unwrap();
+        assert_eq!(r.peer.key.peer_type, 3);
+        assert!(rib
+            .lookup(
+                addr,
+                &q(Instance::parse("64499:12").unwrap(), RibSet::DEFAULT)
+            )
+            .is_some());
+        let r = rib
+            .lookup(
+                addr,
+                &q(Instance::Global, RibSet::parse("adj-rib-out-pre").unwrap()),
+            )
+            .unwrap();
+        assert_eq!(r.peer.key.rib, RibKind::AdjRibOutPre);
+        let all = rib.routes_matching_in(
+            &"10.0.0.0/8".parse().unwrap(),
+            crate::Match::Exact,
+            10,
+            &q(Instance::All, RibSet::DEFAULT),
+        );
+        assert_eq!(all.len(), 2);
+    }
 }

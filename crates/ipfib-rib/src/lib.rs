@@ -20,6 +20,7 @@
 pub mod attrs;
 pub mod bmp;
 pub mod heap;
+pub mod instance;
 pub mod mrt;
 pub mod peers;
 pub mod rib;
@@ -27,5 +28,6 @@ pub mod seg;
 pub mod wire;
 
 pub use attrs::{AsPath, AttrSet, Origin};
+pub use instance::{Instance, RibSet};
 pub use peers::{PeerInfo, PeerKey, RibKind};
 pub use rib::{unmap, Entry, Hit, Match, PeerFilter, Query, Rib, Route, Routes};

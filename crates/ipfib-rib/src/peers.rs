@@ -37,6 +37,10 @@ pub enum RibKind {
     PrePolicy,
     /// A peer of an MRT RIB dump (`--mrt`).
     Mrt,
+    /// Adj-RIB-Out before outbound policy (RFC 8671: O flag, L clear).
+    AdjRibOutPre,
+    /// Adj-RIB-Out after outbound policy (RFC 8671: O and L flags).
+    AdjRibOutPost,
 }
 
 impl RibKind {
@@ -47,7 +51,30 @@ impl RibKind {
             RibKind::LocRib => 0,
             RibKind::PostPolicy => 1,
             RibKind::PrePolicy | RibKind::Mrt => 2,
+            // What the router sends, not what it uses: last.
+            RibKind::AdjRibOutPost => 3,
+            RibKind::AdjRibOutPre => 4,
         }
+    }
+
+    /// Every kind, in [`RibKind::index`] order.
+    pub const ALL: [RibKind; 6] = [
+        RibKind::LocRib,
+        RibKind::PostPolicy,
+        RibKind::PrePolicy,
+        RibKind::Mrt,
+        RibKind::AdjRibOutPre,
+        RibKind::AdjRibOutPost,
+    ];
+
+    /// A distinct small number per kind (bit sets, arrays).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The kind named `s` (as [`RibKind::as_str`] spells it).
+    pub fn parse(s: &str) -> Option<RibKind> {
+        RibKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +83,8 @@ impl RibKind {
             RibKind::PostPolicy => "post-policy",
             RibKind::PrePolicy => "pre-policy",
             RibKind::Mrt => "mrt",
+            RibKind::AdjRibOutPre => "adj-rib-out-pre",
+            RibKind::AdjRibOutPost => "adj-rib-out-post",
         }
     }
 }
@@ -65,6 +94,8 @@ impl RibKind {
 pub struct PeerKey {
     /// BMP peer type (0 global, 1 RD instance, 2 local instance, 3 Loc-RIB).
     pub peer_type: u8,
+    /// The instance's distinguisher: the per-peer header's, or for VPN
+    /// routes (SAFI 128) the route distinguisher of their NLRI.
     pub distinguisher: u64,
     pub address: IpAddr,
     pub asn: u32,

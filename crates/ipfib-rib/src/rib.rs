@@ -56,6 +56,7 @@ use ipfib::fib::{Fib, FibOptions, FibReader};
 use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
 
 use crate::attrs::{AttrSet, Attrs};
+use crate::instance::{Instance, RibSet};
 use crate::peers::{PeerInfo, PeerKey, Peers};
 use crate::seg::Segmented;
 
@@ -91,7 +92,8 @@ impl Routes {
     }
 }
 
-/// Which routes a lookup may choose.
+/// Which routes a lookup may choose. The default: the global instance's
+/// pre-policy, post-policy, Loc-RIB and MRT routes of any peer.
 #[derive(Clone, Debug, Default)]
 pub struct Query {
     /// Only this peer's routes (longest match over that peer's prefixes).
@@ -99,6 +101,21 @@ pub struct Query {
     /// Prefer the route whose next hop is this (a flow's next hop); when
     /// none has it, the usual preference applies.
     pub next_hop: Option<IpAddr>,
+    /// Which routing instances (longest match over their routes only).
+    pub instance: Instance,
+    /// Which RIB kinds.
+    pub ribs: RibSet,
+}
+
+impl Query {
+    /// Every route of every instance and RIB kind.
+    pub fn everything() -> Query {
+        Query {
+            instance: Instance::All,
+            ribs: RibSet::ALL,
+            ..Query::default()
+        }
+    }
 }
 
 /// A peer restriction.
@@ -410,17 +427,23 @@ impl Inner {
         }
     }
 
-    /// Whether `e` (live) fits the peer restriction.
+    /// Whether `e` (live) fits the query's peer, instance and RIB kinds.
     #[inline]
-    fn peer_fits(&self, e: &Entry, filter: &Option<PeerFilter>) -> bool {
-        match filter {
-            None => true,
-            Some(PeerFilter::Id(id)) => e.peer == *id,
-            Some(PeerFilter::Address(a)) => self
-                .peers
-                .get(e.peer)
-                .is_some_and(|p| unmap(p.key.address) == unmap(*a)),
+    fn peer_fits(&self, e: &Entry, q: &Query) -> bool {
+        if q.peer.is_none() && q.instance == Instance::All && q.ribs == RibSet::ALL {
+            return true;
         }
+        let Some(p) = self.peers.get(e.peer) else {
+            return false;
+        };
+        let k = &p.key;
+        q.ribs.has(k.rib)
+            && q.instance.fits(k.peer_type, k.distinguisher)
+            && match &q.peer {
+                None => true,
+                Some(PeerFilter::Id(id)) => e.peer == *id,
+                Some(PeerFilter::Address(a)) => unmap(k.address) == unmap(*a),
+            }
     }
 
     /// The entry a lookup chooses among `routes` (already in preference
@@ -429,7 +452,7 @@ impl Inner {
     fn choose<'r>(&self, routes: &'r Routes, q: &Query) -> Option<&'r Entry> {
         if q.peer.is_none() && q.next_hop.is_none() {
             if let Some(b) = &routes.best {
-                if self.peers.is_live(b.peer) {
+                if self.peers.is_live(b.peer) && self.peer_fits(b, q) {
                     return Some(b);
                 }
             }
@@ -439,7 +462,7 @@ impl Inner {
             let by_nh = routes.entries.iter().find(|e| {
                 e.attrs.next_hop.map(unmap) == Some(nh)
                     && self.peers.is_live(e.peer)
-                    && self.peer_fits(e, &q.peer)
+                    && self.peer_fits(e, q)
             });
             if by_nh.is_some() {
                 return by_nh;
@@ -448,7 +471,7 @@ impl Inner {
         routes
             .entries
             .iter()
-            .find(|e| self.peers.is_live(e.peer) && self.peer_fits(e, &q.peer))
+            .find(|e| self.peers.is_live(e.peer) && self.peer_fits(e, q))
     }
 
     /// Order of entries within a prefix: true if `a` is preferred to `b`.
@@ -892,7 +915,7 @@ impl Rib {
     /// rib.sync();
     /// let len = |q: &Query| rib.lookup_with(addr("10.1.2.3"), q, |p, _| p.len());
     /// assert_eq!(len(&Query::default()), Some(16));
-    /// let only_a = Query { peer: Some(PeerFilter::Id(a.id)), next_hop: None };
+    /// let only_a = Query { peer: Some(PeerFilter::Id(a.id)), ..Query::default() };
     /// assert_eq!(len(&only_a), Some(8));
     /// # Ok::<(), ipfib_rib::rib::RibError>(())
     /// ```
@@ -1092,12 +1115,12 @@ impl Rib {
         let Some(&id) = self.inner.ids.pin().get(prefix) else {
             return Vec::new();
         };
-        self.live_routes(*prefix, id)
+        self.live_routes(*prefix, id, &Query::everything())
     }
 
-    /// `prefix`'s live routes through its id (none if the id was freed or
-    /// recycled since it was read).
-    fn live_routes(&self, prefix: AnyPrefix, id: u32) -> Vec<Route> {
+    /// `prefix`'s live routes that `q` allows, through its id (none if the
+    /// id was freed or recycled since it was read).
+    fn live_routes(&self, prefix: AnyPrefix, id: u32, q: &Query) -> Vec<Route> {
         let Some(slot) = self.inner.slot(id) else {
             return Vec::new();
         };
@@ -1107,7 +1130,7 @@ impl Rib {
         };
         r.entries
             .iter()
-            .filter(|e| self.inner.peers.is_live(e.peer))
+            .filter(|e| self.inner.peers.is_live(e.peer) && self.inner.peer_fits(e, q))
             .filter_map(|e| self.route_of(r.prefix, e.clone()))
             .collect()
     }
@@ -1143,6 +1166,18 @@ impl Rib {
     /// # Ok::<(), ipfib_rib::rib::RibError>(())
     /// ```
     pub fn routes_matching(&self, prefix: &AnyPrefix, m: Match, limit: usize) -> Vec<Route> {
+        self.routes_matching_in(prefix, m, limit, &Query::everything())
+    }
+
+    /// As [`Rib::routes_matching`], only the routes `q` allows (its
+    /// instance, RIB kinds and peer; its next hop is ignored).
+    pub fn routes_matching_in(
+        &self,
+        prefix: &AnyPrefix,
+        m: Match,
+        limit: usize,
+        q: &Query,
+    ) -> Vec<Route> {
         let mut prefixes: Vec<(AnyPrefix, u32)> = match m {
             Match::Exact => self
                 .inner
@@ -1178,7 +1213,7 @@ impl Rib {
         prefixes.sort();
         let mut out = Vec::new();
         for (p, id) in prefixes {
-            for r in self.live_routes(p, id) {
+            for r in self.live_routes(p, id, q) {
                 if out.len() >= limit {
                     return out;
                 }

@@ -755,6 +755,7 @@ fn decoders_agree_on_damaged_updates() {
             four_octet: true,
             addpath_v4: *addpath,
             addpath_v6: *addpath,
+            addpath_more: 0,
         };
         let mut rc = SessionConfig::modern();
         if *addpath {
@@ -772,6 +773,29 @@ fn decoders_agree_on_damaged_updates() {
         })
         .unwrap_or_else(|_| Err("routecore panicked".into()));
         let class = match (ours, theirs) {
+            // RFC 7606 treat-as-withdraw: every route the UPDATE names is
+            // withdrawn (routecore reads the same prefixes as announced or
+            // withdrawn).
+            (Ok(()), Ok(v)) if u.treat_as_withdraw => {
+                let mut w = u.withdrawn.clone();
+                let mut vw: Vec<(AnyPrefix, u32)> = v.withdrawn;
+                vw.extend(v.announced.iter().map(|x| (x.0, x.1)));
+                w.sort();
+                vw.sort();
+                if u.labeled_nlri == 0 && w != vw {
+                    disagreements.push(format!(
+                        "{}\n  ours (treat-as-withdraw) withdrawn {w:?}\n  routecore {vw:?}",
+                        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+                    ));
+                }
+                "we treat as withdraw".to_string()
+            }
+            // Labeled unicast and VPN NLRI: routecore's view has unicast
+            // only; attributes discarded may differ in what remains.
+            (Ok(()), Ok(_)) if u.labeled_nlri > 0 || u.vpn_nlri > 0 => {
+                "we decode labeled/VPN NLRI".to_string()
+            }
+            (Ok(()), Ok(_)) if !u.errors.is_empty() => "we discard an attribute".to_string(),
             (Ok(()), Ok(v)) => {
                 let (mut w, mut a) = our_view(&u);
                 let (mut vw, mut va) = (v.withdrawn, v.announced);
@@ -790,6 +814,9 @@ fn decoders_agree_on_damaged_updates() {
             (Err(_), Err(_)) => "both refuse".to_string(),
             (Ok(()), Err(e)) => {
                 let known = e.contains("non-zero host portion")
+                    || !u.errors.is_empty()
+                    || u.labeled_nlri > 0
+                    || u.vpn_nlri > 0
                     || (u.skipped_families > 0
                         && [
                             "invalid MP_REACH_NLRI",
@@ -819,6 +846,10 @@ fn decoders_agree_on_damaged_updates() {
                     "LARGE_COMMUNITY length",
                     "expected 1",
                     "expected 4",
+                    "label",
+                    "route distinguisher",
+                    "prefix length",
+                    "next hop length",
                 ]
                 .iter()
                 .any(|k| what.contains(k));

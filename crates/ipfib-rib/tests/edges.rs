@@ -335,6 +335,7 @@ fn hostile_bytes_never_panic() {
             four_octet: i % 2 == 0,
             addpath_v4: i % 3 == 0,
             addpath_v6: i % 5 == 0,
+            addpath_more: (i % 7) as u8,
         };
         let _ = decode_update(&body[cut..], &cfg, &mut u);
         let _ = decode_open(&body[cut.min(body.len())..]);

@@ -279,6 +279,7 @@ fn check(
                 Query {
                     peer: Some(PeerFilter::Id(id)),
                     next_hop: None,
+                    ..Query::default()
                 },
                 Box::new(move |_, m| m.peer == id),
             ));
@@ -288,6 +289,7 @@ fn check(
                 Query {
                     peer: None,
                     next_hop: Some(nh(n, v6)),
+                    ..Query::default()
                 },
                 Box::new(|_, _| true),
             ));
@@ -362,10 +364,12 @@ fn check(
     queries.extend(peer_ids.iter().map(|&id| Query {
         peer: Some(PeerFilter::Id(id)),
         next_hop: None,
+        ..Query::default()
     }));
     queries.push(Query {
         peer: None,
         next_hop: Some(nh(1, false)),
+        ..Query::default()
     });
     let single = |a: AnyAddr, q: &Query| {
         rib.lookup(a, q).map(|r| Hit {

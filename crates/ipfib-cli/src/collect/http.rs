@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
-use ipfib_rib::{Match, PeerFilter, Query};
+use ipfib_rib::{Instance, Match, PeerFilter, Query, RibSet};
 use serde_json::{json, Value};
 
 use super::{json as j, Ctx};
@@ -53,6 +53,18 @@ fn peer_filter(v: &str) -> Result<PeerFilter, String> {
         .map_err(|_| format!("peer {v:?} is neither a peer id nor an address"))
 }
 
+/// `instance=` (a route distinguisher, `all`; default the global
+/// instance) and `rib=` (a comma list of RIB kinds) into `query`.
+fn scope(q: &HashMap<String, String>, query: &mut Query) -> Result<(), String> {
+    if let Some(i) = q.get("instance") {
+        query.instance = Instance::parse(i)?;
+    }
+    if let Some(r) = q.get("rib") {
+        query.ribs = RibSet::parse(r)?;
+    }
+    Ok(())
+}
+
 async fn lookup(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let Some(ip_text) = q.get("ip") else {
@@ -66,6 +78,9 @@ async fn lookup(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
             .into_response();
     };
     let mut query = Query::default();
+    if let Err(e) = scope(&q, &mut query) {
+        return bad(e);
+    }
     if let Some(p) = q.get("peer") {
         match peer_filter(p) {
             Ok(f) => query.peer = Some(f),
@@ -131,10 +146,15 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         Some(Ok(l)) => l.min(1_000_000),
         Some(Err(_)) => return bad("limit must be a number".into()),
     };
+    let mut query = Query::default();
+    if let Err(e) = scope(&q, &mut query) {
+        return bad(e);
+    }
     let rib = Arc::clone(&ctx.rib);
     // `longer` scans the RIB: off the async workers.
     let found =
-        tokio::task::spawn_blocking(move || rib.routes_matching(&prefix, m, limit + 1)).await;
+        tokio::task::spawn_blocking(move || rib.routes_matching_in(&prefix, m, limit + 1, &query))
+            .await;
     let Ok(mut found) = found else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,

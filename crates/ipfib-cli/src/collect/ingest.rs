@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ipfib_rib::bmp::{frame, Session};
+use ipfib_rib::bmp::{frame, Session, SessionStats, INITIATION};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -64,6 +64,87 @@ fn unix_now() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// Error log lines per second a session may write; the rest are counted.
+const ERROR_LINES_PER_SECOND: u32 = 10;
+
+/// The per-session rate limit of UPDATE error log lines.
+struct LogLimit {
+    since: Instant,
+    lines: u32,
+    suppressed: u64,
+}
+
+/// Log the session's RFC 7606 errors (rate-limited) and add its new
+/// counts to the service's metrics.
+fn publish(ctx: &Ctx, id: u64, s: &mut Session, seen: &mut SessionStats, limit: &mut LogLimit) {
+    let m = &ctx.metrics;
+    let st = &s.stats;
+    let add = |a: &AtomicU64, now: u64, before: u64| {
+        if now > before {
+            a.fetch_add(now - before, Ordering::Relaxed);
+        }
+    };
+    add(
+        &m.update_errors[0],
+        st.attribute_discard,
+        seen.attribute_discard,
+    );
+    add(
+        &m.update_errors[1],
+        st.treat_as_withdraw,
+        seen.treat_as_withdraw,
+    );
+    add(&m.update_errors[2], st.session_reset, seen.session_reset);
+    add(&m.labeled_nlri, st.labeled_nlri, seen.labeled_nlri);
+    add(&m.vpn_nlri, st.vpn_nlri, seen.vpn_nlri);
+    add(
+        &m.skipped_families,
+        st.skipped_families,
+        seen.skipped_families,
+    );
+    add(&m.adj_rib_out, st.adj_rib_out, seen.adj_rib_out);
+    let new_errors = (st.attribute_discard + st.treat_as_withdraw)
+        .saturating_sub(seen.attribute_discard + seen.treat_as_withdraw);
+    *seen = st.clone();
+    let events = s.take_errors();
+    // Errors past the session's event buffer were counted, not kept.
+    let unkept = new_errors.saturating_sub(events.len() as u64);
+    limit.suppressed += unkept;
+    m.update_error_logs_suppressed
+        .fetch_add(unkept, Ordering::Relaxed);
+    for e in events {
+        if limit.since.elapsed() >= Duration::from_secs(1) {
+            if limit.suppressed > 0 {
+                tracing::warn!(
+                    session = id,
+                    suppressed = limit.suppressed,
+                    "UPDATE error log lines suppressed"
+                );
+            }
+            limit.since = Instant::now();
+            limit.lines = 0;
+            limit.suppressed = 0;
+        }
+        if limit.lines < ERROR_LINES_PER_SECOND {
+            limit.lines += 1;
+            tracing::warn!(
+                session = id,
+                peer = %e.peer,
+                peer_type = e.peer_type,
+                rd = %ipfib_rib::instance::format_rd(e.distinguisher),
+                offset = e.at,
+                action = e.action,
+                error = %e.what,
+                "BGP UPDATE attribute error (RFC 7606)"
+            );
+        } else {
+            limit.suppressed += 1;
+            m.update_error_logs_suppressed
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Accept BMP connections until shutdown.
@@ -127,6 +208,12 @@ async fn run_session(
     let opts = &ctx.opts;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut partial_since: Option<Instant> = None;
+    let mut seen = SessionStats::default();
+    let mut limit = LogLimit {
+        since: Instant::now(),
+        lines: 0,
+        suppressed: 0,
+    };
     let (reason, detail): (&str, String) = 'outer: loop {
         // Apply every complete message in the buffer.
         let mut start = 0;
@@ -135,7 +222,18 @@ async fn run_session(
                 Ok(Some(n)) => {
                     let msg = &buf[start..start + n];
                     let kind = msg[5] as usize;
-                    if let Err(e) = session.handle(msg) {
+                    let r = session.handle(msg);
+                    publish(ctx, id, &mut session, &mut seen, &mut limit);
+                    if msg[5] == INITIATION {
+                        // Shown by /api/v1/peers as soon as it is read.
+                        if let Some(n) = &session.info.sys_name {
+                            let _ = shared.sys_name.set(n.clone());
+                        }
+                        if let Some(d) = &session.info.sys_descr {
+                            let _ = shared.sys_descr.set(d.clone());
+                        }
+                    }
+                    if let Err(e) = r {
                         break 'outer (
                             "decode_error",
                             format!(
@@ -164,12 +262,6 @@ async fn run_session(
         }
         if start > 0 {
             buf.drain(..start);
-            if let Some(n) = &session.info.sys_name {
-                let _ = shared.sys_name.set(n.clone());
-            }
-            if let Some(d) = &session.info.sys_descr {
-                let _ = shared.sys_descr.set(d.clone());
-            }
         }
         // A message begun and not finished within the slow-sender
         // timeout ends the session; otherwise wait up to the idle timeout.

@@ -3,6 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use ipfib_rib::attrs::{AS_CONFED_SET, AS_SET};
+use ipfib_rib::instance;
 use ipfib_rib::{PeerInfo, Route};
 use serde_json::{json, Value};
 
@@ -47,6 +48,8 @@ pub fn route(r: &Route) -> Value {
         "peer_asn": r.peer.key.asn,
         "peer_bgp_id": std::net::Ipv4Addr::from(r.peer.key.bgp_id).to_string(),
         "rib": r.peer.key.rib.as_str(),
+        "peer_type": instance::peer_type_name(r.peer.key.peer_type),
+        "rd": rd(&r.peer),
         "path_id": r.path_id,
         "communities": communities(r),
         "large_communities": large_communities(r),
@@ -56,6 +59,14 @@ pub fn route(r: &Route) -> Value {
     })
 }
 
+/// The instance's route distinguisher as text; null for the global
+/// instance.
+pub fn rd(p: &PeerInfo) -> Option<String> {
+    let k = &p.key;
+    (!instance::is_global(k.peer_type, k.distinguisher))
+        .then(|| instance::format_rd(k.distinguisher))
+}
+
 pub fn peer(p: &PeerInfo) -> Value {
     let down = p.down_since.load(Ordering::Relaxed);
     json!({
@@ -63,6 +74,8 @@ pub fn peer(p: &PeerInfo) -> Value {
         "session": p.session,
         "peer_type": p.key.peer_type,
         "distinguisher": p.key.distinguisher,
+        "peer_type_name": instance::peer_type_name(p.key.peer_type),
+        "rd": rd(p),
         "address": p.key.address.to_string(),
         "asn": p.key.asn,
         "bgp_id": std::net::Ipv4Addr::from(p.key.bgp_id).to_string(),

@@ -34,7 +34,23 @@ pub struct Metrics {
     pub lookups: [AtomicU64; BUCKETS.len() + 1],
     pub lookup_nanos: AtomicU64,
     pub http_requests: AtomicU64,
+    /// RFC 7606 UPDATE errors by action ([`UPDATE_ERROR_ACTIONS`] order).
+    pub update_errors: [AtomicU64; 3],
+    /// Error log lines left out by the per-session rate limit.
+    pub update_error_logs_suppressed: AtomicU64,
+    /// NLRI decoded from labeled-unicast and VPN attributes; MP
+    /// attributes of families not decoded.
+    pub labeled_nlri: AtomicU64,
+    pub vpn_nlri: AtomicU64,
+    pub skipped_families: AtomicU64,
+    /// Route Monitoring messages of Adj-RIB-Out (RFC 8671).
+    pub adj_rib_out: AtomicU64,
 }
+
+/// RFC 7606 actions, as the `action` label of
+/// `ipfib_bmp_update_errors_total`.
+pub const UPDATE_ERROR_ACTIONS: [&str; 3] =
+    ["attribute-discard", "treat-as-withdraw", "session-reset"];
 
 impl Metrics {
     pub fn end(&self, reason: &str) {
@@ -123,6 +139,64 @@ impl Metrics {
             "counter",
         );
         let _ = writeln!(o, "ipfib_bmp_received_bytes_total {}", get(&self.bytes));
+        counter(
+            &mut o,
+            "ipfib_bmp_update_errors_total",
+            "Path attribute errors in BGP UPDATEs, by RFC 7606 action.",
+            "counter",
+        );
+        for (i, a) in UPDATE_ERROR_ACTIONS.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "ipfib_bmp_update_errors_total{{action=\"{a}\"}} {}",
+                get(&self.update_errors[i])
+            );
+        }
+        counter(
+            &mut o,
+            "ipfib_bmp_update_error_logs_suppressed_total",
+            "UPDATE error log lines left out by the per-session rate limit.",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_update_error_logs_suppressed_total {}",
+            get(&self.update_error_logs_suppressed)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_nlri_total",
+            "NLRI decoded from labeled-unicast (SAFI 4) and VPN (SAFI 128) attributes.",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_nlri_total{{family=\"labeled-unicast\"}} {}\nipfib_bmp_nlri_total{{family=\"vpn\"}} {}",
+            get(&self.labeled_nlri),
+            get(&self.vpn_nlri)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_skipped_families_total",
+            "MP_REACH/MP_UNREACH attributes of address families not decoded (skipped).",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_skipped_families_total {}",
+            get(&self.skipped_families)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_adj_rib_out_messages_total",
+            "Route Monitoring messages of Adj-RIB-Out (RFC 8671), kept as their own RIB kinds.",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_bmp_adj_rib_out_messages_total {}",
+            get(&self.adj_rib_out)
+        );
         let c = rib.counters();
         counter(
             &mut o,
