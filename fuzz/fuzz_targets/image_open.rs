@@ -3,7 +3,8 @@
 //! byte opens it verified, unverified or resealed (every checksum
 //! recomputed, so mutations reach the structural checks), and a file that
 //! opens answers single and batch lookups on addresses from the input and
-//! its own routes (ipfib::check::check_image_bytes). Seeds:
+//! its own routes, every answer a miss or below the route (value) count
+//! callers index with (ipfib::check::check_image_bytes). Seeds:
 //! `cargo test -p ipfib --test image -- --ignored write_image_fuzz_seeds`.
 //!
 //! cargo +nightly fuzz run image_open corpus/image_open seeds/image_open -- \

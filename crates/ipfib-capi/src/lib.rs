@@ -752,4 +752,72 @@ mod tests {
         // Empty ranges never overlap, even at the same address.
         assert!(disjoint(&[(100, 0, "a"), (100, 4, "b")]).is_ok());
     }
+
+    /// `*route_index` is below `ipfib_route_count` or `IPFIB_NO_ROUTE`: a
+    /// compiled table file whose engine answers past its routes is refused
+    /// when opened, with a message naming the place, never handed to C.
+    #[test]
+    fn a_compiled_file_answering_past_its_routes_is_refused() {
+        use ipfib_core::engine::auto::{AutoOptions, Kind};
+        use ipfib_core::image::{reseal, to_bytes};
+        use std::ffi::{CStr, CString};
+        let mut t = ipfib_core::table::Table::new();
+        t.insert("10.0.0.0/8".parse().unwrap(), "ten".to_string())
+            .unwrap();
+        let opts = AutoOptions {
+            force: Some((Kind::Poptrie, Some(8))),
+            calibrate: false,
+            ..AutoOptions::default()
+        };
+        let good = to_bytes(&t, &opts, "capi test").unwrap();
+        // The first direct-pointing leaf of answer 0 (`0x8000_0000`, in the
+        // IPv4 value engine) made to answer 5, the file resealed.
+        let mut bad = good.clone();
+        let at = (64..bad.len())
+            .step_by(4)
+            .find(|&i| bad[i..i + 4] == 0x8000_0000u32.to_le_bytes())
+            .unwrap();
+        bad[at..at + 4].copy_from_slice(&0x8000_0005u32.to_le_bytes());
+        reseal(&mut bad);
+        let dir = std::env::temp_dir().join(format!("ipfib-capi-answers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let open = |bytes: &[u8], name: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let c_path = CString::new(path.to_str().unwrap()).unwrap();
+            let mut out: *mut IpfibTable = std::ptr::null_mut();
+            // SAFETY: a NUL-terminated path, NULL format and value, a
+            // writable `out`.
+            let status = unsafe {
+                ipfib_table_open(
+                    c_path.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    0,
+                    &mut out,
+                )
+            };
+            // SAFETY: NUL-terminated, valid until the next error here.
+            let error = unsafe { CStr::from_ptr(ipfib_last_error()) }
+                .to_string_lossy()
+                .into_owned();
+            (status, out, error)
+        };
+        let (status, out, _) = open(&good, "good.ipfib");
+        assert_eq!(status, IpfibStatus::Ok);
+        let mut ri = 0u32;
+        // SAFETY: a live table and a writable output; NULL prefix_len.
+        let st = unsafe { ipfib_lookup_v4(out, 0x0a00_0001, &mut ri, std::ptr::null_mut()) };
+        assert_eq!((st, ri), (IpfibStatus::Ok, 0));
+        // SAFETY: from ipfib_table_open, freed once.
+        unsafe { ipfib_table_free(out) };
+        let (status, out, error) = open(&bad, "bad.ipfib");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(status, IpfibStatus::Parse, "{error}");
+        assert!(out.is_null());
+        assert!(
+            error.contains("bad.ipfib") && error.contains("answer 5, not below 1"),
+            "{error}"
+        );
+    }
 }

@@ -236,3 +236,48 @@ fn damaged_and_foreign_files_exit_2_naming_the_offset() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--output-format"), "{}", r.stderr);
 }
+
+/// A file whose engine answers a route past its route list (one direct
+/// entry of a one-route file rewritten, every checksum recomputed) is
+/// refused by every command that opens it: exit 2 naming the bound, never
+/// a wrong answer or a panic indexing the routes by it.
+#[test]
+fn a_file_answering_past_its_routes_exits_2() {
+    use ipfib::engine::auto::{AutoOptions, Kind};
+    use ipfib::image::{reseal, to_bytes};
+    let mut t = ipfib::table::Table::new();
+    t.insert("10.0.0.0/8".parse().unwrap(), "inside").unwrap();
+    let opts = AutoOptions {
+        force: Some((Kind::Poptrie, Some(8))),
+        calibrate: false,
+        ..AutoOptions::default()
+    };
+    let mut b = to_bytes(&t, &opts, "one route").unwrap();
+    // The first direct-pointing leaf answering 0 (`0x8000_0000`) after the
+    // header answers 5 instead.
+    let at = (64..b.len())
+        .step_by(4)
+        .find(|&i| b[i..i + 4] == 0x8000_0000u32.to_le_bytes())
+        .unwrap();
+    b[at..at + 4].copy_from_slice(&0x8000_0005u32.to_le_bytes());
+    reseal(&mut b);
+    let bad = tmp("answers-past-the-routes.ipfib");
+    std::fs::write(&bad, &b).unwrap();
+    let bad = bad.to_str().unwrap();
+    for args in [
+        vec!["lookup", "--table", bad, "10.0.0.1"],
+        vec!["info", bad],
+        vec!["classify", "--networks", bad, "--pcap", "/nonexistent.pcap"],
+    ] {
+        let r = ipfib(&args, None);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("damaged compiled table file at byte")
+                && r.stderr.contains("answer 5, not below 1"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{args:?}: {}", r.stderr);
+    }
+}

@@ -220,6 +220,15 @@ macro_rules! flush_family {
         let b = &mut this.$batch;
         this.table.$lookup(&b.src[..n], &mut b.so[..n]);
         this.table.$lookup(&b.dst[..n], &mut b.do_[..n]);
+        // The per-route slots below are indexed by ordinal: one past the
+        // route count (which `Answer` rules out, and a compiled table
+        // file's opener refuses) counts as a miss, never as a panic.
+        let routes = this.$slot.len();
+        for o in b.so[..n].iter_mut().chain(&mut b.do_[..n]) {
+            if *o as usize >= routes {
+                *o = NO_ROUTE;
+            }
+        }
         let mark = this.closed + 1;
         for i in 0..n {
             let (s, d, len) = (b.so[i], b.do_[i], b.len[i]);
@@ -818,6 +827,42 @@ mod tests {
         );
         assert_eq!(c.totals.dir[IN].peak.packets, 4);
         assert_eq!(c.windows(), 3);
+    }
+
+    /// A table breaking `Answer`'s contract: every address answers
+    /// ordinal 5 of a single route.
+    struct PastTheRoutes;
+
+    impl Answer for PastTheRoutes {
+        fn batch_v4(&self, _: &[u32], ordinals: &mut [u32]) {
+            ordinals.fill(5);
+        }
+        fn batch_v6(&self, _: &[u128], ordinals: &mut [u32]) {
+            ordinals.fill(5);
+        }
+        fn route_v4(&self, o: u32) -> Option<(ipfib::prefix::Prefix<u32>, &str)> {
+            (o == 0).then(|| ("10.0.0.0/8".parse().unwrap(), "inside"))
+        }
+        fn route_v6(&self, _: u32) -> Option<(ipfib::prefix::Prefix<u128>, &str)> {
+            None
+        }
+        fn routes_v4(&self) -> usize {
+            1
+        }
+        fn routes_v6(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn ordinals_past_the_routes_count_as_misses() {
+        let t = PastTheRoutes;
+        let mut c = Classifier::new(&t, Vec::new());
+        c.frame(SEC, 100, LINK_RAW, &ip([192, 0, 2, 1], [10, 0, 0, 1]));
+        c.finish();
+        assert_eq!(c.totals.dir[OTHER].total.packets, 1);
+        assert_eq!(c.totals.dir[IN].total, Pb::default());
+        assert!(c.nets.is_empty());
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //!   checksum verification, or resealed (every checksum recomputed, so a
 //!   mutation reaches the structural checks behind them). A refusal must be
 //!   an error whose offset lies inside the file; a file that opens must
-//!   answer every lookup, single and batch, without crashing, and the two
-//!   must agree (both walk the same validated structure).
+//!   answer every lookup, single and batch, without crashing, the two
+//!   must agree (both walk the same validated structure), and every answer
+//!   must be a miss or index the file's lists: a route ordinal below the
+//!   route count, a value slot below the value count (callers index with
+//!   them unchecked: `classify`'s counters, the C ABI's `route_index`).
 //! - [`check_image_round_trip`]: the bytes spell a small table
 //!   ([`EngineCase`]); it is written under one forced engine kind and
 //!   reopened, and the file must answer exactly as the route table does.
@@ -14,7 +17,7 @@
 use super::boundary_queries;
 use super::engines::EngineCase;
 use crate::engine::auto::{AutoOptions, Kind};
-use crate::engine::{Engine, Family};
+use crate::engine::{Engine, Family, NO_ROUTE};
 use crate::image::{reseal, to_bytes, FamilyImage, ImageError, ImageTable, OpenOptions};
 use crate::prefix::{AnyAddr, AnyPrefix, Prefix};
 use crate::table::Table;
@@ -93,13 +96,34 @@ fn family<A: Family>(f: &FamilyImage<A>, extra: Vec<A>) -> Result<(), String> {
     q.extend(extra);
     let half = A::MAX.to_u128() >> 1;
     q.extend([half, half + 1].map(A::from_u128_truncate));
+    // What callers rely on, for the whole structure (the opener's check,
+    // through the public API) and for every answer below.
+    let (routes, values) = (bound(f.len()), bound(f.values()));
+    f.by_route()
+        .validate_below(routes)
+        .map_err(|e| format!("route engine answers past {routes} routes: {e}"))?;
+    f.by_value()
+        .validate_below(values)
+        .map_err(|e| format!("value engine answers past {values} values: {e}"))?;
+    let in_range = |what: &str, a: A, o: u32, n: u32| match o {
+        NO_ROUTE => Ok(()),
+        o if o < n => Ok(()),
+        o => Err(format!("{what} at {a:?}: answer {o} of {n}")),
+    };
     let singles: Vec<Option<(Prefix<A>, &str)>> = q.iter().map(|&a| f.lookup(a)).collect();
+    for &a in &q {
+        in_range("route engine", a, f.by_route().lookup(a), routes)?;
+    }
     let slots: Vec<u32> = q.iter().map(|&a| f.value_slot(a)).collect();
+    for (&a, &s) in q.iter().zip(&slots) {
+        in_range("value_slot", a, s, values)?;
+    }
     let mut out = vec![0u32; q.len()];
     let mut batches = |name: &str, run: &dyn Fn(&[A], &mut [u32])| -> Result<(), String> {
         out.fill(0);
         run(&q, &mut out);
         for (i, (&a, &o)) in q.iter().zip(&out).enumerate() {
+            in_range(name, a, o, routes)?;
             if f.route(o) != singles[i] {
                 return Err(format!(
                     "{name} at {a:?}: batch {:?}, single {:?}",
@@ -119,6 +143,7 @@ fn family<A: Family>(f: &FamilyImage<A>, extra: Vec<A>) -> Result<(), String> {
     let mut vout = vec![0u32; q.len()];
     f.by_value().lookup_batch::<32>(&q, &mut vout);
     for (i, &a) in q.iter().enumerate() {
+        in_range("value engine batch", a, vout[i], values)?;
         if vout[i] != slots[i] {
             return Err(format!(
                 "value engine at {a:?}: batch {}, single {}",
@@ -138,6 +163,11 @@ fn family<A: Family>(f: &FamilyImage<A>, extra: Vec<A>) -> Result<(), String> {
     );
     let _ = (f.by_value().choice(), f.by_route().choice());
     Ok(())
+}
+
+/// A list's length as an answer bound (`NO_ROUTE` past `u32`).
+fn bound(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(NO_ROUTE)
 }
 
 /// Engine kinds (with direct-pointing bits) [`check_image_round_trip`]

@@ -254,6 +254,9 @@ impl<A: Family> Engine<A> for StrayFlat<A> {
     fn validate(&self) -> Result<(), String> {
         self.0.validate()
     }
+    fn validate_below(&self, bound: u32) -> Result<(), String> {
+        self.0.validate_below(bound)
+    }
 }
 
 /// The reference answers and the intervals every variant is built from.
@@ -282,6 +285,13 @@ impl<A: Family, V: Clone + Eq + std::hash::Hash + Debug> Checker<'_, A, V> {
         let c = Compiled::<A, V, E>::with_engine(self.table, opts)
             .map_err(|e| build_error(&e, name))?;
         c.engine().validate().map_err(|e| invalid(e, name))?;
+        // Every answer is below the route count (what a compiled table
+        // file's opener requires of the route engine).
+        let routes = u32::try_from(c.len()).unwrap_or(NO_ROUTE);
+        c.engine()
+            .validate_below(routes)
+            .map_err(|e| invalid(e, name))?;
+        let mut top = None;
         for (&a, w) in self.queries.iter().zip(self.want) {
             let got = c.lookup(a);
             if got != *w {
@@ -293,6 +303,21 @@ impl<A: Family, V: Clone + Eq + std::hash::Hash + Debug> Checker<'_, A, V> {
                 || (ordinal != NO_ROUTE && ordinal as usize >= c.len())
             {
                 return Err(mismatch(name, a, &format!("ordinal for {w:?}"), &ordinal));
+            }
+            if ordinal != NO_ROUTE {
+                top = top.max(Some(ordinal));
+            }
+        }
+        // And the bound check sees the answers: one below the largest
+        // ordinal answered is refused.
+        if let Some(top) = top {
+            if c.engine().validate_below(top).is_ok() {
+                return Err(Mismatch {
+                    engine: name.to_string(),
+                    addr: "-".into(),
+                    got: format!("validate_below({top}) accepted"),
+                    want: format!("refused: ordinal {top} is answered"),
+                });
             }
         }
         check_batches(name, self.queries, c.engine())?;

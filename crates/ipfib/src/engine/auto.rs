@@ -343,8 +343,12 @@ impl<A: Family> AutoEngine<A> {
         }
     }
 
-    /// Read what `save` wrote; every engine is validated.
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+    /// Read what `save` wrote; every engine is validated, its answers
+    /// bounded as `answers` says.
+    pub(crate) fn load(
+        r: &mut crate::image::Reader,
+        answers: crate::image::Answers,
+    ) -> Result<Self, crate::image::ImageError> {
         let at = r.offset_of_next();
         let m = r.meta("auto choice", 7)?;
         let bad = |why: &str| crate::image::invalid(at, "auto choice", why);
@@ -352,10 +356,10 @@ impl<A: Family> AutoEngine<A> {
         let batch = meta_pick(m[2], m[3]).ok_or_else(|| bad("unknown batch engine"))?;
         let reason = r.text("auto reason")?;
         let reason = String::from_utf8_lossy(&reason).into_owned();
-        let first = Built::load(r)?;
+        let first = Built::load(r, answers)?;
         let second = match m[6] {
             0 => None,
-            _ => Some(Built::load(r)?),
+            _ => Some(Built::load(r, answers)?),
         };
         if first.kind() != single.0
             || second.as_ref().map_or(single, |b| (b.kind(), batch.1)).0 != batch.0
@@ -777,6 +781,12 @@ impl<A: Family> Engine<A> for AutoEngine<A> {
     fn validate(&self) -> Result<(), String> {
         self.single.validate()?;
         self.batch.as_ref().map_or(Ok(()), Built::validate)
+    }
+    fn validate_below(&self, bound: u32) -> Result<(), String> {
+        self.single.validate_below(bound)?;
+        self.batch
+            .as_ref()
+            .map_or(Ok(()), |b| b.validate_below(bound))
     }
 }
 

@@ -177,6 +177,21 @@ pub trait Engine<A: crate::addr::Addr>: Sized + Send + Sync {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn validate(&self) -> Result<(), String>;
+    /// [`Engine::validate`], and every answer a lookup can give is
+    /// [`NO_ROUTE`] or below `bound`: what a caller that indexes a route
+    /// or value list with the answers relies on (a compiled table file's
+    /// opener passes its route or value count).
+    ///
+    /// ```
+    /// use ipfib::engine::{poptrie::FlatPoptrie, Engine};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 0), (p("10.1.2.0/24"), 1)]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(Engine::validate_below(&e, 2), Ok(()));
+    /// assert!(Engine::validate_below(&e, 1).is_err()); // 10.1.2.0/24 answers 1
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn validate_below(&self, bound: u32) -> Result<(), String>;
 }
 
 /// The [`Engine`] methods every engine answers with its inherent ones of
@@ -211,6 +226,10 @@ macro_rules! inherent_engine_methods {
         #[deny(unconditional_recursion)]
         fn validate(&self) -> Result<(), String> {
             Self::validate(self)
+        }
+        #[deny(unconditional_recursion)]
+        fn validate_below(&self, bound: u32) -> Result<(), String> {
+            Self::validate_below(self, bound)
         }
     };
 }

@@ -273,6 +273,10 @@ impl<A: Family> Built<A> {
         each!(self, e => <_ as Engine<A>>::validate(e))
     }
 
+    pub(crate) fn validate_below(&self, bound: u32) -> Result<(), String> {
+        each!(self, e => <_ as Engine<A>>::validate_below(e, bound))
+    }
+
     /// Which engine this is.
     ///
     /// ```
@@ -298,15 +302,19 @@ impl<A: Family> Built<A> {
         each!(self, e => e.save(w))
     }
 
-    /// Read what `save` wrote (each engine validates itself).
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+    /// Read what `save` wrote (each engine validates itself, its answers
+    /// bounded as `answers` says).
+    pub(crate) fn load(
+        r: &mut crate::image::Reader,
+        answers: crate::image::Answers,
+    ) -> Result<Self, crate::image::ImageError> {
         let at = r.offset_of_next();
         let kind = r.meta("engine kind", 1)?[0];
         Ok(match kind {
-            k if k == Kind::PlanB as u64 => Built::PlanB(PlanB::load(r)?),
-            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r)?),
-            k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r)?),
-            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r)?),
+            k if k == Kind::PlanB as u64 => Built::PlanB(PlanB::load(r, answers)?),
+            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r, answers)?),
+            k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r, answers)?),
+            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r, answers)?),
             k => {
                 return Err(crate::image::invalid(
                     at,

@@ -14,7 +14,9 @@
 //! - every engine: its `validate`, the check its unchecked reads rely on
 //!   (the same one the tests and fuzz targets run after every build and
 //!   in-place update), so a hostile file that passes the checksums still
-//!   cannot make a lookup read out of bounds;
+//!   cannot make a lookup read out of bounds, and with it that every answer
+//!   an engine can give is below the route count (the route engine) or the
+//!   value count (the value engine), since callers index with them;
 //! - the routes: each prefix well-formed (length within the family, no host
 //!   bits), each value slot inside the value table, each value valid UTF-8.
 //!
@@ -582,16 +584,48 @@ pub(crate) fn invalid(at: u64, what: &str, why: impl fmt::Display) -> ImageError
     ImageError::corrupt(at, format!("{what}: {why}"))
 }
 
-/// `engine` as loaded from offset `at`, once its structural check passes
-/// (every engine's `load` ends here: nothing unchecked is ever searched).
+/// What a stored engine's answers index, for the bound its check
+/// applies: a family's routes (the route engine) or its values (the value
+/// engine). Callers index those lists with the answers (the route list,
+/// `classify`'s per-route counters, the C ABI's `route_index`), so a file
+/// whose engine answers past them is refused on open.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answers {
+    /// Every answer is `NO_ROUTE` or below this.
+    pub below: u32,
+    /// What the answers index ("routes", "values"), for messages.
+    pub of: &'static str,
+}
+
+impl Answers {
+    /// Answers below `count` (as the file's family header gives it; a
+    /// count past `u32` bounds nothing here, and is refused later when
+    /// the list it counts is read).
+    pub fn below(count: u64, of: &'static str) -> Self {
+        Answers {
+            below: u32::try_from(count).unwrap_or(crate::engine::NO_ROUTE),
+            of,
+        }
+    }
+}
+
+/// `engine` as loaded from offset `at`, once its structural check passes,
+/// every answer below `answers` included (every engine's `load` ends
+/// here: nothing unchecked is ever searched, and no answer indexes past
+/// the list it names).
 pub(crate) fn validated<E: crate::engine::Engine<A>, A: crate::addr::Addr>(
     at: u64,
     what: &str,
     engine: E,
+    answers: Answers,
 ) -> Result<E, ImageError> {
-    match engine.validate() {
+    match engine.validate_below(answers.below) {
         Ok(()) => Ok(engine),
-        Err(why) => Err(invalid(at, what, why)),
+        Err(why) => Err(invalid(
+            at,
+            &format!("{what} (answers index {} {})", answers.below, answers.of),
+            why,
+        )),
     }
 }
 

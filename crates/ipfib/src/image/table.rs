@@ -1,7 +1,7 @@
 //! The table a compiled file holds: per family, two engines (over value
 //! slots, and over route ordinals), the route list and the value text.
 
-use super::{invalid, ImageError, Reader, Writer};
+use super::{invalid, Answers, ImageError, Reader, Writer};
 use crate::engine::auto::{AutoEngine, AutoOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::compile;
@@ -414,8 +414,10 @@ impl<A: Family> FamilyImage<A> {
                 format!("family of {} bits where {} was expected", m[0], A::BITS),
             ));
         }
-        let by_value = AutoEngine::load(r)?;
-        let by_route = AutoEngine::load(r)?;
+        // The engines' answers index the values and the routes: bounded by
+        // the header's counts, which the lists read below must match.
+        let by_value = AutoEngine::load(r, Answers::below(m[2], "values"))?;
+        let by_route = AutoEngine::load(r, Answers::below(m[1], "routes"))?;
         let at = r.offset_of_next();
         let prefixes: LookupBuf<Prefix<A>> = r.array("prefixes")?;
         if prefixes.len() as u64 != m[1] {

@@ -371,8 +371,12 @@ impl<A: Family> PlanB<A> {
     }
 
     /// Read what `save` wrote, borrowing the arrays in place, with the
-    /// best kernel of this CPU; refused unless [`PlanB::validate`] passes.
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+    /// best kernel of this CPU; refused unless
+    /// [`PlanB::validate_below`] passes with the bound `answers` gives.
+    pub(crate) fn load(
+        r: &mut crate::image::Reader,
+        answers: crate::image::Answers,
+    ) -> Result<Self, crate::image::ImageError> {
         let at = r.offset_of_next();
         let m = r.meta("planb scalars", 4)?;
         let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
@@ -390,7 +394,7 @@ impl<A: Family> PlanB<A> {
             stage2: Stage2::load(r)?,
             kernel: KERNELS.detect(),
         };
-        crate::image::validated(at, "planb engine", e)
+        crate::image::validated(at, "planb engine", e, answers)
     }
 
     /// Direct-pointing bits `s`.

@@ -51,8 +51,9 @@ impl Stage2 {
 
     /// Check the slots `resolve` reads (offsets increasing from 0 to the
     /// end of `starts`, each slot's starts beginning at 0 and increasing,
-    /// its payloads final) and return how many there are.
-    pub(crate) fn validate(&self) -> Result<usize, String> {
+    /// its payloads final and `NO_ROUTE` or below `bound`) and return how
+    /// many there are.
+    pub(crate) fn validate(&self, bound: u32) -> Result<usize, String> {
         if self.payloads.len() != self.starts.len() {
             return Err("second stage: starts and payloads differ in length".into());
         }
@@ -78,6 +79,14 @@ impl Stage2 {
                 .any(|&p| p >= STAGE2 && p != NO_ROUTE)
             {
                 return Err(format!("second-stage slot {slot}: payload names a slot"));
+            }
+            if let Some(p) = self.payloads[a..b]
+                .iter()
+                .find(|&&p| p != NO_ROUTE && p >= bound)
+            {
+                return Err(format!(
+                    "second-stage slot {slot}: answer {p}, not below {bound}"
+                ));
             }
         }
         Ok(self.offsets.len() - 1)

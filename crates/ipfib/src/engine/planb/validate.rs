@@ -18,7 +18,11 @@
 //!   window whose first rank is at most `keys`; no node with separators is
 //!   reached twice (which keeps this check linear in a hostile file);
 //! - payloads are `NO_ROUTE`, below 2^31, or (IPv6) name a second-stage
-//!   slot, whose starts begin at 0 and increase.
+//!   slot, whose starts begin at 0 and increase;
+//! - with [`PlanB::validate_below`], every answer (a payload, a direct or
+//!   sub-table entry's payload, a second-stage payload) is `NO_ROUTE` or
+//!   below the bound its callers index with (a compiled table file's
+//!   route or value count).
 
 use super::stage2::STAGE2;
 use super::tree::{lines_per_node, Key, MAX_LEVELS};
@@ -43,6 +47,23 @@ impl<A: Family> PlanB<A> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_below(NO_ROUTE)
+    }
+
+    /// [`PlanB::validate`], and every answer a lookup can give is
+    /// [`NO_ROUTE`] or below `bound` (what a compiled table file's opener
+    /// asks: an answer indexes the file's routes or values).
+    ///
+    /// ```
+    /// use ipfib::engine::planb::PlanB;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 0), (p("10.1.0.0/16"), 1)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// assert_eq!(e.validate_below(2), Ok(()));
+    /// assert!(e.validate_below(1).unwrap_err().contains("answer 1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn validate_below(&self, bound: u32) -> Result<(), String> {
         if !super::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
@@ -63,13 +84,13 @@ impl<A: Family> PlanB<A> {
         }
         let keys = self.check_keys()?;
         for (i, &d) in self.direct.iter().enumerate() {
-            self.check_entry(d, keys, false)
+            self.check_entry(d, keys, false, bound)
                 .map_err(|e| format!("direct entry {i}: {e}"))?;
         }
         // Entry 0 is read (and discarded) by batch lanes without a
         // sub-table; every other entry belongs to a sub-table.
         for (i, &d) in self.sub.iter().enumerate().skip(1) {
-            self.check_entry(d, keys, true)
+            self.check_entry(d, keys, true, bound)
                 .map_err(|e| format!("sub-table entry {i}: {e}"))?;
         }
         if self.max_levels > MAX_LEVELS {
@@ -82,11 +103,16 @@ impl<A: Family> PlanB<A> {
             self.check_tree(desc, keys, &mut claimed)
                 .map_err(|e| format!("local tree {i}: {e}"))?;
         }
-        let slots = self.stage2.validate()?;
+        let slots = self.stage2.validate(bound)?;
         for (r, &p) in self.payloads.iter().enumerate() {
             if p != NO_ROUTE && p >= STAGE2 && (p - STAGE2) as usize >= slots {
                 return Err(format!(
                     "payload of rank {r}: {p:#x} names no second-stage slot"
+                ));
+            }
+            if p < STAGE2 && p >= bound {
+                return Err(format!(
+                    "payload of rank {r}: answer {p}, not below {bound}"
                 ));
             }
         }
@@ -118,7 +144,7 @@ impl<A: Family> PlanB<A> {
     }
 
     /// One direct-pointing or sub-table entry.
-    fn check_entry(&self, d: u32, keys: usize, in_sub: bool) -> Result<(), String> {
+    fn check_entry(&self, d: u32, keys: usize, in_sub: bool, bound: u32) -> Result<(), String> {
         match d & DP_KIND {
             _ if d < DP_SUB => {
                 if d as usize > keys {
@@ -143,7 +169,13 @@ impl<A: Family> PlanB<A> {
                     return Err(format!("tree {} of {}", d & DP_INDEX, self.descs.len()));
                 }
             }
-            _ => debug_assert!(d >= DP_PAYLOAD), // any payload entry decodes
+            _ => {
+                debug_assert!(d >= DP_PAYLOAD); // any payload entry decodes
+                let p = d & DP_INDEX; // `DP_INDEX` stands for `NO_ROUTE`
+                if p != DP_INDEX && p >= bound {
+                    return Err(format!("answer {p}, not below {bound}"));
+                }
+            }
         }
         Ok(())
     }

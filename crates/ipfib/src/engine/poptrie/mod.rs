@@ -492,9 +492,12 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     }
 
     /// Read what `save` wrote, borrowing the arrays in place, with the
-    /// best kernel of this CPU; refused unless [`Poptrie::validate`]
-    /// passes.
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+    /// best kernel of this CPU; refused unless
+    /// [`Poptrie::validate_below`] passes with the bound `answers` gives.
+    pub(crate) fn load(
+        r: &mut crate::image::Reader,
+        answers: crate::image::Answers,
+    ) -> Result<Self, crate::image::ImageError> {
         let at = r.offset_of_next();
         let m = r.meta("poptrie scalars", 8)?;
         let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
@@ -514,7 +517,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             kernel: KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
-        crate::image::validated(at, "poptrie engine", e)
+        crate::image::validated(at, "poptrie engine", e, answers)
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`].

@@ -208,7 +208,7 @@ impl<A: Chunks> Poptrie<A> {
     /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
     /// ```
     pub fn validate_with_arena(&self, arena: &Arena) -> Result<(), String> {
-        let blocks = self.subtree_blocks()?;
+        let blocks = self.subtree_blocks(NO_ROUTE)?;
         let nodes: Vec<(u32, u32)> = blocks.iter().map(|b| (b.root, b.nodes)).collect();
         let leaves: Vec<(u32, u32)> = blocks.iter().map(|b| (b.first_leaf, b.leaves)).collect();
         arena.nodes.check("nodes", self.nodes.len(), &nodes)?;

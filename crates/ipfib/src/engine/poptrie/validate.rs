@@ -15,7 +15,10 @@
 //! - internal slots only where the child still reads address bits
 //!   (offset + K < bits), so every descent ends at a leaf slot within the
 //!   levels the AVX-512 batch walks;
-//! - leaf payloads are `NO_ROUTE` or at most `MAX_PAYLOAD`.
+//! - leaf payloads are `NO_ROUTE` or at most `MAX_PAYLOAD`; with
+//!   [`Poptrie::validate_below`], every answer (a direct or focus leaf
+//!   entry's payload, a reached leaf) is `NO_ROUTE` or below the bound its
+//!   callers index with (a compiled table file's route or value count).
 //!
 //! And what `update.rs` relies on: each direct slot's subtree is one block
 //! of nodes (root first) and one block of leaves (the root's `base0`
@@ -64,11 +67,28 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
     /// ```
     pub fn validate(&self) -> Result<(), String> {
-        self.subtree_blocks().map(|_| ())
+        self.subtree_blocks(NO_ROUTE).map(|_| ())
     }
 
-    /// [`Poptrie::validate`], returning every direct slot's blocks.
-    pub(super) fn subtree_blocks(&self) -> Result<Vec<Blocks>, String> {
+    /// [`Poptrie::validate`], and every answer a lookup can give is
+    /// [`NO_ROUTE`] or below `bound` (what a compiled table file's opener
+    /// asks: an answer indexes the file's routes or values).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::Poptrie;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 0), (p("10.1.2.0/24"), 1)]);
+    /// let e = Poptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(e.validate_below(2), Ok(()));
+    /// assert!(e.validate_below(1).unwrap_err().contains("answer 1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn validate_below(&self, bound: u32) -> Result<(), String> {
+        self.subtree_blocks(bound).map(|_| ())
+    }
+
+    /// [`Poptrie::validate_below`], returning every direct slot's blocks.
+    pub(super) fn subtree_blocks(&self, bound: u32) -> Result<Vec<Blocks>, String> {
         if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
@@ -86,10 +106,21 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
                 self.direct.len()
             ));
         }
+        // What a leaf entry answers (`search.rs`: `direct_payload`).
+        let leaf_answer = |d: u32| match d {
+            NO_ROUTE => NO_ROUTE,
+            d => d & !DIRECT_LEAF,
+        };
         if f > 0 {
             for (side, d) in [("below", self.focus.below), ("above", self.focus.above)] {
                 if d & DIRECT_LEAF == 0 {
                     return Err(format!("the entry {side} the focus prefix is not a leaf"));
+                }
+                let p = leaf_answer(d);
+                if p != NO_ROUTE && p >= bound {
+                    return Err(format!(
+                        "the entry {side} the focus prefix: answer {p}, not below {bound}"
+                    ));
                 }
             }
         }
@@ -105,7 +136,12 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         let mut blocks = Vec::new();
         for (slot, &d) in self.direct.iter().enumerate() {
             if d & DIRECT_LEAF != 0 {
-                continue; // any leaf entry decodes to a valid payload
+                // Any leaf entry decodes to a payload at most MAX_PAYLOAD.
+                let p = leaf_answer(d);
+                if p != NO_ROUTE && p >= bound {
+                    return Err(format!("direct slot {slot}: answer {p}, not below {bound}"));
+                }
+                continue;
             }
             let root = d as usize;
             if root >= self.nodes.len() {
@@ -116,7 +152,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             }
             (walk.n_nodes, walk.n_leaves) = (0, 0);
             (walk.max_node, walk.min_leaf, walk.max_leaf) = (0, u32::MAX, 0);
-            self.node(&mut walk, root, self.s)
+            self.node(&mut walk, root, self.s, bound)
                 .map_err(|e| format!("direct slot {slot}: {e}"))?;
             let b = Blocks {
                 root: d,
@@ -147,7 +183,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     }
 
     /// Check node `idx` (reached at bit offset `off`) and its subtree.
-    fn node(&self, walk: &mut Walk, idx: usize, off: u32) -> Result<(), String> {
+    fn node(&self, walk: &mut Walk, idx: usize, off: u32, bound: u32) -> Result<(), String> {
         if std::mem::replace(&mut walk.nodes[idx], true) {
             return Err(format!("node {idx} is reached twice"));
         }
@@ -188,6 +224,9 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
                 if p != NO_ROUTE && p > MAX_PAYLOAD {
                     return Err(format!("leaf {l}: payload {p:#x} out of range"));
                 }
+                if p != NO_ROUTE && p >= bound {
+                    return Err(format!("leaf {l}: answer {p}, not below {bound}"));
+                }
             }
             walk.n_leaves += count as u32;
             walk.min_leaf = walk.min_leaf.min(base0 as u32);
@@ -205,7 +244,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
             ));
         }
         for child in base1..base1 + count {
-            self.node(walk, child, off + N::K)?;
+            self.node(walk, child, off + N::K, bound)?;
         }
         Ok(())
     }

@@ -633,7 +633,7 @@ impl<A: Chunks> Writer<A> {
             return Err(format!("frame {f} outside the {frames} frames"));
         }
         let trie = self.materialize();
-        let blocks = trie.subtree_blocks()?;
+        let blocks = trie.subtree_blocks(NO_ROUTE)?;
         let waiting = self.waiting.values().flatten().chain(&self.fresh_waiting);
         let mut nodes: Vec<(u32, u32)> = blocks.iter().map(|b| (b.root, b.nodes)).collect();
         let mut leaves: Vec<(u32, u32)> = blocks.iter().map(|b| (b.first_leaf, b.leaves)).collect();

@@ -156,9 +156,12 @@ impl<A: Chunks> FlatPoptrie<A> {
     }
 
     /// Read what `save` wrote, borrowing the entries in place, with the
-    /// best kernel of this CPU; refused unless [`FlatPoptrie::validate`]
-    /// passes.
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
+    /// best kernel of this CPU; refused unless
+    /// [`FlatPoptrie::validate_below`] passes with the bound `answers` gives.
+    pub(crate) fn load(
+        r: &mut crate::image::Reader,
+        answers: crate::image::Answers,
+    ) -> Result<Self, crate::image::ImageError> {
         let at = r.offset_of_next();
         let m = r.meta("flat poptrie scalars", 3)?;
         let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
@@ -172,7 +175,7 @@ impl<A: Chunks> FlatPoptrie<A> {
             kernel: super::KERNELS.detect(),
             _family: std::marker::PhantomData,
         };
-        crate::image::validated(at, "flat poptrie engine", e)
+        crate::image::validated(at, "flat poptrie engine", e, answers)
     }
 
     /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).

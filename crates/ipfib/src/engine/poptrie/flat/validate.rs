@@ -12,7 +12,9 @@
 //! - node entries only where the node still reads address bits, so every
 //!   descent ends at a leaf (the AVX-512 batch steps until all lanes do);
 //! - leaf payloads are `NO_ROUTE` or at most `MAX_PAYLOAD`, with nothing
-//!   else set in a leaf entry.
+//!   else set in a leaf entry; with [`FlatPoptrie::validate_below`], every
+//!   reachable leaf is `NO_ROUTE` or below the bound its callers index
+//!   with (a compiled table file's route or value count).
 //!
 //! Each node's block is reached once (a tree, as `build.rs` lays it out)
 //! and lies after its node's entry, which also bounds every descent; the
@@ -37,6 +39,23 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
     /// ```
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_below(NO_ROUTE)
+    }
+
+    /// [`FlatPoptrie::validate`], and every answer a lookup can give is
+    /// [`NO_ROUTE`] or below `bound` (what a compiled table file's opener
+    /// asks: an answer indexes the file's routes or values).
+    ///
+    /// ```
+    /// use ipfib::engine::poptrie::FlatPoptrie;
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 0), (p("10.1.2.0/24"), 1)]);
+    /// let e = FlatPoptrie::<u32>::build(&iv, &Default::default())?;
+    /// assert_eq!(e.validate_below(2), Ok(()));
+    /// assert!(e.validate_below(1).unwrap_err().contains("answer 1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn validate_below(&self, bound: u32) -> Result<(), String> {
         if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
@@ -75,6 +94,9 @@ impl<A: Chunks> FlatPoptrie<A> {
                 let p = x as u32;
                 if x & !(LEAF | 0xffff_ffff) != 0 || (p != NO_ROUTE && p > MAX_PAYLOAD) {
                     return Err(format!("leaf entry {i}: {x:#x} is not a valid payload"));
+                }
+                if p != NO_ROUTE && p >= bound {
+                    return Err(format!("leaf entry {i}: answer {p}, not below {bound}"));
                 }
                 continue;
             }
