@@ -172,6 +172,8 @@ struct Neighbour {
     /// Made by a Route Monitoring before any Peer Up: the first Peer Up
     /// completes it (its routes stay) instead of replacing it.
     provisional: bool,
+    /// It reached `max_routes_per_peer` (noted once).
+    capped: bool,
 }
 
 /// Counters of one session (summed into the service's metrics).
@@ -191,6 +193,24 @@ pub struct SessionStats {
     pub adj_rib_out: u64,
     /// NLRI of other address families, skipped.
     pub skipped_families: u64,
+    /// Messages of neighbours past [`SessionLimits::max_peers`], dropped.
+    pub peers_over_limit: u64,
+    /// Announcements of new routes past
+    /// [`SessionLimits::max_routes_per_peer`], dropped.
+    pub routes_over_limit: u64,
+}
+
+/// Limits on what one session may make the RIB hold (like BGP
+/// maximum-prefix; `None`: no limit). Past `max_peers` neighbours, the
+/// messages of further neighbours are dropped; once a RIB peer holds
+/// `max_routes_per_peer` routes, its announcements of new routes are
+/// dropped while changes to its existing routes and withdrawals still
+/// apply. Each drop is counted in [`SessionStats`]; the first of each
+/// neighbour is described in [`Session::limit_notes`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionLimits {
+    pub max_peers: Option<usize>,
+    pub max_routes_per_peer: Option<u64>,
 }
 
 /// What a session learned from its Initiation message.
@@ -214,6 +234,10 @@ pub struct Session {
     last_attrs: Option<Arc<AttrSet>>,
     pub stats: SessionStats,
     pub info: SessionInfo,
+    pub limits: SessionLimits,
+    /// A line per limit first reached (the caller logs and drains them).
+    pub limit_notes: Vec<String>,
+    peers_capped: bool,
 }
 
 fn tlv_string(v: &[u8]) -> String {
@@ -230,6 +254,9 @@ impl Session {
             last_attrs: None,
             stats: SessionStats::default(),
             info: SessionInfo::default(),
+            limits: SessionLimits::default(),
+            limit_notes: Vec::new(),
+            peers_capped: false,
         }
     }
 
@@ -358,6 +385,9 @@ impl Session {
         };
         let key = h.neighbour();
         let (addpath_v4, addpath_v6) = (negotiated(1), negotiated(2));
+        if !self.neighbours.contains_key(&key) && !self.room_for_neighbour(&h) {
+            return Ok(Ok(()));
+        }
         match self.neighbours.get_mut(&key) {
             // Routes that came before the first Peer Up stay: this Peer Up
             // describes the session they belong to.
@@ -398,6 +428,7 @@ impl Session {
                 table_name,
                 ribs: [None, None, None],
                 provisional: false,
+                capped: false,
             },
         );
         Ok(Ok(()))
@@ -409,6 +440,9 @@ impl Session {
             return Ok(());
         };
         let key = h.neighbour();
+        if !self.neighbours.contains_key(&key) && !self.room_for_neighbour(&h) {
+            return Ok(());
+        }
         let n = match self.neighbours.get_mut(&key) {
             Some(n) => n,
             None => {
@@ -420,6 +454,7 @@ impl Session {
                     table_name: None,
                     ribs: [None, None, None],
                     provisional: true,
+                    capped: false,
                 })
             }
         };
@@ -484,11 +519,54 @@ impl Session {
                 }
             };
             for &(prefix, path_id) in nlri {
+                if let Some(max) = self.limits.max_routes_per_peer {
+                    if peer.routes.load(std::sync::atomic::Ordering::Relaxed) >= max
+                        && !self
+                            .rib
+                            .routes(&prefix)
+                            .iter()
+                            .any(|r| r.peer.id == peer.id && r.path_id == path_id)
+                    {
+                        self.stats.routes_over_limit += 1;
+                        if !n.capped {
+                            n.capped = true;
+                            self.limit_notes.push(format!(
+                                "peer {} AS{} ({}) reached {max} routes: its new routes are dropped",
+                                h.address,
+                                h.asn,
+                                rib_kind.as_str()
+                            ));
+                        }
+                        continue;
+                    }
+                }
                 self.rib.announce(&peer, prefix, path_id, &attrs)?;
             }
         }
         self.stats.announced += u.announced.len() as u64;
         Ok(())
+    }
+}
+
+impl Session {
+    /// Whether a new neighbour fits [`SessionLimits::max_peers`]; counts
+    /// and notes (once) the ones that do not.
+    fn room_for_neighbour(&mut self, h: &PeerHeader) -> bool {
+        let Some(max) = self.limits.max_peers else {
+            return true;
+        };
+        if self.neighbours.len() < max {
+            return true;
+        }
+        self.stats.peers_over_limit += 1;
+        if !self.peers_capped {
+            self.peers_capped = true;
+            self.limit_notes.push(format!(
+                "{max} neighbours reached: messages of further ones (first: {} AS{}) are dropped",
+                h.address, h.asn
+            ));
+        }
+        false
     }
 }
 

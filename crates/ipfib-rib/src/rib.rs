@@ -23,7 +23,7 @@
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -217,6 +217,9 @@ struct Inner {
 pub struct Rib {
     inner: Arc<Inner>,
     fib: FibReader<u32>,
+    /// The FIB thread's writer, shared so that ordered walks
+    /// ([`Rib::prefixes_under`]) can read its route tables.
+    fib_w: Arc<Mutex<Fib<u32>>>,
     fib_tx: Option<Sender<FibEvent>>,
     sweep_tx: Option<Sender<()>>,
     threads: Vec<JoinHandle<()>>,
@@ -382,10 +385,11 @@ impl Rib {
             Err(e) => unreachable!("an empty FIB failed to build: {e}"),
         };
         let reader = fib.reader();
+        let fib_w = Arc::new(Mutex::new(fib));
         let (fib_tx, fib_rx) = mpsc::channel();
         let (sweep_tx, sweep_rx) = mpsc::channel();
         let t1 = {
-            let inner = Arc::clone(&inner);
+            let (inner, fib) = (Arc::clone(&inner), Arc::clone(&fib_w));
             std::thread::Builder::new()
                 .name("rib-fib".into())
                 .spawn(move || fib_thread(inner, fib, fib_rx))
@@ -403,6 +407,7 @@ impl Rib {
         Ok(Rib {
             inner,
             fib: reader,
+            fib_w,
             fib_tx: Some(fib_tx),
             sweep_tx: Some(sweep_tx),
             threads,
@@ -1013,6 +1018,23 @@ impl Rib {
         out
     }
 
+    /// Prefixes with routes under `within` (itself included), in prefix
+    /// order, strictly after `after` when given, at most `max`: an ordered
+    /// walk of the covered subtree of the FIB thread's route table that
+    /// stops at `max` (a page costs its size, not the RIB's). The same
+    /// staleness as longest-prefix lookups (a prefix appears after the FIB
+    /// thread's next batch); a prefix whose peers are down but not yet
+    /// swept is still listed. `after` need not exist any more: the walk
+    /// resumes where it would have been.
+    pub fn prefixes_under(
+        &self,
+        within: &AnyPrefix,
+        after: Option<&AnyPrefix>,
+        max: usize,
+    ) -> Vec<AnyPrefix> {
+        crate::walk::under_any(&lock(&self.fib_w), within, after, max)
+    }
+
     /// Prefixes known (with or without live routes).
     pub fn prefix_count(&self) -> usize {
         self.inner.ids.len()
@@ -1093,12 +1115,13 @@ const FIB_IDLE_ROUNDS: u32 = 8;
 
 /// The FIB thread: applies prefix-set changes, publishes at most every
 /// `max_delay` (plus one poll), answers `Sync`.
-fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
+fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Receiver<FibEvent>) {
     let mut waiting: Vec<Sender<()>> = Vec::new();
     let mut idle_rounds = FIB_IDLE_ROUNDS;
     loop {
         let mut batch = Vec::new();
-        if idle_rounds >= FIB_IDLE_ROUNDS && fib.pending() == 0 {
+        let pending = lock(&shared).pending();
+        if idle_rounds >= FIB_IDLE_ROUNDS && pending == 0 {
             // Nothing flowing: block until the next change.
             match rx.recv() {
                 Ok(ev) => push_event(ev, &mut batch, &mut waiting),
@@ -1119,6 +1142,8 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
         } else {
             0
         };
+        // Held for the batch and its publication; ordered walks wait.
+        let mut fib = lock(&shared);
         for (p, id) in batch {
             let present = inner
                 .slot(id)
@@ -1147,6 +1172,12 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
                 .store(fib.footprint_bytes() as u64, Ordering::Relaxed);
         }
     }
+}
+
+/// The FIB writer's lock; a panic while it was held leaves a FIB that is
+/// still consistent (each call completes or leaves changes pending).
+fn lock(m: &Mutex<Fib<u32>>) -> MutexGuard<'_, Fib<u32>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn push_event(ev: FibEvent, batch: &mut Vec<(AnyPrefix, u32)>, waiting: &mut Vec<Sender<()>>) {
