@@ -360,6 +360,8 @@ pub struct Attrs {
     held: AtomicUsize,
     /// References released by routes since the last purge.
     released: AtomicU64,
+    /// A purge by [`Attrs::released`] is running.
+    purging: std::sync::atomic::AtomicBool,
     /// Purges run (by [`Attrs::released`] or a sweep).
     purges: AtomicU64,
 }
@@ -414,11 +416,18 @@ impl Attrs {
     }
 
     /// Drop attribute sets (then paths and lists) that no route holds.
+    /// Releases counted while it runs stay counted (only those seen at
+    /// its start are taken away), so they trigger the next purge.
     pub fn purge(&self) -> usize {
-        self.released.store(0, Ordering::Relaxed);
+        let seen = self.released.load(Ordering::Relaxed);
         self.purges.fetch_add(1, Ordering::Relaxed);
         let (gone, left) = self.sets.purge();
         self.held.store(left, Ordering::Relaxed);
+        let _ = self
+            .released
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+                Some(r.saturating_sub(seen))
+            });
         gone + self.paths.purge() + self.communities.purge() + self.large.purge()
     }
 
@@ -429,12 +438,20 @@ impl Attrs {
         if n == 0 {
             return false;
         }
-        let before = self.released.fetch_add(n, Ordering::Relaxed);
+        let now = self.released.fetch_add(n, Ordering::Relaxed) + n;
         let due = PURGE_MIN.max(self.held.load(Ordering::Relaxed) as u64 / 2);
-        // The one call that crosses the threshold purges; others racing
-        // with it add to the next round.
-        if before < due && before + n >= due {
+        // Whoever finds the count at or past the threshold purges, one at
+        // a time (a purge already running takes these releases' sets, or
+        // leaves them counted for the next): the count never stays past
+        // the threshold without a purge following.
+        if now >= due
+            && self
+                .purging
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
             self.purge();
+            self.purging.store(false, Ordering::Release);
             return true;
         }
         false

@@ -14,6 +14,7 @@ use crate::attrs::AttrSet;
 use crate::peers::{PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
 use crate::wire::{self, Cur, ErrorAction, OpenCaps, Update, WireConfig, WireError};
+use ipfib::prefix::AnyPrefix;
 
 /// BMP message types (RFC 7854 §4.1).
 pub const ROUTE_MONITORING: u8 = 0;
@@ -175,6 +176,8 @@ struct Neighbour {
     /// Made by a Route Monitoring before any Peer Up: the first Peer Up
     /// completes it (its routes stay) instead of replacing it.
     provisional: bool,
+    /// It reached `max_routes_per_peer` (noted once).
+    capped: bool,
 }
 
 /// Counters of one session (summed into the service's metrics).
@@ -204,6 +207,24 @@ pub struct SessionStats {
     pub treat_as_withdraw: u64,
     /// UPDATEs whose errors ended the session (RFC 7606 "session reset").
     pub session_reset: u64,
+    /// Messages of neighbours past [`SessionLimits::max_peers`], dropped.
+    pub peers_over_limit: u64,
+    /// Announcements of new routes past
+    /// [`SessionLimits::max_routes_per_peer`], dropped.
+    pub routes_over_limit: u64,
+}
+
+/// Limits on what one session may make the RIB hold (like BGP
+/// maximum-prefix; `None`: no limit). Past `max_peers` neighbours, the
+/// messages of further neighbours are dropped; once a RIB peer holds
+/// `max_routes_per_peer` routes, its announcements of new routes are
+/// dropped while changes to its existing routes and withdrawals still
+/// apply. Each drop is counted in [`SessionStats`]; the first of each
+/// neighbour is described in [`Session::limit_notes`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionLimits {
+    pub max_peers: Option<usize>,
+    pub max_routes_per_peer: Option<u64>,
 }
 
 /// One RFC 7606 error, for the log (the service rate-limits the lines).
@@ -245,6 +266,10 @@ pub struct Session {
     /// RFC 7606 errors since the last [`Session::take_errors`] (the first
     /// [`MAX_ERROR_EVENTS`]; the rest are only counted).
     errors: Vec<UpdateErrorEvent>,
+    pub limits: SessionLimits,
+    /// A line per limit first reached (the caller logs and drains them).
+    pub limit_notes: Vec<String>,
+    peers_capped: bool,
 }
 
 /// The longest string kept from the wire (Initiation sysName, sysDescr;
@@ -284,6 +309,9 @@ impl Session {
             stats: SessionStats::default(),
             info: SessionInfo::default(),
             errors: Vec::new(),
+            limits: SessionLimits::default(),
+            limit_notes: Vec::new(),
+            peers_capped: false,
         }
     }
 
@@ -431,6 +459,9 @@ impl Session {
             }
         }
         let key = h.neighbour();
+        if !self.neighbours.contains_key(&key) && !self.room_for_neighbour(&h) {
+            return Ok(Ok(()));
+        }
         match self.neighbours.get_mut(&key) {
             // Routes that came before the first Peer Up stay when they were
             // decoded as this Peer Up says (no ADD-PATH): it completes that
@@ -471,6 +502,7 @@ impl Session {
                 table_name,
                 ribs: HashMap::default(),
                 provisional: false,
+                capped: false,
             },
         );
         Ok(Ok(()))
@@ -487,6 +519,9 @@ impl Session {
             self.stats.adj_rib_out += 1;
         }
         let key = h.neighbour();
+        if !self.neighbours.contains_key(&key) && !self.room_for_neighbour(&h) {
+            return Ok(());
+        }
         let n = match self.neighbours.get_mut(&key) {
             Some(n) => n,
             None => {
@@ -498,6 +533,7 @@ impl Session {
                     table_name: None,
                     ribs: HashMap::default(),
                     provisional: true,
+                    capped: false,
                 })
             }
         };
@@ -539,6 +575,19 @@ impl Session {
         }
         let (rib, session) = (&self.rib, self.id);
         let own = n.header.distinguisher;
+        // Past the per-peer route limit, only routes the peer already has
+        // may change (like BGP maximum-prefix, without ending anything).
+        let max_routes = self.limits.max_routes_per_peer;
+        let over_limit = |peer: &PeerInfo, prefix: AnyPrefix, path_id: u32| {
+            max_routes.is_some_and(|max| {
+                peer.routes.load(std::sync::atomic::Ordering::Relaxed) >= max
+                    && !rib
+                        .routes(&prefix)
+                        .iter()
+                        .any(|r| r.peer.id == peer.id && r.path_id == path_id)
+            })
+        };
+        let mut dropped = 0u64;
         let mut peer_of = |rd: u64| rib_peer(rib, session, n, rib_kind, rd);
         if !u.withdrawn.is_empty() {
             let peer = peer_of(own)?;
@@ -576,16 +625,57 @@ impl Session {
             if !nlri.is_empty() {
                 let peer = peer_of(own)?;
                 for &(prefix, path_id) in nlri {
+                    if over_limit(&peer, prefix, path_id) {
+                        dropped += 1;
+                        continue;
+                    }
                     rib.announce(&peer, prefix, path_id, &attrs)?;
                 }
             }
             for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
                 let peer = peer_of(rd)?;
+                if over_limit(&peer, prefix, path_id) {
+                    dropped += 1;
+                    continue;
+                }
                 rib.announce(&peer, prefix, path_id, &attrs)?;
             }
         }
-        st.announced += (u.announced.len() + u.vpn_announced.len()) as u64;
+        st.announced += (u.announced.len() + u.vpn_announced.len()) as u64 - dropped;
+        if dropped > 0 {
+            st.routes_over_limit += dropped;
+            if !n.capped {
+                n.capped = true;
+                self.limit_notes.push(format!(
+                    "peer {} AS{} ({}) reached {} routes: its new routes are dropped",
+                    h.address,
+                    h.asn,
+                    rib_kind.as_str(),
+                    max_routes.unwrap_or_default()
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether a new neighbour fits [`SessionLimits::max_peers`]; counts
+    /// and notes (once) the ones that do not.
+    fn room_for_neighbour(&mut self, h: &PeerHeader) -> bool {
+        let Some(max) = self.limits.max_peers else {
+            return true;
+        };
+        if self.neighbours.len() < max {
+            return true;
+        }
+        self.stats.peers_over_limit += 1;
+        if !self.peers_capped {
+            self.peers_capped = true;
+            self.limit_notes.push(format!(
+                "{max} neighbours reached: messages of further ones (first: {} AS{}) are dropped",
+                h.address, h.asn
+            ));
+        }
+        false
     }
 }
 

@@ -25,6 +25,7 @@ pub mod mrt;
 pub mod peers;
 pub mod rib;
 pub mod seg;
+mod walk;
 pub mod wire;
 
 pub use attrs::{AsPath, AttrSet, Origin};

@@ -24,22 +24,23 @@
 //! back its map entry, slot and id (the FIB thread frees it, see
 //! [`Inner::free_prefix`]); ids are recycled, and a reader that resolved
 //! an id before it was recycled notices, because every route array names
-//! its prefix (see "Id recycling" below and docs/architecture.md).
+//! its prefix and carries its id's generation (see "Id recycling" below
+//! and docs/architecture.md).
 //!
-//! Id recycling, why readers stay right. A reader goes addr -> id through
+//! Id recycling, why readers stay right. A reader goes addr -> tag through
 //! a FIB snapshot (or prefix -> id through the map) and then loads
 //! `slots[id]`; the id may have been freed and given to another prefix in
-//! between. Every route array is one immutable object holding its prefix
-//! and that prefix's entries, so whatever a reader loads is a consistent
-//! (prefix, routes) pair that was current at the load. Readers check that
-//! pair against what they asked: a longest-prefix lookup requires that the
-//! prefix covers the address (else it probes the covering prefixes
-//! through the map, as a lookup whose prefix has no fitting route does),
-//! a probe or an exact query requires the very prefix. So a recycled id
-//! can at worst make a lookup answer from another prefix that covers the
-//! address and has routes at that instant, the same staleness as a prefix
-//! not yet published; never a route of a prefix that does not cover the
-//! address, and never one prefix's routes under another prefix.
+//! between. Every route array is one immutable object holding its prefix,
+//! that prefix's entries and the tag (id and generation) of that life of
+//! the id, so whatever a reader loads is a consistent triple that was
+//! current at the load. Readers check it against what they asked: a
+//! longest-prefix lookup requires the very tag the FIB gave (else it
+//! probes the covering prefixes through the map, as a lookup whose prefix
+//! has no fitting route does), a probe or an exact query requires the
+//! very prefix. So a recycled id never makes a lookup answer from the new
+//! prefix: that prefix might cover the address while a more specific one,
+//! still published, is the right answer. It answers as if the old prefix
+//! had no route, which it had not at that instant.
 //!
 //! Writers check the same pair before they swap: a writer whose id no
 //! longer holds its prefix (freed under it) retries through the map.
@@ -47,7 +48,7 @@
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -80,14 +81,39 @@ pub struct Routes {
     /// usually ends here, one cache miss sooner than `entries`.
     pub best: Option<Entry>,
     pub entries: Box<[Entry]>,
+    /// The prefix id with the generation of this life of it (see
+    /// [`ID_BITS`]): what the FIB maps the prefix to. A reader that got a
+    /// tag from a FIB snapshot and finds another in the slot knows the id
+    /// was freed, perhaps recycled, since.
+    pub tag: u32,
 }
+
+/// Prefix ids take the low `ID_BITS` bits of a tag, the id's generation
+/// (bumped each time the id is recycled) the rest. A FIB snapshot older
+/// than the recycling still maps addresses to the old tag; the slot's new
+/// array carries the new one, so the reader sees the mismatch and probes
+/// the covering prefixes instead of answering with the new prefix (which
+/// may cover the address while a more specific one, still published, is
+/// the right answer). An id recycled 256 times between one snapshot's
+/// publication and a reader's use of it would alias: the FIB thread frees
+/// an id at most once per batch, and publishes at least once a batch.
+pub const ID_BITS: u32 = 24;
+const ID_MASK: u32 = (1 << ID_BITS) - 1;
+
+/// The most prefix ids (prefixes held at once).
+pub const MAX_PREFIX_IDS: u64 = 1 << ID_BITS;
 
 impl Routes {
     pub fn new(prefix: AnyPrefix, entries: Vec<Entry>) -> Routes {
+        Routes::tagged(prefix, entries, 0)
+    }
+
+    fn tagged(prefix: AnyPrefix, entries: Vec<Entry>, tag: u32) -> Routes {
         Routes {
             prefix,
             best: entries.first().cloned(),
             entries: entries.into_boxed_slice(),
+            tag,
         }
     }
 }
@@ -270,6 +296,9 @@ struct Inner {
 pub struct Rib {
     inner: Arc<Inner>,
     fib: FibReader<u32>,
+    /// The FIB thread's writer, shared so that ordered walks
+    /// ([`Rib::prefixes_under`]) can read its route tables.
+    fib_w: Arc<Mutex<Fib<u32>>>,
     fib_tx: Option<Sender<FibEvent>>,
     sweep_tx: Option<Sender<()>>,
     threads: Vec<JoinHandle<()>>,
@@ -307,16 +336,6 @@ fn same(a: &Option<Arc<Routes>>, b: &Option<Arc<Routes>>) -> bool {
     }
 }
 
-/// Whether `p` contains `addr` (a route array loaded through an id that
-/// may have been recycled must cover the address looked up).
-fn holds(p: &AnyPrefix, addr: AnyAddr) -> bool {
-    match (p, addr) {
-        (AnyPrefix::V4(p), AnyAddr::V4(a)) => p.contains(a),
-        (AnyPrefix::V6(p), AnyAddr::V6(a)) => p.contains(a),
-        _ => false,
-    }
-}
-
 /// One more than the longest prefix length of `addr`'s family: a probe
 /// of every covering prefix starts there.
 fn full_len(addr: AnyAddr) -> u8 {
@@ -343,37 +362,42 @@ impl Inner {
     /// `prefix` (before the id goes into the map, so a writer that finds
     /// the id there always finds its prefix in the slot, unless freed).
     fn alloc_id(&self, prefix: AnyPrefix) -> Result<u32, RibError> {
+        let max = MAX_PREFIX_IDS.min(crate::seg::CAPACITY);
         let reused = self
             .free_ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop();
-        let id = match reused {
-            Some(id) => id,
+        // The free list holds the tags of the ids' last lives.
+        let tag = match reused {
+            Some(old) => (old & ID_MASK) | (old & !ID_MASK).wrapping_add(1 << ID_BITS),
             None => self
                 .next_id
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                    ((n as u64) < crate::seg::CAPACITY).then_some(n + 1)
+                    ((n as u64) < max).then_some(n + 1)
                 })
-                .map_err(|_| RibError::PrefixesExhausted(crate::seg::CAPACITY))?,
+                .map_err(|_| RibError::PrefixesExhausted(max))?,
         };
+        let id = tag & ID_MASK;
         let Some(slot) = self.slots.get_or_alloc(id) else {
-            return Err(RibError::PrefixesExhausted(crate::seg::CAPACITY));
+            return Err(RibError::PrefixesExhausted(max));
         };
-        slot.store(Some(Arc::new(Routes::new(prefix, Vec::new()))));
+        slot.store(Some(Arc::new(Routes::tagged(prefix, Vec::new(), tag))));
         Ok(id)
     }
 
     /// Give back an id that never went into the map (a writer lost the
     /// race to insert the same prefix).
     fn release_id(&self, id: u32) {
-        if let Some(slot) = self.slots.get(id) {
-            slot.store(None);
-        }
+        let tag = self
+            .slots
+            .get(id)
+            .and_then(|slot| slot.swap(None))
+            .map_or(id, |r| r.tag);
         self.free_ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(id);
+            .push(tag);
     }
 
     /// Free `prefix`'s id if `seen` (its empty route array) is still in
@@ -405,9 +429,27 @@ impl Inner {
         self.free_ids
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(id);
+            .push(seen.tag);
         self.counters.prefixes_freed.fetch_add(1, Ordering::Relaxed);
         true
+    }
+
+    /// A writer found `prefix -> id` in the map and the id's slot not
+    /// holding `prefix` (freed under it, the FIB thread not yet past its
+    /// map removal): remove that entry so the retry allocates. Only while
+    /// the slot still does not hold the prefix: once another writer has
+    /// reallocated the id to this very prefix (its slot stored before its
+    /// map entry), the entry is theirs and live, and removing it would
+    /// orphan their route.
+    fn drop_stale(&self, prefix: AnyPrefix, id: u32) {
+        let holds_prefix = |v: u32| {
+            self.slot(v)
+                .is_some_and(|s| s.load().as_ref().is_some_and(|r| r.prefix == prefix))
+        };
+        let _ = self
+            .ids
+            .pin()
+            .remove_if(&prefix, |_, &v| v == id && !holds_prefix(v));
     }
 
     fn note_len(&self, p: &AnyPrefix) {
@@ -541,10 +583,11 @@ impl Rib {
             Err(e) => unreachable!("an empty FIB failed to build: {e}"),
         };
         let reader = fib.reader();
+        let fib_w = Arc::new(Mutex::new(fib));
         let (fib_tx, fib_rx) = mpsc::channel();
         let (sweep_tx, sweep_rx) = mpsc::channel();
         let t1 = {
-            let inner = Arc::clone(&inner);
+            let (inner, fib) = (Arc::clone(&inner), Arc::clone(&fib_w));
             std::thread::Builder::new()
                 .name("rib-fib".into())
                 .spawn(move || fib_thread(inner, fib, fib_rx))
@@ -562,6 +605,7 @@ impl Rib {
         Ok(Rib {
             inner,
             fib: reader,
+            fib_w,
             fib_tx: Some(fib_tx),
             sweep_tx: Some(sweep_tx),
             threads,
@@ -649,7 +693,7 @@ impl Rib {
             };
             let cur = slot.load_full();
             let Some(r) = cur.as_ref().filter(|r| r.prefix == prefix) else {
-                let _ = self.inner.ids.pin().remove_if(&prefix, |_, &v| v == id);
+                self.inner.drop_stale(prefix, id);
                 continue;
             };
             let mut entries: Vec<Entry> = r.entries.to_vec();
@@ -661,7 +705,7 @@ impl Rib {
                 became_nonempty: was_empty && !entries.is_empty(),
                 became_empty: !was_empty && entries.is_empty(),
             };
-            let new = Some(Arc::new(Routes::new(prefix, entries)));
+            let new = Some(Arc::new(Routes::tagged(prefix, entries, r.tag)));
             let prev = slot.compare_and_swap(&cur, new);
             if !same(&prev, &cur) {
                 continue;
@@ -927,8 +971,8 @@ impl Rib {
         f: impl FnOnce(&AnyPrefix, &Entry) -> R,
     ) -> Option<R> {
         let snap = self.fib.snapshot();
-        let id = *snap.lookup(addr)?;
-        self.resolve(addr, id, q, f)
+        let tag = *snap.lookup(addr)?;
+        self.resolve(addr, tag, q, f)
     }
 
     /// As [`Rib::lookup_with`], returning an owned [`Route`].
@@ -952,16 +996,17 @@ impl Rib {
     fn resolve<R>(
         &self,
         addr: AnyAddr,
-        id: u32,
+        tag: u32,
         q: &Query,
         f: impl FnOnce(&AnyPrefix, &Entry) -> R,
     ) -> Option<R> {
         let inner = &self.inner;
-        let slot = inner.slot(id)?;
+        let slot = inner.slot(tag & ID_MASK)?;
         let guard = slot.load();
         // The id may have been freed or recycled since the snapshot was
-        // published (module documentation): probe the covering prefixes.
-        let Some(routes) = guard.as_ref().filter(|r| holds(&r.prefix, addr)) else {
+        // published (a tag of another life, see [`ID_BITS`]): probe the
+        // covering prefixes.
+        let Some(routes) = guard.as_ref().filter(|r| r.tag == tag) else {
             drop(guard);
             return self.fallback(addr, full_len(addr), q, f);
         };
@@ -1048,14 +1093,14 @@ impl Rib {
         out: &mut [Option<Hit>],
     ) {
         let inner = &self.inner;
-        for id in ids.iter().flatten() {
-            if let Some(slot) = inner.slot(*id) {
+        for tag in ids.iter().flatten() {
+            if let Some(slot) = inner.slot(tag & ID_MASK) {
                 prefetch(slot);
             }
         }
         for (g, (ids, out)) in ids.chunks(8).zip(out.chunks_mut(8)).enumerate() {
             let guards: [_; 8] = std::array::from_fn(|j| {
-                let slot = inner.slot(ids.get(j).copied().flatten()?)?;
+                let slot = inner.slot(ids.get(j).copied().flatten()? & ID_MASK)?;
                 let guard = slot.load();
                 if let Some(r) = guard.as_ref() {
                     prefetch(&**r);
@@ -1069,8 +1114,9 @@ impl Rib {
             }
             for (j, (guard, o)) in guards.iter().zip(out.iter_mut()).enumerate() {
                 let a = addr(g * 8 + j);
+                let tag = ids.get(j).copied().flatten();
                 *o = match guard.as_ref().map(|g| g.as_ref()) {
-                    Some(Some(routes)) if holds(&routes.prefix, a) => {
+                    Some(Some(routes)) if Some(routes.tag) == tag => {
                         match inner.choose(routes, q) {
                             Some(e) => Some(hit(&routes.prefix, e)),
                             None => self.fallback(a, routes.prefix.len(), q, hit),
@@ -1223,6 +1269,23 @@ impl Rib {
         out
     }
 
+    /// Prefixes with routes under `within` (itself included), in prefix
+    /// order, strictly after `after` when given, at most `max`: an ordered
+    /// walk of the covered subtree of the FIB thread's route table that
+    /// stops at `max` (a page costs its size, not the RIB's). The same
+    /// staleness as longest-prefix lookups (a prefix appears after the FIB
+    /// thread's next batch); a prefix whose peers are down but not yet
+    /// swept is still listed. `after` need not exist any more: the walk
+    /// resumes where it would have been.
+    pub fn prefixes_under(
+        &self,
+        within: &AnyPrefix,
+        after: Option<&AnyPrefix>,
+        max: usize,
+    ) -> Vec<AnyPrefix> {
+        crate::walk::under_any(&lock(&self.fib_w), within, after, max)
+    }
+
     /// Prefixes known: those with routes (live or of peers not yet
     /// swept), and those that just lost their last route and whose id the
     /// FIB thread has not freed yet.
@@ -1317,12 +1380,13 @@ const FIB_IDLE_ROUNDS: u32 = 8;
 
 /// The FIB thread: applies prefix-set changes, publishes at most every
 /// `max_delay` (plus one poll), answers `Sync`.
-fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
+fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Receiver<FibEvent>) {
     let mut waiting: Vec<Sender<()>> = Vec::new();
     let mut idle_rounds = FIB_IDLE_ROUNDS;
     loop {
         let mut batch = Vec::new();
-        if idle_rounds >= FIB_IDLE_ROUNDS && fib.pending() == 0 {
+        let pending = lock(&shared).pending();
+        if idle_rounds >= FIB_IDLE_ROUNDS && pending == 0 {
             // Nothing flowing: block until the next change.
             match rx.recv() {
                 Ok(ev) => push_event(ev, &mut batch, &mut waiting),
@@ -1343,6 +1407,8 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
         } else {
             0
         };
+        // Held for the batch and its publication; ordered walks wait.
+        let mut fib = lock(&shared);
         for (p, id) in batch {
             let Some(cur) = inner.slot(id).and_then(|s| s.load_full()) else {
                 // Freed: its prefix left the FIB when it was.
@@ -1355,7 +1421,7 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
             // Errors (a failed publication) leave changes pending; the
             // next publication retries them.
             if !cur.entries.is_empty() {
-                let _ = fib.insert(p, id);
+                let _ = fib.insert(p, cur.tag);
             } else if inner.free_prefix(p, id, &cur) {
                 // Removed after the slot emptied: a writer that adds the
                 // prefix again gets a new id, whose event comes after
@@ -1384,6 +1450,12 @@ fn fib_thread(inner: Arc<Inner>, mut fib: Fib<u32>, rx: Receiver<FibEvent>) {
                 .store(fib.footprint_bytes() as u64, Ordering::Relaxed);
         }
     }
+}
+
+/// The FIB writer's lock; a panic while it was held leaves a FIB that is
+/// still consistent (each call completes or leaves changes pending).
+fn lock(m: &Mutex<Fib<u32>>) -> MutexGuard<'_, Fib<u32>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn push_event(ev: FibEvent, batch: &mut Vec<(AnyPrefix, u32)>, waiting: &mut Vec<Sender<()>>) {
@@ -1483,7 +1555,7 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
                 .collect();
             gone = (r.entries.len() - entries.len()) as u64;
             emptied = (entries.is_empty() && !r.entries.is_empty()).then_some(r.prefix);
-            Some(Arc::new(Routes::new(r.prefix, entries)))
+            Some(Arc::new(Routes::tagged(r.prefix, entries, r.tag)))
         });
         removed += gone;
         if let Some(p) = emptied {
@@ -1508,4 +1580,61 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
         .swept_routes
         .fetch_add(removed, Ordering::Relaxed);
     (dead.len(), removed)
+}
+
+/// The interleaving in which a writer that saw its prefix's slot freed
+/// resumes after the id was handed back to the same prefix, replayed step
+/// by step (the real-time race is too narrow to hit reliably).
+#[cfg(test)]
+mod writer_race {
+    use super::*;
+    use crate::attrs::AttrsRef;
+    use crate::peers::{PeerKey, RibKind};
+
+    fn key(i: u32) -> PeerKey {
+        PeerKey {
+            peer_type: 0,
+            distinguisher: 0,
+            address: "127.0.0.1".parse().unwrap(),
+            asn: 65000,
+            bgp_id: i,
+            rib: RibKind::PrePolicy,
+        }
+    }
+
+    #[test]
+    fn a_stale_writer_never_removes_a_reallocated_entry() {
+        let rib = Rib::new();
+        let (a, b, c) = (
+            rib.add_peer(1, key(1)).unwrap(),
+            rib.add_peer(1, key(2)).unwrap(),
+            rib.add_peer(1, key(3)).unwrap(),
+        );
+        let set = rib.intern(&AttrsRef::default());
+        let p: AnyPrefix = "10.0.0.0/24".parse().unwrap();
+        rib.announce(&a, p, 0, &set).unwrap();
+        rib.sync();
+        // T1 (peer B's writer, in `edit`): reads p's id from the map ...
+        let t1_id = *rib.inner.ids.pin().get(&p).unwrap();
+        // ... peer A withdraws, the FIB thread frees the id ...
+        assert!(rib.withdraw(&a, p, 0));
+        rib.sync();
+        // ... T1 loads the slot: empty, so it heads for `remove_if`; paused.
+        assert!(rib.inner.slot(t1_id).unwrap().load().is_none());
+        // T2 (peer C) announces p: the free list (LIFO) hands back t1_id.
+        rib.announce(&c, p, 0, &set).unwrap();
+        assert_eq!(*rib.inner.ids.pin().get(&p).unwrap(), t1_id);
+        // T1 resumes with its stale observation: `edit` drops the map
+        // entry only while the slot does not hold p, so T2's live entry
+        // stays ...
+        rib.inner.drop_stale(p, t1_id);
+        assert_eq!(rib.inner.ids.pin().get(&p), Some(&t1_id));
+        // ... and T1's retry finds it and adds B's route beside C's.
+        rib.announce(&b, p, 0, &set).unwrap();
+        rib.sync();
+        // Had the entry gone, C's route would live in an orphaned slot:
+        // lost to exact queries, and C's withdraw could not find it.
+        assert_eq!(rib.routes(&p).len(), 2, "peer C's route lost");
+        assert!(rib.withdraw(&c, p, 0), "peer C cannot withdraw its route");
+    }
 }

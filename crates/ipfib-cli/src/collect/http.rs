@@ -1,13 +1,16 @@
 //! The HTTP API (ARCHITECTURE §4): a thin layer over the RIB's own API.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use axum::extract::{Query as Params, State};
-use axum::http::{header, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::extract::{Query as Params, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -15,6 +18,7 @@ use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
 use ipfib_rib::{Instance, Match, PeerFilter, Query, RibSet};
 use serde_json::{json, Value};
 
+use super::paging::{self, Cursor};
 use super::{json as j, Ctx};
 
 type P = Params<HashMap<String, String>>;
@@ -22,11 +26,17 @@ type P = Params<HashMap<String, String>>;
 pub fn router(ctx: Arc<Ctx>) -> Router {
     Router::new()
         .route("/", get(page))
+        .route("/page.js", get(page_js))
+        .route("/page.css", get(page_css))
         .route("/api/v1/lookup", get(lookup))
         .route("/api/v1/routes", get(routes))
         .route("/api/v1/peers", get(peers))
         .route("/metrics", get(metrics))
         .route("/api/v1/dump.mrt", get(dump_mrt))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            guard,
+        ))
         .with_state(ctx)
 }
 
@@ -34,11 +44,143 @@ fn bad(msg: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({ "error": msg }))).into_response()
 }
 
+/// What the page and its assets may do: its own script and style, API
+/// calls to this origin, no framing.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Every request: the Host allow-list (DNS rebinding), the bearer token
+/// (API and metrics), the request timeout, the security headers.
+async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next) -> Response {
+    let deny = |status: StatusCode, msg: &str| {
+        ctx.metrics.http_denied.fetch_add(1, Ordering::Relaxed);
+        (status, Json(json!({ "error": msg }))).into_response()
+    };
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !host_allowed(&ctx.opts.hosts, host) {
+        return deny(StatusCode::MISDIRECTED_REQUEST, "Host not allowed");
+    }
+    let path = req.uri().path();
+    if let Some(token) = &ctx.opts.token {
+        if path.starts_with("/api/") || path == "/metrics" {
+            let given = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim);
+            if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
+                let mut r = deny(StatusCode::UNAUTHORIZED, "a bearer token is required");
+                r.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return r;
+            }
+        }
+    }
+    let limit = ctx.opts.http.request_timeout;
+    let mut r = match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": format!("no answer within {limit:?}") })),
+        )
+            .into_response(),
+    };
+    let h = r.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    r
+}
+
+/// Equal bytes, in time that depends on the lengths only (a token is not
+/// found a byte at a time by timing).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+/// The default Host allow-list: `--http-host` names; without them, on a
+/// loopback `--http` address, `localhost`; otherwise any host. IP
+/// literals are always allowed (DNS rebinding needs a name).
+pub fn allowed_hosts(flags: &[String], http: SocketAddr) -> Vec<String> {
+    if !flags.is_empty() {
+        return flags
+            .iter()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .collect();
+    }
+    if http.ip().is_loopback() {
+        return vec!["localhost".into()];
+    }
+    Vec::new()
+}
+
+/// Whether a `Host` header value is allowed: any IP literal; a name in
+/// `hosts` (with the header's port, or without it when the entry has
+/// none) or a subdomain of `localhost` when `localhost` is listed.
+pub fn host_allowed(hosts: &[String], value: &str) -> bool {
+    if hosts.is_empty() {
+        return true;
+    }
+    let value = value.trim().to_ascii_lowercase();
+    let name = if let Some(rest) = value.strip_prefix('[') {
+        // [v6]:port
+        return rest
+            .split_once(']')
+            .is_some_and(|(a, _)| a.parse::<std::net::Ipv6Addr>().is_ok());
+    } else {
+        match value.rsplit_once(':') {
+            Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => value.as_str(),
+        }
+    };
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return true;
+    }
+    hosts
+        .iter()
+        .any(|h| h == &value || h == name || (h == "localhost" && name.ends_with(".localhost")))
+}
+
 async fn page(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
         include_str!("page.html"),
+    )
+        .into_response()
+}
+
+async fn page_js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("page.js"),
+    )
+        .into_response()
+}
+
+async fn page_css() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("page.css"),
     )
         .into_response()
 }
@@ -141,47 +283,138 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
             ))
         }
     };
-    let limit = match q.get("limit").map(|l| l.parse::<usize>()) {
-        None => 10_000,
-        Some(Ok(l)) => l.min(1_000_000),
-        Some(Err(_)) => return bad("limit must be a number".into()),
+    let limit = match paging::parse_limit(q.get("limit").map(String::as_str)) {
+        Ok(l) => l,
+        Err(e) => return bad(e),
+    };
+    let cursor = match q.get("cursor").map(|t| Cursor::decode(t)) {
+        None => None,
+        Some(Ok(c)) if paging::cursor_fits(&c, &prefix, m) => Some(c),
+        Some(Ok(_)) => return bad("cursor does not belong to this query".into()),
+        Some(Err(e)) => return bad(e),
     };
     let mut query = Query::default();
     if let Err(e) = scope(&q, &mut query) {
         return bad(e);
     }
     let rib = Arc::clone(&ctx.rib);
-    // `longer` scans the RIB: off the async workers.
-    let found =
-        tokio::task::spawn_blocking(move || rib.routes_matching_in(&prefix, m, limit + 1, &query))
-            .await;
-    let Ok(mut found) = found else {
+    // `longer` walks the RIB's prefix tree: off the async workers. Each
+    // prefix's routes are those the query's instance and RIB kinds allow.
+    let found = tokio::task::spawn_blocking(move || {
+        let of = |p: &AnyPrefix| rib.routes_matching_in(p, Match::Exact, usize::MAX, &query);
+        paging::routes_page(&rib, &prefix, m, limit, cursor, &of)
+    })
+    .await;
+    let Ok((found, next)) = found else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
             Json(json!({ "error": "lookup task failed" })),
         )
             .into_response();
     };
-    let truncated = found.len() > limit;
-    found.truncate(limit);
-    Json(json!({
-        "prefix": prefix.to_string(),
-        "match": q.get("match").map(String::as_str).unwrap_or("exact"),
-        "routes": found.iter().map(j::route).collect::<Vec<_>>(),
-        "truncated": truncated,
-    }))
-    .into_response()
+    let mut head = serde_json::Map::new();
+    head.insert("prefix".into(), prefix.to_string().into());
+    head.insert(
+        "match".into(),
+        q.get("match").map(String::as_str).unwrap_or("exact").into(),
+    );
+    head.insert("truncated".into(), next.is_some().into());
+    if let Some(c) = next {
+        head.insert("next_cursor".into(), c.encode().into());
+    }
+    json_list(Value::Object(head), "routes", found, j::route)
 }
 
-async fn peers(State(ctx): State<Arc<Ctx>>) -> Response {
+/// A JSON object `head` plus one list field `name`, streamed: the list is
+/// serialised a chunk at a time as the client reads (no answer-sized
+/// buffer).
+fn json_list<T: Send + Sync + 'static>(
+    head: Value,
+    name: &str,
+    items: Vec<T>,
+    to_json: fn(&T) -> Value,
+) -> Response {
+    const CHUNK: usize = 128;
+    let mut text = head.to_string();
+    text.pop(); // the closing brace
+    if text.len() > 1 {
+        text.push(',');
+    }
+    text.push_str(&Value::String(name.into()).to_string());
+    text.push_str(":[");
+    let items = Arc::new(items);
+    let n = items.len();
+    let chunks = (0..n).step_by(CHUNK).map(move |start| {
+        let mut b = Vec::with_capacity(CHUNK * 512);
+        for (i, x) in items[start..(start + CHUNK).min(n)].iter().enumerate() {
+            if start + i > 0 {
+                b.push(b',');
+            }
+            // Writing a Value into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut b, &to_json(x));
+        }
+        Bytes::from(b)
+    });
+    let parts = std::iter::once(Bytes::from(text))
+        .chain(chunks)
+        .chain(std::iter::once(Bytes::from_static(b"]}")))
+        .map(Ok::<_, Infallible>);
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(futures_util::stream::iter(parts)),
+    )
+        .into_response()
+}
+
+/// Peers in id order, a page at a time (`limit`, `cursor`: the last id
+/// given); live ones unless `state=all`. The first page also carries the
+/// sessions (open ones; with `state=all` the recently closed too) and a
+/// summary of counts.
+async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    let sessions: Vec<Value> = ctx
-        .sessions
-        .list()
-        .iter()
-        .map(|s| {
-            let ended = s.ended.get();
-            json!({
+    let all = match q.get("state").map(String::as_str) {
+        None | Some("up") => false,
+        Some("all") => true,
+        Some(other) => return bad(format!("state {other:?}: expected up or all")),
+    };
+    let limit = match paging::parse_limit(q.get("limit").map(String::as_str)) {
+        Ok(l) => l,
+        Err(e) => return bad(e),
+    };
+    let from = match q.get("cursor").map(|c| c.parse::<u32>()) {
+        None => 0,
+        Some(Ok(id)) => id.saturating_add(1),
+        Some(Err(_)) => return bad("cursor is not one this server gave".into()),
+    };
+    let table = ctx.rib.peers();
+    // Ids are not dense (a swept peer's slot is reused under a new
+    // generation): the page is the `limit` lowest ids past the cursor.
+    let mut list: Vec<Arc<ipfib_rib::PeerInfo>> = table
+        .all()
+        .filter(|p| p.id >= from && (all || p.is_up()))
+        .collect();
+    list.sort_unstable_by_key(|p| p.id);
+    let next = (list.len() > limit).then(|| list[limit - 1].id);
+    list.truncate(limit);
+    let mut head = serde_json::Map::new();
+    if from == 0 {
+        let (mut up, mut down, mut routes) = (0u64, 0u64, 0u64);
+        for p in table.all() {
+            if p.is_up() {
+                up += 1;
+                routes += p.routes.load(Ordering::Relaxed);
+            } else {
+                down += 1;
+            }
+        }
+        let sessions: Vec<Value> = ctx
+            .sessions
+            .list()
+            .iter()
+            .filter(|s| all || s.ended.get().is_none())
+            .map(|s| {
+                let ended = s.ended.get();
+                json!({
                 "id": s.id,
                 "remote": s.remote.to_string(),
                 "connected_at": s.connected_at,
@@ -192,11 +425,20 @@ async fn peers(State(ctx): State<Arc<Ctx>>) -> Response {
                 "bytes": s.bytes.load(Ordering::Relaxed),
                 "sys_name": s.sys_name.get(),
                 "sys_descr": s.sys_descr.get(),
+                })
             })
-        })
-        .collect();
-    let peers: Vec<Value> = ctx.rib.peers().all().map(|p| j::peer(&p)).collect();
-    Json(json!({ "sessions": sessions, "peers": peers })).into_response()
+            .collect();
+        let open = sessions.iter().filter(|s| s["state"] == "open").count();
+        head.insert(
+            "summary".into(),
+            json!({ "sessions_open": open, "peers_up": up, "peers_down": down, "routes": routes }),
+        );
+        head.insert("sessions".into(), Value::Array(sessions));
+    }
+    if let Some(id) = next {
+        head.insert("next_cursor".into(), id.to_string().into());
+    }
+    json_list(Value::Object(head), "peers", list, |p| j::peer(p))
 }
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
@@ -208,48 +450,131 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
         .into_response()
 }
 
-/// The RIB's live routes as MRT TABLE_DUMP_V2 (RFC 6396), built off the
-/// async workers.
+/// The RIB's live routes as MRT TABLE_DUMP_V2 (RFC 6396), streamed as it
+/// is written: one dump at a time (its permit held until the last byte or
+/// the client's departure); another client waits up to 10 s, then gets
+/// 503. A client that stops reading for `--http-write-stall` ends its
+/// dump, so a stalled reader cannot hold the permit.
 async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
-    // One dump at a time: each is built whole in memory (hundreds of MB
-    // at full tables). The permit moves into the blocking task, so a
-    // client that hangs up does not free it while its dump still runs.
-    let Ok(permit) = Arc::clone(&ctx.dump_lock).acquire_owned().await else {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "error": "shutting down" })),
-        )
-            .into_response();
+    let wait = Arc::clone(&ctx.dump_lock).acquire_owned();
+    let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(_)) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "error": "shutting down" })),
+            )
+                .into_response()
+        }
+        Err(_) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "30")],
+                Json(json!({ "error": "another dump is being sent; try again later" })),
+            )
+                .into_response()
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let out = ChannelWriter {
+        tx,
+        rt: tokio::runtime::Handle::current(),
+        stall: ctx.opts.http.write_stall,
     };
     let rib = Arc::clone(&ctx.rib);
-    let out = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        let mut buf = Vec::new();
-        ipfib_rib::mrt::dump(&rib, &mut buf).map(|_| buf)
-    })
-    .await;
-    match out {
-        Ok(Ok(buf)) => (
-            [
-                (header::CONTENT_TYPE, "application/octet-stream"),
-                (
-                    header::CONTENT_DISPOSITION,
-                    "attachment; filename=\"rib.mrt\"",
-                ),
-            ],
-            buf,
-        )
-            .into_response(),
-        Ok(Err(e)) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({ "error": e.to_string() })),
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({ "error": "dump task failed" })),
-        )
-            .into_response(),
+        if let Err(e) = ipfib_rib::mrt::dump(&rib, out) {
+            tracing::info!(error = %e, "MRT dump not finished");
+        }
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"rib.mrt\"",
+            ),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The dump's output: each write (the dump buffers 64 KiB) goes to the
+/// response body through a small channel; a client that does not take it
+/// within `stall`, or went away, fails the write and so ends the dump.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    rt: tokio::runtime::Handle,
+    stall: Duration,
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        use std::io::{Error, ErrorKind};
+        let send = self.tx.send(Bytes::copy_from_slice(b));
+        match self.rt.block_on(tokio::time::timeout(self.stall, send)) {
+            Ok(Ok(())) => Ok(b.len()),
+            Ok(Err(_)) => Err(Error::new(ErrorKind::BrokenPipe, "the client went away")),
+            Err(_) => Err(Error::new(
+                ErrorKind::TimedOut,
+                "the client stopped reading",
+            )),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        let lo = allowed_hosts(&[], "127.0.0.1:8080".parse().unwrap());
+        for ok in [
+            "localhost:8080",
+            "LOCALHOST",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "a.localhost:1",
+            "10.1.2.3",
+        ] {
+            assert!(host_allowed(&lo, ok), "{ok}");
+        }
+        for no in [
+            "evil.example:8080",
+            "localhost.evil.example",
+            "",
+            "[nonsense]:1",
+        ] {
+            assert!(!host_allowed(&lo, no), "{no}");
+        }
+        let any = allowed_hosts(&[], "0.0.0.0:8080".parse().unwrap());
+        assert!(host_allowed(&any, "evil.example"));
+        let named = allowed_hosts(
+            &["lg.example.net".into(), "other:8443".into()],
+            "0.0.0.0:80".parse().unwrap(),
+        );
+        assert!(host_allowed(&named, "lg.example.net:80"));
+        assert!(host_allowed(&named, "other:8443"));
+        assert!(!host_allowed(&named, "other:9000"));
+        assert!(!host_allowed(&named, "localhost"));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"s3cret", b"s3cret"));
+        assert!(!same(b"s3cret", b"s3cre"));
+        assert!(!same(b"s3cret", b"s3cres"));
+        assert!(!same(b"", b"x"));
     }
 }

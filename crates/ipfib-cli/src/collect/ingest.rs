@@ -3,8 +3,8 @@
 //! things are the RIB (lock-free for readers), the metrics (atomics) and
 //! the session registry (touched at connect and disconnect only).
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -15,6 +15,96 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::Ctx;
+
+/// The largest legal BMP message, the default `--max-message`:
+/// - a BGP message is at most 65,535 bytes (RFC 8654 extended messages;
+///   4,096 without them), and a Route Monitoring message is the common
+///   header (6) + the per-peer header (42) + one BGP message: 65,583;
+/// - Route Mirroring carries the BGP message in a TLV (4-byte TLV header)
+///   next to an Information TLV (4 + 2): 6 + 42 + 4 + 65,535 + 6 = 65,593;
+/// - Peer Up: 6 + 42 + 20 (addresses, ports) + two OPENs (at most 4,096
+///   each, RFC 8654 leaves OPEN at 4,096) = 8,260, plus TLVs;
+/// - Initiation, Termination and Statistics are TLV lists of short
+///   strings and counters.
+///
+/// The largest of these plus 4,096 bytes of information TLVs (sysDescr,
+/// table names, the RFC 9069 and draft TLVs trailing a Route Monitoring
+/// message): 65,593 + 4,096 = 69,689.
+pub const DEFAULT_MAX_MESSAGE: usize = 6 + 42 + 4 + 65_535 + 6 + 4_096;
+
+/// Open sessions per source address (the per-source cap).
+#[derive(Default)]
+pub struct Sources {
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl Sources {
+    fn try_add(&self, ip: IpAddr, max: usize) -> bool {
+        let mut m = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn remove(&self, ip: IpAddr) {
+        let mut m = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&ip);
+            }
+        }
+    }
+}
+
+/// Whether `ip` is inside one of `allow` (empty: every address).
+pub fn allowed(allow: &[ipfib::prefix::AnyPrefix], ip: IpAddr) -> bool {
+    use ipfib::prefix::{AnyAddr, AnyPrefix};
+    if allow.is_empty() {
+        return true;
+    }
+    let a = AnyAddr::unmapped(ip);
+    allow.iter().any(|p| match (p, a) {
+        (AnyPrefix::V4(p), AnyAddr::V4(a)) => p.contains(a),
+        (AnyPrefix::V6(p), AnyAddr::V6(a)) => p.contains(a),
+        _ => false,
+    })
+}
+
+/// Bytes of unfinished messages a session holds, counted in the shared
+/// gauge (`--max-buffered`); given back when the session ends.
+struct Held<'a> {
+    gauge: &'a AtomicU64,
+    mine: u64,
+}
+
+impl Held<'_> {
+    /// Set this session's share to `n`; false if that takes the total
+    /// past `max` (the share is then unchanged).
+    fn set(&mut self, n: u64, max: u64) -> bool {
+        if n > self.mine {
+            let more = n - self.mine;
+            let before = self.gauge.fetch_add(more, Ordering::Relaxed);
+            if before + more > max {
+                self.gauge.fetch_sub(more, Ordering::Relaxed);
+                return false;
+            }
+        } else {
+            self.gauge.fetch_sub(self.mine - n, Ordering::Relaxed);
+        }
+        self.mine = n;
+        true
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.gauge.fetch_sub(self.mine, Ordering::Relaxed);
+    }
+}
 
 /// What the HTTP API shows of a session.
 pub struct SessionShared {
@@ -105,6 +195,20 @@ fn publish(ctx: &Ctx, id: u64, s: &mut Session, seen: &mut SessionStats, limit: 
         seen.skipped_families,
     );
     add(&m.adj_rib_out, st.adj_rib_out, seen.adj_rib_out);
+    add(
+        &m.peers_over_limit,
+        st.peers_over_limit,
+        seen.peers_over_limit,
+    );
+    add(
+        &m.routes_over_limit,
+        st.routes_over_limit,
+        seen.routes_over_limit,
+    );
+    // Each limit is noted once per neighbour (or session): no rate limit.
+    for note in s.limit_notes.drain(..) {
+        tracing::warn!(session = id, "{note}");
+    }
     let new_errors = (st.attribute_discard + st.treat_as_withdraw)
         .saturating_sub(seen.attribute_discard + seen.treat_as_withdraw);
     *seen = st.clone();
@@ -151,22 +255,49 @@ fn publish(ctx: &Ctx, id: u64, s: &mut Session, seen: &mut SessionStats, limit: 
 pub async fn listen(listener: TcpListener, ctx: Arc<Ctx>, shutdown: watch::Receiver<bool>) {
     let next_id = AtomicU64::new(1);
     let mut stop = shutdown.clone();
+    let sources = Arc::new(Sources::default());
+    let mut errors = super::server::ErrorLog::default();
+    let mut refusals = super::server::ErrorLog::default();
     loop {
         let (stream, remote) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
-                    tracing::warn!(error = %e, "BMP accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    errors.note("BMP accept failed", &e);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
             },
             _ = stop.changed() => return,
         };
         let m = &ctx.metrics;
+        let refuse = |reason: &str| {
+            m.refuse(reason);
+            if reason == "session_limit" {
+                m.sessions_refused.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+        if !allowed(&ctx.opts.bmp_allow, remote.ip()) {
+            refuse("not_allowed");
+            let e = std::io::Error::other(format!("{remote} is not in --bmp-allow"));
+            refusals.note("BMP connection refused", &e);
+            drop(stream);
+            continue;
+        }
         if m.sessions_open.load(Ordering::Relaxed) as usize >= ctx.opts.max_sessions {
-            m.sessions_refused.fetch_add(1, Ordering::Relaxed);
+            refuse("session_limit");
             tracing::warn!(%remote, limit = ctx.opts.max_sessions, "BMP session refused: session limit reached");
+            drop(stream);
+            continue;
+        }
+        if !sources.try_add(remote.ip(), ctx.opts.max_per_source) {
+            refuse("per_source_limit");
+            let e = std::io::Error::other(format!(
+                "{} already has {} sessions",
+                remote.ip(),
+                ctx.opts.max_per_source
+            ));
+            refusals.note("BMP connection refused", &e);
             drop(stream);
             continue;
         }
@@ -175,9 +306,11 @@ pub async fn listen(listener: TcpListener, ctx: Arc<Ctx>, shutdown: watch::Recei
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let ctx = Arc::clone(&ctx);
         let shutdown = shutdown.clone();
+        let sources = Arc::clone(&sources);
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
             run_session(stream, remote, id, &ctx, shutdown).await;
+            sources.remove(remote.ip());
             ctx.metrics.sessions_open.fetch_sub(1, Ordering::Relaxed);
         });
     }
@@ -206,6 +339,7 @@ async fn run_session(
     tracing::info!(session = id, %remote, "BMP session open");
     let mut session = Session::new(id, Arc::clone(&ctx.rib));
     let opts = &ctx.opts;
+    session.limits = opts.limits;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     let mut partial_since: Option<Instant> = None;
     let mut seen = SessionStats::default();
@@ -214,6 +348,12 @@ async fn run_session(
         lines: 0,
         suppressed: 0,
     };
+    let mut held = Held {
+        gauge: &ctx.metrics.buffered,
+        mine: 0,
+    };
+    // Until the first complete message: the Initiation deadline.
+    let initiation_by = Instant::now() + opts.initiation_timeout;
     let (reason, detail): (&str, String) = 'outer: loop {
         // Apply every complete message in the buffer.
         let mut start = 0;
@@ -274,6 +414,23 @@ async fn run_session(
         } else {
             partial_since.or(Some(Instant::now()))
         };
+        if !held.set(buf.len() as u64, opts.max_buffered as u64) {
+            break (
+                "buffer_limit",
+                format!(
+                    "{} bytes of an unfinished message with --max-buffered {} reached",
+                    buf.len(),
+                    opts.max_buffered
+                ),
+            );
+        }
+        let first = shared.messages.load(Ordering::Relaxed) == 0;
+        if first && Instant::now() >= initiation_by {
+            break (
+                "no_initiation",
+                format!("no complete message within {:?}", opts.initiation_timeout),
+            );
+        }
         let wait = match partial_since {
             Some(t) => match opts.slow_timeout.checked_sub(t.elapsed()) {
                 Some(w) => w,
@@ -290,12 +447,18 @@ async fn run_session(
             },
             None => opts.idle_timeout,
         };
+        let wait = if first {
+            wait.min(initiation_by.saturating_duration_since(Instant::now()))
+        } else {
+            wait
+        };
         if buf.capacity() - buf.len() < 1 << 14 {
             buf.reserve(1 << 16);
         }
         tokio::select! {
             r = tokio::time::timeout(wait, stream.read_buf(&mut buf)) => match r {
                 Err(_) if partial_since.is_some() => continue,
+                Err(_) if first && Instant::now() >= initiation_by => continue,
                 Err(_) => break ("idle_timeout", format!("no data for {wait:?}")),
                 Ok(Ok(0)) => break ("closed", if session.info.terminated { "after Termination".into() } else { "by the sender".into() }),
                 Ok(Ok(_)) => {}

@@ -14,14 +14,20 @@ const BUCKETS: [f64; 12] = [
 ];
 
 /// Why sessions ended.
-pub const END_REASONS: [&str; 6] = [
+pub const END_REASONS: [&str; 8] = [
     "closed",
     "decode_error",
     "idle_timeout",
     "slow_sender",
     "io_error",
     "shutdown",
+    "no_initiation",
+    "buffer_limit",
 ];
+
+/// Why BMP connections were closed at accept
+/// (`ipfib_bmp_refused_total{reason}`).
+pub const REFUSE_REASONS: [&str; 3] = ["not_allowed", "per_source_limit", "session_limit"];
 
 #[derive(Default)]
 pub struct Metrics {
@@ -45,6 +51,18 @@ pub struct Metrics {
     pub skipped_families: AtomicU64,
     /// Route Monitoring messages of Adj-RIB-Out (RFC 8671).
     pub adj_rib_out: AtomicU64,
+    pub refused: [AtomicU64; REFUSE_REASONS.len()],
+    /// Messages of neighbours past `--max-peers-per-session`, dropped.
+    pub peers_over_limit: AtomicU64,
+    /// New routes past `--max-routes-per-peer`, dropped.
+    pub routes_over_limit: AtomicU64,
+    /// Bytes of unfinished BMP messages held, over all sessions.
+    pub buffered: AtomicU64,
+    pub http_conns: AtomicU64,
+    /// HTTP connections closed at once: `--http-max-conns` reached.
+    pub http_refused: AtomicU64,
+    /// HTTP requests refused: bad or missing token, Host not allowed.
+    pub http_denied: AtomicU64,
 }
 
 /// RFC 7606 actions, as the `action` label of
@@ -56,6 +74,12 @@ impl Metrics {
     pub fn end(&self, reason: &str) {
         if let Some(i) = END_REASONS.iter().position(|r| *r == reason) {
             self.session_ends[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn refuse(&self, reason: &str) {
+        if let Some(i) = REFUSE_REASONS.iter().position(|r| *r == reason) {
+            self.refused[i].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -105,6 +129,65 @@ impl Metrics {
             o,
             "ipfib_bmp_sessions_refused_total {}",
             get(&self.sessions_refused)
+        );
+        counter(
+            &mut o,
+            "ipfib_bmp_refused_total",
+            "BMP connections closed at accept, by reason.",
+            "counter",
+        );
+        for (i, r) in REFUSE_REASONS.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "ipfib_bmp_refused_total{{reason=\"{r}\"}} {}",
+                get(&self.refused[i])
+            );
+        }
+        let one = |o: &mut String, name: &str, help: &str, kind: &str, v: u64| {
+            counter(o, name, help, kind);
+            let _ = writeln!(o, "{name} {v}");
+        };
+        one(
+            &mut o,
+            "ipfib_bmp_buffered_bytes",
+            "Bytes of unfinished BMP messages held, over all sessions.",
+            "gauge",
+            get(&self.buffered),
+        );
+        one(
+            &mut o,
+            "ipfib_bmp_peers_over_limit_total",
+            "BMP messages of neighbours past the per-session peer limit, dropped.",
+            "counter",
+            get(&self.peers_over_limit),
+        );
+        one(
+            &mut o,
+            "ipfib_bmp_routes_over_limit_total",
+            "New routes past the per-peer route limit, dropped.",
+            "counter",
+            get(&self.routes_over_limit),
+        );
+        one(
+            &mut o,
+            "ipfib_http_connections",
+            "HTTP connections open now.",
+            "gauge",
+            get(&self.http_conns),
+        );
+        one(
+            &mut o,
+            "ipfib_http_refused_total",
+            "HTTP connections closed at once: connection limit reached.",
+            "counter",
+            get(&self.http_refused),
+        );
+        one(
+            &mut o,
+            "ipfib_http_denied_total",
+            "HTTP requests refused: missing or wrong token, Host not allowed.",
+            "counter",
+            get(&self.http_denied),
         );
         counter(
             &mut o,

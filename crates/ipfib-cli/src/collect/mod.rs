@@ -12,6 +12,8 @@ mod http;
 mod ingest;
 mod json;
 mod metrics;
+mod paging;
+mod server;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,12 +48,59 @@ pub struct Args {
     /// Seconds a started message may take to arrive whole.
     #[arg(long, default_value_t = 60.0)]
     slow_timeout: f64,
-    /// Largest BMP message accepted, in bytes (a larger one ends its session).
-    #[arg(long, default_value_t = ipfib_rib::bmp::DEFAULT_MAX_MESSAGE)]
+    /// Largest BMP message accepted, in bytes (a larger one ends its
+    /// session); the default fits the largest legal message.
+    #[arg(long, default_value_t = ingest::DEFAULT_MAX_MESSAGE)]
     max_message: usize,
     /// Most concurrent BMP sessions; more are refused.
     #[arg(long, default_value_t = 1024)]
     max_sessions: usize,
+    /// Accept BMP connections only from this network (repeatable; an
+    /// address alone is its host prefix). Without it, any source.
+    #[arg(long = "bmp-allow", value_name = "CIDR")]
+    bmp_allow: Vec<String>,
+    /// Most concurrent BMP sessions from one source address.
+    #[arg(long, default_value_t = 8)]
+    max_sessions_per_source: usize,
+    /// Seconds a new BMP connection has to deliver its first complete
+    /// message (the Initiation) before it is closed.
+    #[arg(long, default_value_t = 10.0)]
+    initiation_timeout: f64,
+    /// Bytes of unfinished BMP messages held over all sessions; a session
+    /// whose read would go past it is closed.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_buffered: usize,
+    /// Monitored neighbours one BMP session may have (0: no limit);
+    /// messages of further ones are dropped and counted.
+    #[arg(long, default_value_t = 2048)]
+    max_peers_per_session: usize,
+    /// Routes one BMP peer may hold (0: no limit); past it the peer's new
+    /// routes are dropped and counted (like BGP maximum-prefix).
+    #[arg(long, default_value_t = 4_000_000)]
+    max_routes_per_peer: u64,
+    /// Most concurrent HTTP connections; past it new ones get a short 503.
+    #[arg(long, default_value_t = 256)]
+    http_max_conns: usize,
+    /// Seconds an HTTP client has to send a request head (also the idle
+    /// time allowed between keep-alive requests).
+    #[arg(long, default_value_t = 10.0)]
+    http_header_timeout: f64,
+    /// Seconds a request may take to get its answer's head.
+    #[arg(long, default_value_t = 30.0)]
+    http_request_timeout: f64,
+    /// Seconds a client may stop reading an answer before its connection
+    /// is closed.
+    #[arg(long, default_value_t = 30.0)]
+    http_write_stall: f64,
+    /// A file whose first line is a bearer token every API request must
+    /// carry (`Authorization: Bearer TOKEN`); `/` and `/metrics` included.
+    #[arg(long, value_name = "FILE")]
+    http_token_file: Option<PathBuf>,
+    /// Host names (optionally with :port) the HTTP API answers to
+    /// (repeatable), against DNS rebinding. Default: loopback names and
+    /// addresses when --http is a loopback address, any otherwise.
+    #[arg(long = "http-host", value_name = "NAME")]
+    http_host: Vec<String>,
     /// Worker threads of the runtime.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -66,6 +115,15 @@ pub struct Opts {
     pub slow_timeout: Duration,
     pub max_message: usize,
     pub max_sessions: usize,
+    pub bmp_allow: Vec<ipfib::prefix::AnyPrefix>,
+    pub max_per_source: usize,
+    pub initiation_timeout: Duration,
+    pub max_buffered: usize,
+    pub limits: ipfib_rib::bmp::SessionLimits,
+    pub http: server::HttpLimits,
+    pub token: Option<String>,
+    /// Allowed `Host` header values (lowercase); empty: any.
+    pub hosts: Vec<String>,
 }
 
 /// What every task shares.
@@ -76,6 +134,35 @@ pub struct Ctx {
     pub metrics: metrics::Metrics,
     pub sessions: ingest::Registry,
     pub opts: Opts,
+}
+
+/// A network (`192.0.2.0/24`, host bits must be clear) or an address alone
+/// (its host prefix); IPv4-mapped IPv6 addresses count as IPv4.
+fn parse_cidr(t: &str) -> Result<ipfib::prefix::AnyPrefix, String> {
+    use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
+    if t.contains('/') {
+        return AnyPrefix::parse(t, HostBits::Reject).map_err(|e| e.to_string());
+    }
+    let a = t
+        .parse::<std::net::IpAddr>()
+        .map_err(|e| format!("not an address or network: {e}"))?;
+    let a = AnyAddr::unmapped(a).to_ip();
+    let len = if a.is_ipv4() { 32 } else { 128 };
+    AnyPrefix::from_ip(a, len, HostBits::Reject).map_err(|e| e.to_string())
+}
+
+/// The token file's first line, trimmed; empty is an error.
+fn read_token(f: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(f)
+        .map_err(|e| format!("--http-token-file {}: {e}", f.display()))?;
+    let t = text.lines().next().unwrap_or("").trim().to_string();
+    if t.is_empty() {
+        return Err(format!(
+            "--http-token-file {}: the first line is empty",
+            f.display()
+        ));
+    }
+    Ok(t)
 }
 
 fn secs(name: &str, v: f64) -> Result<Duration, String> {
@@ -100,13 +187,49 @@ pub fn run(args: Args) -> CmdResult {
         .with_target(false)
         .with_ansi(false)
         .init();
+    let bmp_allow = args
+        .bmp_allow
+        .iter()
+        .map(|t| parse_cidr(t).map_err(|e| format!("--bmp-allow {t:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = match &args.http_token_file {
+        None => None,
+        Some(f) => Some(read_token(f)?),
+    };
     let opts = Opts {
         grace: secs("grace", args.grace)?,
         idle_timeout: secs("idle-timeout", args.idle_timeout)?,
         slow_timeout: secs("slow-timeout", args.slow_timeout)?,
         max_message: args.max_message.max(64),
         max_sessions: args.max_sessions,
+        bmp_allow,
+        max_per_source: args.max_sessions_per_source.max(1),
+        initiation_timeout: secs("initiation-timeout", args.initiation_timeout)?,
+        max_buffered: args.max_buffered,
+        limits: ipfib_rib::bmp::SessionLimits {
+            max_peers: (args.max_peers_per_session > 0).then_some(args.max_peers_per_session),
+            max_routes_per_peer: (args.max_routes_per_peer > 0).then_some(args.max_routes_per_peer),
+        },
+        http: server::HttpLimits {
+            max_conns: args.http_max_conns.max(1),
+            header_timeout: secs("http-header-timeout", args.http_header_timeout)?,
+            request_timeout: secs("http-request-timeout", args.http_request_timeout)?,
+            write_stall: secs("http-write-stall", args.http_write_stall)?,
+        },
+        token,
+        hosts: http::allowed_hosts(&args.http_host, args.http),
     };
+    if let Some((before, after)) = server::raise_nofile() {
+        tracing::info!(before, after, "open file limit");
+        let need = (opts.max_sessions + opts.http.max_conns + 64) as u64;
+        if after < need {
+            tracing::warn!(
+                limit = after,
+                need,
+                "the open file limit is below --max-sessions + --http-max-conns: accepts may fail"
+            );
+        }
+    }
     // Two runtimes: BMP ingest is CPU work that can keep every worker
     // busy, and HTTP lookups must not queue behind it (measured: with one
     // shared runtime and 32 sessions replaying, lookups waited 75 ms at
@@ -201,15 +324,12 @@ async fn serve(
     tracing::info!(bmp = %bmp_at, http = %http_at, "listening");
     let (stop_tx, stop_rx) = watch::channel(false);
     let ingest = tokio::spawn(ingest::listen(bmp_l, Arc::clone(&ctx), stop_rx.clone()));
-    let mut http_stop = stop_rx.clone();
+    let http_stop = stop_rx.clone();
     let router = http::router(Arc::clone(&ctx));
+    let http_ctx = Arc::clone(&ctx);
     let server = http_rt.spawn(async move {
         let l = tokio::net::TcpListener::from_std(http_l)?;
-        axum::serve(l, router)
-            .with_graceful_shutdown(async move {
-                let _ = http_stop.changed().await;
-            })
-            .await
+        server::serve(l, router, http_ctx, http_stop).await
     });
     signals.wait().await;
     tracing::info!("shutting down");
