@@ -70,7 +70,7 @@ fn start() -> Collector {
 fn get(c: &Collector, path: &str) -> (u16, Value) {
     let mut s = TcpStream::connect(&c.http).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {}\r\n\r\n", c.http).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let status = out[9..12].parse().unwrap();
@@ -260,7 +260,7 @@ fn vendor_behaviours_through_the_http_api() {
     assert_eq!(v["sessions"][0]["sys_name"], "router");
     let (_, m) = {
         let mut s = TcpStream::connect(&c.http).unwrap();
-        write!(s, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        write!(s, "GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n", c.http).unwrap();
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         (0, out)

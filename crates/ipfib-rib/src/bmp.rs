@@ -168,11 +168,18 @@ struct Neighbour {
     /// ADD-PATH per address family ([`wire::family_bit`] bits), as the
     /// Peer Ups decided it.
     addpath: u8,
+    /// The same for Adj-RIB-Out (RFC 8671): the router sends, the
+    /// neighbour receives, the other direction of the OPENs.
+    addpath_out: u8,
     /// The families some Peer Up spoke about (routers send one Loc-RIB
     /// Peer Up per family: each decides its own families only).
     decided: u8,
     table_name: Option<String>,
-    ribs: HashMap<(RibKind, u64), Arc<PeerInfo>, foldhash::fast::RandomState>,
+    /// Its RIB peers by (kind, route distinguisher, [`Nlri`] class): VPN
+    /// and labeled-unicast routes never share a RIB peer with the
+    /// neighbour's own unicast routes (the same prefix and path id may be
+    /// a route of each family).
+    ribs: HashMap<(RibKind, u64, Nlri), Arc<PeerInfo>, foldhash::fast::RandomState>,
     /// Made by a Route Monitoring before any Peer Up: the first Peer Up
     /// completes it (its routes stay) instead of replacing it.
     provisional: bool,
@@ -446,15 +453,20 @@ impl Session {
                 wire::addpath_negotiated_safi(&rcvd, &sent, afi, safi)
             }
         };
+        let negotiated_out =
+            |afi, safi| h.peer_type != 3 && wire::addpath_negotiated_safi(&sent, &rcvd, afi, safi);
         // The families this Peer Up speaks about decide their ADD-PATH;
         // the others keep what an earlier Peer Up of the same neighbour
         // said (vendors send one Loc-RIB Peer Up per family).
-        let (mut covers, mut addpath) = (0u8, 0u8);
+        let (mut covers, mut addpath, mut addpath_out) = (0u8, 0u8, 0u8);
         for (afi, safi) in sent.families().into_iter().chain(rcvd.families()) {
             if let Some(b) = wire::family_bit(afi, safi) {
                 covers |= 1 << b;
                 if negotiated(afi, safi) {
                     addpath |= 1 << b;
+                }
+                if negotiated_out(afi, safi) {
+                    addpath_out |= 1 << b;
                 }
             }
         }
@@ -471,6 +483,7 @@ impl Session {
                 n.provisional = false;
                 n.decided = covers;
                 n.addpath = 0;
+                n.addpath_out = addpath_out;
                 complete(n, h, table_name);
                 return Ok(Ok(()));
             }
@@ -478,6 +491,7 @@ impl Session {
             // (idempotent), or about other families (merged). Routes stay.
             Some(n) if !n.provisional && (n.addpath ^ addpath) & n.decided & covers == 0 => {
                 n.addpath = (n.addpath & !covers) | addpath;
+                n.addpath_out = (n.addpath_out & !covers) | addpath_out;
                 n.decided |= covers;
                 complete(n, h, table_name);
                 return Ok(Ok(()));
@@ -497,6 +511,7 @@ impl Session {
             key,
             Neighbour {
                 addpath,
+                addpath_out,
                 decided: covers,
                 header: h,
                 table_name,
@@ -529,6 +544,7 @@ impl Session {
                 self.neighbours.entry(key).or_insert(Neighbour {
                     header: h.clone(),
                     addpath: 0,
+                    addpath_out: 0,
                     decided: 0,
                     table_name: None,
                     ribs: HashMap::default(),
@@ -537,11 +553,17 @@ impl Session {
                 })
             }
         };
+        let mask = if matches!(rib_kind, RibKind::AdjRibOutPre | RibKind::AdjRibOutPost) {
+            n.addpath_out
+        } else {
+            n.addpath
+        };
         let cfg = WireConfig {
             four_octet: !h.legacy_as_path(),
-            addpath_v4: n.addpath & 1 != 0,
-            addpath_v6: n.addpath & 2 != 0,
-            addpath_more: n.addpath >> 2,
+            addpath_v4: mask & 1 != 0,
+            addpath_v6: mask & 2 != 0,
+            // Bit `family_bit` of the mask, as `WireConfig::addpath` reads it.
+            addpath_more: mask,
         };
         wire::decode_update(pdu, &cfg, &mut self.update).map_err(|source| BmpError::Bgp {
             kind: "route_monitoring",
@@ -588,25 +610,46 @@ impl Session {
             })
         };
         let mut dropped = 0u64;
-        let mut peer_of = |rd: u64| rib_peer(rib, session, n, rib_kind, rd);
-        if !u.withdrawn.is_empty() {
-            let peer = peer_of(own)?;
-            for &(prefix, path_id) in &u.withdrawn {
-                rib.withdraw(&peer, prefix, path_id);
+        // Withdrawals only reach RIB peers that exist: a withdrawal never
+        // registers one (a sender could otherwise make a peer per
+        // distinguisher without holding a route).
+        for (rd, class, prefix, path_id) in u
+            .withdrawn
+            .iter()
+            .map(|&(p, id)| (own, Nlri::Unicast, p, id))
+            .chain(
+                u.labeled_withdrawn
+                    .iter()
+                    .map(|&(p, id)| (own, Nlri::Labeled, p, id)),
+            )
+            .chain(
+                u.vpn_withdrawn
+                    .iter()
+                    .map(|&(rd, p, id)| (rd, Nlri::Vpn, p, id)),
+            )
+        {
+            if let Some(peer) = n.ribs.get(&(rib_kind, rd, class)) {
+                rib.withdraw(peer, prefix, path_id);
             }
         }
-        for &(rd, prefix, path_id) in &u.vpn_withdrawn {
-            let peer = peer_of(rd)?;
-            rib.withdraw(&peer, prefix, path_id);
-        }
-        st.withdrawn += (u.withdrawn.len() + u.vpn_withdrawn.len()) as u64;
+        // Routes dropped because their neighbour has its most RIB peers.
+        let mut no_peer = 0u64;
+        let mut peer_of = |rd: u64, class: Nlri| rib_peer(rib, session, n, rib_kind, rd, class);
+        st.withdrawn +=
+            (u.withdrawn.len() + u.labeled_withdrawn.len() + u.vpn_withdrawn.len()) as u64;
         let (mp, conventional) = u.announced.split_at(u.mp_announced);
         let groups = [
-            (mp, u.next_hop_mp, None),
-            (conventional, u.next_hop_v4, None),
-            (&[][..], u.next_hop_mp, Some(&u.vpn_announced[..])),
+            (mp, u.next_hop_mp, Nlri::Unicast, None),
+            (conventional, u.next_hop_v4, Nlri::Unicast, None),
+            (&u.labeled_announced[..], u.next_hop_mp, Nlri::Labeled, None),
+            (
+                &[][..],
+                u.next_hop_mp,
+                Nlri::Vpn,
+                Some(&u.vpn_announced[..]),
+            ),
         ];
-        for (nlri, next_hop, vpn) in groups {
+        for (nlri, next_hop, class, vpn) in groups {
             if nlri.is_empty() && vpn.is_none_or(|v| v.is_empty()) {
                 continue;
             }
@@ -623,7 +666,10 @@ impl Session {
                 }
             };
             if !nlri.is_empty() {
-                let peer = peer_of(own)?;
+                let Some(peer) = peer_of(own, class)? else {
+                    no_peer += nlri.len() as u64;
+                    continue;
+                };
                 for &(prefix, path_id) in nlri {
                     if over_limit(&peer, prefix, path_id) {
                         dropped += 1;
@@ -633,7 +679,10 @@ impl Session {
                 }
             }
             for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
-                let peer = peer_of(rd)?;
+                let Some(peer) = peer_of(rd, Nlri::Vpn)? else {
+                    no_peer += 1;
+                    continue;
+                };
                 if over_limit(&peer, prefix, path_id) {
                     dropped += 1;
                     continue;
@@ -641,7 +690,9 @@ impl Session {
                 rib.announce(&peer, prefix, path_id, &attrs)?;
             }
         }
-        st.announced += (u.announced.len() + u.vpn_announced.len()) as u64 - dropped;
+        let announced = u.announced.len() + u.labeled_announced.len() + u.vpn_announced.len();
+        st.announced += (announced as u64).saturating_sub(dropped + no_peer);
+        st.peers_over_limit += no_peer;
         if dropped > 0 {
             st.routes_over_limit += dropped;
             if !n.capped {
@@ -692,23 +743,52 @@ fn complete(n: &mut Neighbour, h: PeerHeader, table_name: Option<String>) {
     }
 }
 
-/// The RIB peer of neighbour `n`'s routes of `kind` in the instance `rd`,
-/// registered on first use.
+/// The most RIB peers one neighbour may have: its (RIB kind, route
+/// distinguisher) pairs, VPN distinguishers included. Routes that would
+/// need another are dropped and counted (`peers_over_limit`): one
+/// neighbour's VPN routes with a new distinguisher each would otherwise
+/// register a peer per route.
+pub const MAX_RIB_PEERS_PER_NEIGHBOUR: usize = 4096;
+
+/// Which family a route came in, for the RIB peer that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Nlri {
+    Unicast,
+    /// Labeled unicast (SAFI 4): the neighbour's instance.
+    Labeled,
+    /// VPN (SAFI 128): the instance its route distinguisher names.
+    Vpn,
+}
+
+/// The RIB peer of neighbour `n`'s routes of `kind` in the instance `rd`
+/// that came as `class` NLRI, registered on first use; `None` past
+/// [`MAX_RIB_PEERS_PER_NEIGHBOUR`].
 fn rib_peer(
     rib: &Rib,
     session: u64,
     n: &mut Neighbour,
     kind: RibKind,
     rd: u64,
-) -> Result<Arc<PeerInfo>, BmpError> {
-    if let Some(p) = n.ribs.get(&(kind, rd)) {
-        return Ok(Arc::clone(p));
+    class: Nlri,
+) -> Result<Option<Arc<PeerInfo>>, BmpError> {
+    if let Some(p) = n.ribs.get(&(kind, rd, class)) {
+        return Ok(Some(Arc::clone(p)));
+    }
+    if n.ribs.len() >= MAX_RIB_PEERS_PER_NEIGHBOUR {
+        return Ok(None);
     }
     let hh = &n.header;
     let p = rib.add_peer(
         session,
         PeerKey {
-            peer_type: hh.peer_type,
+            // A VPN route belongs to its distinguisher's instance, never
+            // to the global one: RD 0:0 from a global or Loc-RIB peer is
+            // reported as an RD instance (peer type 1).
+            peer_type: if class == Nlri::Vpn && crate::instance::is_global(hh.peer_type, rd) {
+                1
+            } else {
+                hh.peer_type
+            },
             distinguisher: rd,
             address: hh.address,
             asn: hh.asn,
@@ -719,8 +799,8 @@ fn rib_peer(
     if let Some(t) = &n.table_name {
         let _ = p.table_name.set(t.clone());
     }
-    n.ribs.insert((kind, rd), Arc::clone(&p));
-    Ok(p)
+    n.ribs.insert((kind, rd, class), Arc::clone(&p));
+    Ok(Some(p))
 }
 
 /// A BGP OPEN inside a Peer Up: its length comes from its own header.
@@ -826,6 +906,100 @@ mod tests {
         });
         out.sort();
         out
+    }
+
+    /// An UPDATE with ORIGIN, AS_PATH and one MP attribute (14 or 15).
+    fn mp_update(code: u8, mp: &[u8]) -> Vec<u8> {
+        let mut a = vec![0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfb, 0xf4];
+        a.extend([0x80, code, mp.len() as u8]);
+        a.extend_from_slice(mp);
+        let mut body = vec![0, 0];
+        body.extend_from_slice(&(a.len() as u16).to_be_bytes());
+        body.extend(a);
+        bgp(2, &body)
+    }
+
+    /// VPN NLRI: ADD-PATH negotiated for VPN-IPv4 is read from VPN's own
+    /// bit; RD 0:0 from a global peer is not the global instance; VPN and
+    /// labeled routes never replace the peer's unicast route of the same
+    /// prefix; withdrawals register no RIB peer.
+    #[test]
+    fn vpn_routes_keep_to_their_instances() {
+        let rib = Arc::new(Rib::new());
+        let mut s = Session::new(1, Arc::clone(&rib));
+        let h = peer_header(0, 0, [192, 0, 2, 1]);
+        // MP (1,1), (1,128), (1,4); ADD-PATH both ways for (1,128) only.
+        let caps = [
+            1, 4, 0, 1, 0, 1, 1, 4, 0, 1, 0, 128, 1, 4, 0, 1, 0, 4, 69, 4, 0, 1, 128, 3,
+        ];
+        s.handle(&peer_up(&h, &caps)).unwrap();
+        s.handle(&rm(&h, &update(&[0], &[16, 10, 1]))).unwrap();
+        let vpn = |path_id: u8, rd: [u8; 8]| {
+            let mut mp = vec![0, 1, 128, 12, 0, 0, 0, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0];
+            mp.extend([0, 0, 0, path_id, 24 + 64 + 16, 0, 1, 1]);
+            mp.extend(rd);
+            mp.extend([10, 1]);
+            mp_update(14, &mp)
+        };
+        s.handle(&rm(&h, &vpn(5, [0, 0, 0xfb, 0xf3, 0, 0, 0, 11])))
+            .unwrap();
+        s.handle(&rm(&h, &vpn(6, [0; 8]))).unwrap();
+        // Labeled unicast 10.1.0.0/16 (no ADD-PATH for SAFI 4).
+        let mut mp = vec![0, 1, 4, 4, 192, 0, 2, 1, 0];
+        mp.extend([24 + 16, 0, 1, 1, 10, 1]);
+        s.handle(&rm(&h, &mp_update(14, &mp))).unwrap();
+        let p: AnyPrefix = "10.1.0.0/16".parse().unwrap();
+        let mut got: Vec<(u8, u64, u32)> = rib
+            .routes(&p)
+            .iter()
+            .map(|r| (r.peer.key.peer_type, r.peer.key.distinguisher, r.path_id))
+            .collect();
+        got.sort();
+        // Unicast and labeled (global, path id 0), VPN RD 0:0 (as an RD
+        // instance, path 6), VPN RD 64499:11 (path 5).
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, 0),
+                (0, 0, 0),
+                (0, 0x0000_fbf3_0000_000b, 5),
+                (1, 0, 6)
+            ]
+        );
+        // A default lookup answers from the global instance only.
+        rib.sync();
+        let addr = ipfib::prefix::AnyAddr::V4(0x0a01_0001);
+        let hit = rib.lookup(addr, &crate::rib::Query::default()).unwrap();
+        assert_eq!(hit.peer.key.distinguisher, 0);
+        assert_eq!(hit.peer.key.peer_type, 0);
+        let peers = rib.peers().count();
+        // Withdrawals under 10 distinguishers never seen: no new peer.
+        let mut mp = vec![0, 1, 128];
+        for i in 0..10u8 {
+            mp.extend([
+                0,
+                0,
+                0,
+                1,
+                24 + 64 + 16,
+                0,
+                1,
+                1,
+                0,
+                0,
+                0,
+                1,
+                0,
+                0,
+                0,
+                i,
+                10,
+                9,
+            ]);
+        }
+        s.handle(&rm(&h, &mp_update(15, &mp))).unwrap();
+        assert_eq!(rib.peers().count(), peers);
+        assert_eq!(rib.routes(&p).len(), 4);
     }
 
     /// Vendors send one Loc-RIB Peer Up per address family: ADD-PATH on

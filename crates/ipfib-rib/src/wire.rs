@@ -334,7 +334,7 @@ pub fn addpath_negotiated_safi(sender: &OpenCaps, receiver: &OpenCaps, afi: u16,
 /// One decoded UPDATE, in buffers reused from message to message.
 #[derive(Default, Debug)]
 pub struct Update {
-    /// Announced (prefix, path id): unicast and labeled unicast.
+    /// Announced (prefix, path id): unicast.
     pub announced: Vec<(AnyPrefix, u32)>,
     /// How many of `announced`, the first ones, came from MP_REACH_NLRI
     /// (they take its next hop; the rest, conventional IPv4 NLRI, take
@@ -346,6 +346,11 @@ pub struct Update {
     /// path id); they take MP_REACH's next hop.
     pub vpn_announced: Vec<(u64, AnyPrefix, u32)>,
     pub vpn_withdrawn: Vec<(u64, AnyPrefix, u32)>,
+    /// Labeled unicast (SAFI 4, RFC 8277) announced and withdrawn: a
+    /// family of its own (the same prefix may be a unicast route of the
+    /// same peer too), taking MP_REACH's next hop.
+    pub labeled_announced: Vec<(AnyPrefix, u32)>,
+    pub labeled_withdrawn: Vec<(AnyPrefix, u32)>,
     /// AS path in [`AsPath`]'s encoding.
     pub as_path: Vec<u32>,
     pub communities: Vec<u32>,
@@ -381,6 +386,8 @@ impl Update {
         self.withdrawn.clear();
         self.vpn_announced.clear();
         self.vpn_withdrawn.clear();
+        self.labeled_announced.clear();
+        self.labeled_withdrawn.clear();
         self.as_path.clear();
         self.as4_path.clear();
         self.communities.clear();
@@ -809,16 +816,23 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
                         vpn += 1;
                         out.push((rd, p, id))
                     })?;
+                } else if safi == 4 {
+                    let out = if reach {
+                        &mut u.labeled_announced
+                    } else {
+                        &mut u.labeled_withdrawn
+                    };
+                    nlri_with(v, k, |_, p, id| {
+                        labeled += 1;
+                        out.push((p, id))
+                    })?;
                 } else {
                     let out = if reach {
                         &mut u.announced
                     } else {
                         &mut u.withdrawn
                     };
-                    nlri_with(v, k, |_, p, id| {
-                        labeled += (safi == 4) as u32;
-                        out.push((p, id))
-                    })?;
+                    nlri_with(v, k, |_, p, id| out.push((p, id)))?;
                     if reach {
                         u.mp_announced = u.announced.len();
                     }
@@ -850,7 +864,11 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
     // §3(d): missing well-known mandatory attributes, when there are
     // routes to announce (NEXT_HOP only for conventional NLRI).
     let conventional = u.announced.len() > u.mp_announced;
-    if !u.treat_as_withdraw && (!u.announced.is_empty() || !u.vpn_announced.is_empty()) {
+    if !u.treat_as_withdraw
+        && (!u.announced.is_empty()
+            || !u.vpn_announced.is_empty()
+            || !u.labeled_announced.is_empty())
+    {
         let mut missing: Vec<&str> = Vec::new();
         if !seen[1] {
             missing.push("ORIGIN");
@@ -879,10 +897,13 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             withdrawn,
             vpn_announced,
             vpn_withdrawn,
+            labeled_announced,
+            labeled_withdrawn,
             ..
         } = u;
         withdrawn.append(announced);
         vpn_withdrawn.append(vpn_announced);
+        labeled_withdrawn.append(labeled_announced);
         u.mp_announced = 0;
     }
     u.end_of_rib = (wlen == 0 && alen == 0 && announced.left() == 0)
@@ -891,6 +912,8 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             && u.withdrawn.is_empty()
             && u.vpn_withdrawn.is_empty()
             && u.vpn_announced.is_empty()
+            && u.labeled_withdrawn.is_empty()
+            && u.labeled_announced.is_empty()
             && u.errors.is_empty());
     Ok(())
 }
@@ -1286,7 +1309,12 @@ mod tests {
         mp.extend([0, 48 + 32, 0, 1, 0, 0, 2, 1, 0x20, 0x01, 0x0d, 0xb8]);
         let (r, u) = decode(&upd(&[(0x80, 14, mp)], &[]));
         r.unwrap();
-        assert_eq!(u.announced, vec![("2001:db8::/32".parse().unwrap(), 0)]);
+        // Apart from unicast: the same prefix may be a unicast route too.
+        assert!(u.announced.is_empty());
+        assert_eq!(
+            u.labeled_announced,
+            vec![("2001:db8::/32".parse().unwrap(), 0)]
+        );
         assert_eq!(u.labeled_nlri, 1);
         let a = attr(
             0x80,
@@ -1297,7 +1325,11 @@ mod tests {
         body.extend(a);
         let (r, u) = decode(&bgp(UPDATE, &body));
         r.unwrap();
-        assert_eq!(u.withdrawn, vec![("2001:db8::/32".parse().unwrap(), 0)]);
+        assert!(u.withdrawn.is_empty());
+        assert_eq!(
+            u.labeled_withdrawn,
+            vec![("2001:db8::/32".parse().unwrap(), 0)]
+        );
         // A VPN prefix length too short for its RD: a framing error.
         let mp = vec![
             0, 1, 128, 12, 0, 0, 0, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0, 40, 0, 1, 1, 0, 0,

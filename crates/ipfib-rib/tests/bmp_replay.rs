@@ -502,6 +502,11 @@ fn replay(x: &Expected) {
     modelled.sort();
     let mut want = x.peaks.to_vec();
     want.sort();
+    // A neighbour's RIB kind that only ever withdrew (FRR's pre-policy
+    // without soft reconfiguration) has no RIB peer: withdrawals register
+    // none.
+    modelled.retain(|p| p.1 > 0);
+    want.retain(|p| p.1 > 0);
     assert_eq!(got, want, "{}: peak routes per RIB peer", x.file);
     assert_eq!(
         modelled, want,
