@@ -177,10 +177,14 @@ fn default_engines_answering_past_the_routes_are_refused() {
     assert_refused(&bad, at, name, "routes", "auto");
 }
 
+/// An engine forced (kind, direct bits; `None`: auto), the name its
+/// errors carry, and where the answer is patched.
+type Case = (Option<(Kind, Option<u8>)>, &'static str, Place);
+
 /// Every engine layout a file can store, at every place it keeps answers.
 #[test]
 fn every_stored_layout_answering_past_its_list_is_refused() {
-    let cases: [(Option<(Kind, Option<u8>)>, &str, Place); 9] = [
+    let cases: [Case; 9] = [
         (Some((Kind::PlanB, Some(8))), "planb engine", Place::Direct),
         (Some((Kind::PlanB, Some(8))), "planb engine", Place::Leaf),
         (
