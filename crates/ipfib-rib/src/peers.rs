@@ -143,7 +143,7 @@ fn slot_of(id: u32) -> u32 {
 }
 
 /// The registry of the peers the RIB holds: up, or down with routes not
-/// yet swept. A swept peer leaves it ([`Peers::free`]) and its slot goes
+/// yet swept. A swept peer leaves it (`Peers::free`) and its slot goes
 /// to a later peer under a new id: the slot number with the next
 /// generation. Slots are reused oldest-freed first, so an id comes back
 /// only after 2,048 generations of its slot, each a whole peer lifetime

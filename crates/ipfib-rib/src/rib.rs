@@ -22,7 +22,7 @@
 //!
 //! Memory follows live state: a prefix that loses its last route gives
 //! back its map entry, slot and id (the FIB thread frees it, see
-//! [`Inner::free_prefix`]); ids are recycled, and a reader that resolved
+//! `Inner::free_prefix`); ids are recycled, and a reader that resolved
 //! an id before it was recycled notices, because every route array names
 //! its prefix and carries its id's generation (see "Id recycling" below
 //! and docs/architecture.md).
