@@ -281,7 +281,8 @@ class Table:
         and ``default`` is an int, else an object array; ``default`` where
         nothing matches. Without ``default``, a miss is ``0`` when every value
         in the table is an int and ``None`` otherwise (a table of strings
-        answers ``['a', 'b', None]``, not a stray integer among strings). ``dtype`` asks for another result type: any
+        answers ``['a', 'b', None]``, not a stray integer among strings).
+        ``dtype`` asks for another result type: any
         native-order numpy integer dtype (``np.uint32``, ``"u4"``, ...)
         when every value in the table and ``default`` are ints that fit it
         (checked against the table's smallest and largest value, not the
