@@ -115,7 +115,9 @@ def test_python_equals_the_cli(name: str) -> None:
 def test_value_policies_on_mrt() -> None:
     path = str(data_file("rib.20140523.0600.first1MiB.mrt.bz2"))
     addrs = [f"{a}.{b}.1.1" for a in range(1, 224, 3) for b in range(0, 256, 17)]
-    for value, peer in (("peer-count", None), ("next-hop", "0")):
+    # Peer index 0 holds no route in the file's first MiB (the CLI refuses
+    # that table, see below); peer 1 does.
+    for value, peer in (("peer-count", None), ("next-hop", "1")):
         args = ["--value", value] + (["--peer", peer] if peer else [])
         run = subprocess.run(
             [cli(), "lookup", "--table", path, *args],
@@ -129,6 +131,16 @@ def test_value_policies_on_mrt() -> None:
             t = ipfib.Table.from_file(path, value=value, peer=peer)
         got = [t.lookup_prefix(a) for a in addrs]
         assert [f"{g[0]} {g[1]}" if g else "- -" for g in got] == want
+        assert len(want) == len(addrs)
+        assert any(line != "- -" for line in want)
+    empty = subprocess.run(
+        [cli(), "lookup", "--table", path, "--value", "next-hop", "--peer", "0"],
+        input="1.0.1.1\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert empty.returncode == 2 and "no route could be read" in empty.stderr
 
 
 def test_pyasn_dat_matches_line_by_line() -> None:
