@@ -53,6 +53,7 @@ use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
 use ipfib_io::{Damage, Frame, Framer, ReadError};
 
 use crate::attrs::{AsPath, AttrSet, AttrsRef, Origin, AS_CONFED_SEQUENCE, AS_SEQUENCE, AS_SET};
+use crate::instance::{Instance, RibSet};
 use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
 
@@ -932,6 +933,12 @@ pub struct DumpOptions {
     pub view_name: String,
     /// MRT header timestamp of every record (Unix seconds); `None`: now.
     pub timestamp: Option<u32>,
+    /// Which instances' routes (default: the global one). MRT has no
+    /// place for a route distinguisher, so a dump of a VRF read back
+    /// would land in the global instance: dump one scope at a time.
+    pub instance: Instance,
+    /// Which RIB kinds (default: pre-policy, post-policy, Loc-RIB, MRT).
+    pub ribs: RibSet,
 }
 
 impl Default for DumpOptions {
@@ -940,6 +947,8 @@ impl Default for DumpOptions {
             collector_bgp_id: Ipv4Addr::UNSPECIFIED,
             view_name: "ipfib".to_string(),
             timestamp: None,
+            instance: Instance::Global,
+            ribs: RibSet::DEFAULT,
         }
     }
 }
@@ -957,6 +966,10 @@ pub struct DumpReport {
     /// Routes of peers that came up after the peer table was written
     /// (writers run during a dump), left out.
     pub routes_of_new_peers: u64,
+    /// Peers past the 65,535 a peer table holds (the lowest ids are
+    /// kept), and their routes, left out.
+    pub peers_over_limit: usize,
+    pub routes_of_peers_over_limit: u64,
     /// Routes whose attributes MRT cannot carry (an AS_SET of more than
     /// 255 ASNs, attributes over 64 KiB), left out; the first reason.
     pub unencodable: u64,
@@ -988,9 +1001,12 @@ pub fn dump(rib: &Rib, out: impl Write) -> Result<DumpReport, io::Error> {
     dump_with(rib, out, &DumpOptions::default())
 }
 
-/// Write `rib`'s live routes to `out` as an MRT TABLE_DUMP_V2 dump (RFC
-/// 6396 §4.3):
-/// - one PEER_INDEX_TABLE with every live peer, in peer id order;
+/// Write `rib`'s live routes of one scope (`opts.instance`, `opts.ribs`;
+/// by default the global instance) to `out` as an MRT TABLE_DUMP_V2 dump
+/// (RFC 6396 §4.3):
+/// - one PEER_INDEX_TABLE with every live peer of the scope, in peer id
+///   order (at most 65,535: further peers and their routes are left out
+///   and counted in the report);
 /// - per prefix (IPv4 then IPv6, each in address order), a
 ///   RIB_IPV4/IPV6_UNICAST record of its routes without path id and a
 ///   RIB_IPV4/IPV6_UNICAST_ADDPATH record (RFC 8050) of those with one,
@@ -1014,12 +1030,27 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
         report: DumpReport::default(),
     };
 
-    // The peer table: live peers, and peer id -> index.
-    let peers: Vec<Arc<PeerInfo>> = rib.peers().all().filter(|p| p.is_up()).collect();
+    // The peer table: the live peers of the scope, and peer id -> index.
+    let in_scope = |p: &PeerInfo| {
+        opts.ribs.has(p.key.rib) && opts.instance.fits(p.key.peer_type, p.key.distinguisher)
+    };
+    let mut peers: Vec<Arc<PeerInfo>> = rib
+        .peers()
+        .all()
+        .filter(|p| p.is_up() && in_scope(p))
+        .collect();
+    peers.sort_unstable_by_key(|p| p.id);
+    let over: std::collections::HashSet<u32> = peers
+        .iter()
+        .skip(usize::from(u16::MAX))
+        .map(|p| p.id)
+        .collect();
+    peers.truncate(usize::from(u16::MAX));
+    w.report.peers_over_limit = over.len();
     let index: std::collections::HashMap<u32, u16> = peers
         .iter()
-        .enumerate()
-        .map(|(i, p)| (p.id, i as u16))
+        .zip(0..=u16::MAX)
+        .map(|(p, i)| (p.id, i))
         .collect();
     peer_index_table(&mut w.body, opts, &peers)?;
     w.record(PEER_INDEX_TABLE)?;
@@ -1044,7 +1075,11 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
         with_id.clear();
         for r in &routes {
             let Some(i) = index.get(&r.peer.id).copied() else {
-                w.report.routes_of_new_peers += 1;
+                if over.contains(&r.peer.id) {
+                    w.report.routes_of_peers_over_limit += 1;
+                } else if in_scope(&r.peer) {
+                    w.report.routes_of_new_peers += 1;
+                }
                 continue;
             };
             let start = attrs.len();

@@ -103,6 +103,18 @@ const ID_MASK: u32 = (1 << ID_BITS) - 1;
 /// The most prefix ids (prefixes held at once).
 pub const MAX_PREFIX_IDS: u64 = 1 << ID_BITS;
 
+/// The most routes one prefix holds (every peer, path id, instance and
+/// RIB kind together). A route array is copied on every change, so a
+/// change costs its length: without a bound, one prefix announced by `n`
+/// (fake) peers costs `n^2 / 2` entry copies. At this bound a change
+/// copies at most 64 KiB, and a further new route of the prefix is
+/// dropped and counted ([`RibCounters::over_prefix_limit`]); changes to
+/// and withdrawals of the routes held still apply. Real collectors hold
+/// tens to a few hundred routes per prefix (the 20-peer RouteViews dump:
+/// at most 28), so only a sender that invents peers reaches it. Entries
+/// of downed peers count until the sweeper removes them.
+pub const MAX_ROUTES_PER_PREFIX: usize = 4096;
+
 impl Routes {
     pub fn new(prefix: AnyPrefix, entries: Vec<Entry>) -> Routes {
         Routes::tagged(prefix, entries, 0)
@@ -198,6 +210,9 @@ pub struct RibCounters {
     pub withdrawals_unknown: AtomicU64,
     /// Announcements for a peer already down, dropped.
     pub dropped_dead: AtomicU64,
+    /// New routes dropped because their prefix held
+    /// [`MAX_ROUTES_PER_PREFIX`] routes.
+    pub over_prefix_limit: AtomicU64,
     pub sweeps: AtomicU64,
     pub swept_routes: AtomicU64,
     pub fib_publications: AtomicU64,
@@ -677,7 +692,7 @@ impl Rib {
         &self,
         prefix: AnyPrefix,
         create: bool,
-        mut f: impl FnMut(&mut Vec<Entry>) -> (bool, bool),
+        mut f: impl FnMut(&mut Vec<Entry>) -> Option<(bool, bool)>,
     ) -> Result<Change, RibError> {
         loop {
             let id = if create {
@@ -698,7 +713,10 @@ impl Rib {
             };
             let mut entries: Vec<Entry> = r.entries.to_vec();
             let was_empty = entries.is_empty();
-            let (added, removed) = f(&mut entries);
+            // `None`: nothing to change, nothing to publish.
+            let Some((added, removed)) = f(&mut entries) else {
+                return Ok(Change::default());
+            };
             let change = Change {
                 added,
                 removed,
@@ -787,18 +805,30 @@ impl Rib {
             path_id,
             attrs: Arc::clone(attrs),
         };
+        let mut full = false;
         let change = self.edit(prefix, true, |entries| {
             let old = entries
                 .iter()
                 .position(|e| e.peer == new.peer && e.path_id == new.path_id);
+            full = old.is_none() && entries.len() >= MAX_ROUTES_PER_PREFIX;
+            if full {
+                return None;
+            }
             if let Some(i) = old {
                 entries.remove(i);
             }
             let at = entries.partition_point(|e| inner.prefer(e, &new).is_lt());
             entries.insert(at, new.clone());
             // A replaced route let go of its attribute set.
-            (old.is_none(), old.is_some())
+            Some((old.is_none(), old.is_some()))
         })?;
+        if full {
+            inner
+                .counters
+                .over_prefix_limit
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         if change.added {
             peer.routes.fetch_add(1, Ordering::Relaxed);
         }
@@ -866,7 +896,8 @@ impl Rib {
             .edit(prefix, false, |entries| {
                 let before = entries.len();
                 entries.retain(|e| !(e.peer == peer.id && e.path_id == path_id));
-                (false, entries.len() != before)
+                // Nothing removed: nothing to publish.
+                (entries.len() != before).then_some((false, true))
             })
             .unwrap_or_default();
         if change.removed {

@@ -217,6 +217,7 @@ fn every_route_shape_survives_dump_and_load_and_reads_alike_elsewhere() {
         collector_bgp_id: "192.0.2.200".parse().unwrap(),
         view_name: "test view".into(),
         timestamp: Some(1_700_000_000),
+        ..Default::default()
     };
     let d = mrt::dump_with(&rib, std::fs::File::create(&out.0).unwrap(), &opts).unwrap();
     assert_eq!(
@@ -594,4 +595,73 @@ fn a_header_cut_short_and_lost_framing_stop_the_read_there() {
         assert_eq!((d.offset, d.kind), (at, want));
         assert_eq!((r.records, r.routes), (2, 1));
     }
+}
+
+/// A dump holds one scope (MRT has no route distinguisher): by default the
+/// global instance's default RIB kinds, so reading it back never puts a
+/// VRF's or an Adj-RIB-Out's routes into global lookups; `instance` and
+/// `ribs` pick another scope.
+#[test]
+fn a_dump_holds_one_scope_and_reads_back_without_vrf_routes() {
+    use ipfib::prefix::AnyAddr;
+    use ipfib_rib::{Instance, Query, RibSet};
+    let rib = Rib::new();
+    let add = |address: &str, peer_type: u8, distinguisher: u64, kind: RibKind| {
+        rib.add_peer(
+            9,
+            PeerKey {
+                peer_type,
+                distinguisher,
+                address: address.parse().unwrap(),
+                asn: 64500,
+                bgp_id: 1,
+                rib: kind,
+            },
+        )
+        .unwrap()
+    };
+    let global = add("192.0.2.1", 0, 0, RibKind::PrePolicy);
+    let vrf = add("192.0.2.2", 1, (65000u64 << 32) | 100, RibKind::PrePolicy);
+    let out_rib = add("192.0.2.3", 0, 0, RibKind::AdjRibOutPre);
+    for (p, prefix, asn) in [
+        (&global, "10.0.0.0/8", 64501u32),
+        (&vrf, "10.1.0.0/16", 64502),
+        (&out_rib, "10.2.0.0/16", 64503),
+    ] {
+        let words = AsPath::encode([(AS_SEQUENCE, &[asn][..])]);
+        let attrs = rib.intern(&AttrsRef {
+            as_path: &words,
+            next_hop: Some(p.key.address),
+            ..Default::default()
+        });
+        rib.announce(p, prefix.parse().unwrap(), 0, &attrs).unwrap();
+    }
+    let out = Scratch::new("scope");
+    let d = mrt::dump(&rib, std::fs::File::create(&out.0).unwrap()).unwrap();
+    assert_eq!((d.peers, d.routes, d.routes_of_new_peers), (1, 1, 0));
+    let again = Rib::new();
+    mrt::load(&out.0, &again).unwrap();
+    let origin = |r: &Rib, ip: &str, q: &Query| {
+        r.lookup(AnyAddr::unmapped(ip.parse().unwrap()), q)
+            .and_then(|x| x.attrs.origin_asn)
+    };
+    let everything = Query::everything();
+    assert_eq!(origin(&again, "10.1.2.3", &everything), Some(64501));
+    assert_eq!(origin(&again, "10.2.2.3", &everything), Some(64501));
+
+    // Every scope at once, when asked: all three peers and routes.
+    let all = DumpOptions {
+        instance: Instance::All,
+        ribs: RibSet::ALL,
+        ..Default::default()
+    };
+    let d = mrt::dump_with(&rib, std::io::sink(), &all).unwrap();
+    assert_eq!((d.peers, d.routes), (3, 3));
+    // One VRF.
+    let one = DumpOptions {
+        instance: Instance::parse("65000:100").unwrap(),
+        ..Default::default()
+    };
+    let d = mrt::dump_with(&rib, std::io::sink(), &one).unwrap();
+    assert_eq!((d.peers, d.routes), (1, 1));
 }

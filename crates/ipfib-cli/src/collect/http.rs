@@ -455,8 +455,19 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
 /// the client's departure); another client waits up to 10 s, then gets
 /// 503. A client that stops reading for `--http-write-stall` ends its
 /// dump, so a stalled reader cannot hold the permit.
-async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
+async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+    // One scope per dump (MRT has no route distinguisher): the global
+    // instance unless `instance=` / `rib=` say otherwise.
+    let mut query = Query::default();
+    if let Err(e) = scope(&q, &mut query) {
+        return bad(e);
+    }
+    let opts = ipfib_rib::mrt::DumpOptions {
+        instance: query.instance,
+        ribs: query.ribs,
+        ..Default::default()
+    };
     let wait = Arc::clone(&ctx.dump_lock).acquire_owned();
     let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
         Ok(Ok(p)) => p,
@@ -485,8 +496,14 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>) -> Response {
     let rib = Arc::clone(&ctx.rib);
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        if let Err(e) = ipfib_rib::mrt::dump(&rib, out) {
-            tracing::info!(error = %e, "MRT dump not finished");
+        match ipfib_rib::mrt::dump_with(&rib, out, &opts) {
+            Err(e) => tracing::info!(error = %e, "MRT dump not finished"),
+            Ok(r) if r.peers_over_limit > 0 => tracing::warn!(
+                peers = r.peers_over_limit,
+                routes = r.routes_of_peers_over_limit,
+                "MRT dump: peers past the 65,535 of a peer table left out"
+            ),
+            Ok(_) => {}
         }
     });
     let body = futures_util::stream::unfold(rx, |mut rx| async move {

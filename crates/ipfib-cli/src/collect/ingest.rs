@@ -32,16 +32,30 @@ use super::Ctx;
 /// message): 65,593 + 4,096 = 69,689.
 pub const DEFAULT_MAX_MESSAGE: usize = 6 + 42 + 4 + 65_535 + 6 + 4_096;
 
-/// Open sessions per source address (the per-source cap).
+/// Open sessions per source (the per-source cap). A source is an IPv4
+/// address (IPv4-mapped IPv6 included) or an IPv6 /64: one host commonly
+/// holds a whole /64, so counting IPv6 addresses one by one would give
+/// it 2^64 times the cap.
 #[derive(Default)]
 pub struct Sources {
     open: Mutex<HashMap<IpAddr, usize>>,
 }
 
+/// The key the per-source cap counts `ip` under.
+pub fn source_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+    }
+}
+
 impl Sources {
     fn try_add(&self, ip: IpAddr, max: usize) -> bool {
         let mut m = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.entry(ip).or_insert(0);
+        let n = m.entry(source_key(ip)).or_insert(0);
         if *n >= max {
             return false;
         }
@@ -51,10 +65,11 @@ impl Sources {
 
     fn remove(&self, ip: IpAddr) {
         let mut m = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = m.get_mut(&ip) {
+        let key = source_key(ip);
+        if let Some(n) = m.get_mut(&key) {
             *n -= 1;
             if *n == 0 {
-                m.remove(&ip);
+                m.remove(&key);
             }
         }
     }
@@ -293,8 +308,11 @@ pub async fn listen(listener: TcpListener, ctx: Arc<Ctx>, shutdown: watch::Recei
         if !sources.try_add(remote.ip(), ctx.opts.max_per_source) {
             refuse("per_source_limit");
             let e = std::io::Error::other(format!(
-                "{} already has {} sessions",
-                remote.ip(),
+                "source {} already has {} sessions",
+                match source_key(remote.ip()) {
+                    IpAddr::V6(net) => format!("{net}/64"),
+                    v4 => v4.to_string(),
+                },
                 ctx.opts.max_per_source
             ));
             refusals.note("BMP connection refused", &e);
@@ -496,4 +514,29 @@ async fn run_session(
             "grace period over: the session's peers are down"
         );
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_count_ipv4_addresses_and_ipv6_64s() {
+        let k = |s: &str| source_key(s.parse().unwrap()).to_string();
+        assert_eq!(k("192.0.2.7"), "192.0.2.7");
+        assert_eq!(k("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(k("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
+        assert_eq!(k("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::");
+        let s = Sources::default();
+        assert!(s.try_add("2001:db8:1:2::1".parse().unwrap(), 2));
+        assert!(s.try_add("2001:db8:1:2::2".parse().unwrap(), 2));
+        assert!(!s.try_add("2001:db8:1:2::3".parse().unwrap(), 2));
+        assert!(s.try_add("2001:db8:1:3::3".parse().unwrap(), 2));
+        s.remove("2001:db8:1:2::1".parse().unwrap());
+        assert!(s.try_add("2001:db8:1:2::9".parse().unwrap(), 2));
+        s.remove("2001:db8:1:2::2".parse().unwrap());
+        s.remove("2001:db8:1:2::9".parse().unwrap());
+        s.remove("2001:db8:1:3::3".parse().unwrap());
+        assert!(s.open.lock().unwrap().is_empty());
+    }
 }

@@ -304,6 +304,17 @@ impl Metrics {
         let _ = writeln!(o, "ipfib_rib_swept_routes_total {}", get(&c.swept_routes));
         counter(
             &mut o,
+            "ipfib_rib_routes_over_prefix_limit_total",
+            "New routes dropped: their prefix held the most routes a prefix holds (4096).",
+            "counter",
+        );
+        let _ = writeln!(
+            o,
+            "ipfib_rib_routes_over_prefix_limit_total {}",
+            get(&c.over_prefix_limit)
+        );
+        counter(
+            &mut o,
             "ipfib_rib_prefixes_freed_total",
             "Prefixes that lost their last route and gave back their id.",
             "counter",

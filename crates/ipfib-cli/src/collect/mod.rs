@@ -59,7 +59,8 @@ pub struct Args {
     /// address alone is its host prefix). Without it, any source.
     #[arg(long = "bmp-allow", value_name = "CIDR")]
     bmp_allow: Vec<String>,
-    /// Most concurrent BMP sessions from one source address.
+    /// Most concurrent BMP sessions from one source (an IPv4 address, or
+    /// an IPv6 /64).
     #[arg(long, default_value_t = 8)]
     max_sessions_per_source: usize,
     /// Seconds a new BMP connection has to deliver its first complete
