@@ -621,6 +621,8 @@ class RibLoadReport(TypedDict):
     records: int
     peers: int
     routes: int
+    routes_dropped: int
+    """Routes past the most a prefix holds (16,384), dropped."""
     prefixes_v4: int
     prefixes_v6: int
     superseded_peers: int

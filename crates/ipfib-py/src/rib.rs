@@ -375,6 +375,7 @@ impl Rib {
         d.set_item("records", r.records)?;
         d.set_item("peers", r.peers)?;
         d.set_item("routes", r.routes)?;
+        d.set_item("routes_dropped", r.routes_dropped)?;
         d.set_item("prefixes_v4", r.prefixes_v4)?;
         d.set_item("prefixes_v6", r.prefixes_v6)?;
         d.set_item("superseded_peers", r.superseded_peers)?;

@@ -219,6 +219,9 @@ pub struct SessionStats {
     /// Announcements of new routes past
     /// [`SessionLimits::max_routes_per_peer`], dropped.
     pub routes_over_limit: u64,
+    /// Announcements of new routes of a prefix that held the most routes
+    /// a prefix may (`rib::MAX_ROUTES_PER_PREFIX`), dropped by the RIB.
+    pub routes_prefix_full: u64,
 }
 
 /// Limits on what one session may make the RIB hold (like BGP
@@ -277,6 +280,7 @@ pub struct Session {
     /// A line per limit first reached (the caller logs and drains them).
     pub limit_notes: Vec<String>,
     peers_capped: bool,
+    prefix_full_noted: bool,
 }
 
 /// The longest string kept from the wire (Initiation sysName, sysDescr;
@@ -319,6 +323,7 @@ impl Session {
             limits: SessionLimits::default(),
             limit_notes: Vec::new(),
             peers_capped: false,
+            prefix_full_noted: false,
         }
     }
 
@@ -610,6 +615,7 @@ impl Session {
             })
         };
         let mut dropped = 0u64;
+        let (mut prefix_full, mut full) = (0u64, None::<AnyPrefix>);
         // Withdrawals only reach RIB peers that exist: a withdrawal never
         // registers one (a sender could otherwise make a peer per
         // distinguisher without holding a route).
@@ -675,7 +681,10 @@ impl Session {
                         dropped += 1;
                         continue;
                     }
-                    rib.announce(&peer, prefix, path_id, &attrs)?;
+                    if !rib.announce(&peer, prefix, path_id, &attrs)? {
+                        full.get_or_insert(prefix);
+                        prefix_full += 1;
+                    }
                 }
             }
             for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
@@ -687,12 +696,24 @@ impl Session {
                     dropped += 1;
                     continue;
                 }
-                rib.announce(&peer, prefix, path_id, &attrs)?;
+                if !rib.announce(&peer, prefix, path_id, &attrs)? {
+                    full.get_or_insert(prefix);
+                    prefix_full += 1;
+                }
             }
         }
         let announced = u.announced.len() + u.labeled_announced.len() + u.vpn_announced.len();
-        st.announced += (announced as u64).saturating_sub(dropped + no_peer);
+        st.announced += (announced as u64).saturating_sub(dropped + no_peer + prefix_full);
         st.peers_over_limit += no_peer;
+        st.routes_prefix_full += prefix_full;
+        if let Some(prefix) = full.filter(|_| !self.prefix_full_noted) {
+            self.prefix_full_noted = true;
+            self.limit_notes.push(format!(
+                "prefix {prefix} holds the most routes a prefix may: new routes of \
+                 full prefixes are dropped (first from peer {} AS{})",
+                h.address, h.asn
+            ));
+        }
         if dropped > 0 {
             st.routes_over_limit += dropped;
             if !n.capped {

@@ -154,6 +154,9 @@ pub struct LoadReport {
     pub peers: usize,
     /// Routes announced (RIB entries taken).
     pub routes: u64,
+    /// Routes the RIB dropped: their prefix held the most routes a prefix
+    /// may (see `rib::MAX_ROUTES_PER_PREFIX`).
+    pub routes_dropped: u64,
     /// Peers of an earlier dump of the same view in the file (same
     /// collector BGP ID and view name), marked down when the later dump's
     /// PEER_INDEX_TABLE came: their routes left lookups then.
@@ -221,6 +224,13 @@ impl fmt::Display for LoadReport {
                 f,
                 "; {} peers of earlier dumps of the same view went down",
                 self.superseded_peers
+            )?;
+        }
+        if self.routes_dropped > 0 {
+            write!(
+                f,
+                "; {} routes dropped (their prefix held the most routes a prefix may)",
+                self.routes_dropped
             )?;
         }
         if let Some(d) = &self.damage {
@@ -865,15 +875,18 @@ impl<'r> Loader<'r> {
             return Ok(());
         }
         for (peer, path_id, attrs) in self.pending.drain(..) {
-            if let Err(e) = self.rib.announce(&peer, prefix, path_id, &attrs) {
-                return Err(MrtError::Rib {
-                    path: self.path.clone(),
-                    record: self.report.records,
-                    offset: h.offset,
-                    source: e,
-                });
+            match self.rib.announce(&peer, prefix, path_id, &attrs) {
+                Ok(true) => self.report.routes += 1,
+                Ok(false) => self.report.routes_dropped += 1,
+                Err(e) => {
+                    return Err(MrtError::Rib {
+                        path: self.path.clone(),
+                        record: self.report.records,
+                        offset: h.offset,
+                        source: e,
+                    })
+                }
             }
-            self.report.routes += 1;
         }
         self.prefixes.insert(prefix);
         Ok(())
@@ -966,8 +979,8 @@ pub struct DumpReport {
     /// Routes of peers that came up after the peer table was written
     /// (writers run during a dump), left out.
     pub routes_of_new_peers: u64,
-    /// Peers past the 65,535 a peer table holds (the lowest ids are
-    /// kept), and their routes, left out.
+    /// Peers past the 65,535 a peer table holds (the peers up longest
+    /// are kept), and their routes, left out.
     pub peers_over_limit: usize,
     pub routes_of_peers_over_limit: u64,
     /// Routes whose attributes MRT cannot carry (an AS_SET of more than
@@ -1004,9 +1017,9 @@ pub fn dump(rib: &Rib, out: impl Write) -> Result<DumpReport, io::Error> {
 /// Write `rib`'s live routes of one scope (`opts.instance`, `opts.ribs`;
 /// by default the global instance) to `out` as an MRT TABLE_DUMP_V2 dump
 /// (RFC 6396 §4.3):
-/// - one PEER_INDEX_TABLE with every live peer of the scope, in peer id
-///   order (at most 65,535: further peers and their routes are left out
-///   and counted in the report);
+/// - one PEER_INDEX_TABLE with every live peer of the scope, in the order
+///   they came up, then peer id (at most 65,535: the peers up longest are kept, further
+///   ones and their routes are left out and counted in the report);
 /// - per prefix (IPv4 then IPv6, each in address order), a
 ///   RIB_IPV4/IPV6_UNICAST record of its routes without path id and a
 ///   RIB_IPV4/IPV6_UNICAST_ADDPATH record (RFC 8050) of those with one,
@@ -1039,7 +1052,9 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
         .all()
         .filter(|p| p.is_up() && in_scope(p))
         .collect();
-    peers.sort_unstable_by_key(|p| p.id);
+    // Longest up first: past 65,535 peers, the ones that came last (a
+    // sender inventing peers) are left out, not routers up for long.
+    peers.sort_unstable_by_key(|p| (p.up_since, p.id));
     let over: std::collections::HashSet<u32> = peers
         .iter()
         .skip(usize::from(u16::MAX))

@@ -46,7 +46,7 @@
 //! longer holds its prefix (freed under it) retries through the map.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -103,17 +103,21 @@ const ID_MASK: u32 = (1 << ID_BITS) - 1;
 /// The most prefix ids (prefixes held at once).
 pub const MAX_PREFIX_IDS: u64 = 1 << ID_BITS;
 
-/// The most routes one prefix holds (every peer, path id, instance and
-/// RIB kind together). A route array is copied on every change, so a
-/// change costs its length: without a bound, one prefix announced by `n`
-/// (fake) peers costs `n^2 / 2` entry copies. At this bound a change
-/// copies at most 64 KiB, and a further new route of the prefix is
-/// dropped and counted ([`RibCounters::over_prefix_limit`]); changes to
-/// and withdrawals of the routes held still apply. Real collectors hold
-/// tens to a few hundred routes per prefix (the 20-peer RouteViews dump:
-/// at most 28), so only a sender that invents peers reaches it. Entries
-/// of downed peers count until the sweeper removes them.
-pub const MAX_ROUTES_PER_PREFIX: usize = 4096;
+/// The default bound on the routes one prefix holds (every peer, path
+/// id, instance and RIB kind together; [`Rib::set_max_routes_per_prefix`]
+/// sets another). A route array is copied on every change, so a change
+/// costs its length: without a bound, one prefix announced by `n`
+/// (invented) peers costs `n^2 / 2` entry copies. At this bound a change
+/// copies at most 256 KiB, and a further new route of the prefix is
+/// dropped ([`Rib::announce`] returns `false`) and counted
+/// ([`RibCounters::over_prefix_limit`]); changes to and withdrawals of
+/// the routes held still apply. A dropped route stays dropped (BMP does
+/// not resend it) until its peer announces it again. Real collectors hold
+/// tens to a few thousand routes per prefix (the 20-peer RouteViews dump:
+/// at most 28; thousands of VRFs of one PE sharing a default route: one
+/// each), so only a sender inventing peers reaches it. Entries of downed
+/// peers count until the sweeper removes them.
+pub const MAX_ROUTES_PER_PREFIX: usize = 16_384;
 
 impl Routes {
     pub fn new(prefix: AnyPrefix, entries: Vec<Entry>) -> Routes {
@@ -210,8 +214,8 @@ pub struct RibCounters {
     pub withdrawals_unknown: AtomicU64,
     /// Announcements for a peer already down, dropped.
     pub dropped_dead: AtomicU64,
-    /// New routes dropped because their prefix held
-    /// [`MAX_ROUTES_PER_PREFIX`] routes.
+    /// New routes dropped because their prefix held the most routes a
+    /// prefix may ([`MAX_ROUTES_PER_PREFIX`] by default).
     pub over_prefix_limit: AtomicU64,
     pub sweeps: AtomicU64,
     pub swept_routes: AtomicU64,
@@ -251,6 +255,8 @@ struct Inner {
     lens_v4: AtomicU64,
     lens_v6: [AtomicU64; 3],
     counters: RibCounters,
+    /// See [`MAX_ROUTES_PER_PREFIX`].
+    max_routes_per_prefix: AtomicUsize,
 }
 
 /// The multi-peer RIB.
@@ -586,6 +592,7 @@ impl Rib {
             lens_v4: AtomicU64::new(0),
             lens_v6: Default::default(),
             counters: RibCounters::default(),
+            max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,
@@ -633,6 +640,16 @@ impl Rib {
 
     pub fn attrs(&self) -> &Attrs {
         &self.inner.attrs
+    }
+
+    /// Bound the routes one prefix holds (default
+    /// [`MAX_ROUTES_PER_PREFIX`]; `0`: no bound). Prefixes already past a
+    /// new, lower bound keep their routes and take no new ones.
+    pub fn set_max_routes_per_prefix(&self, max: usize) {
+        let max = if max == 0 { usize::MAX } else { max };
+        self.inner
+            .max_routes_per_prefix
+            .store(max, Ordering::Relaxed);
     }
 
     pub fn counters(&self) -> &RibCounters {
@@ -738,7 +755,11 @@ impl Rib {
         }
     }
 
-    /// Add or replace `peer`'s route `(prefix, path_id)`.
+    /// Add or replace `peer`'s route `(prefix, path_id)`; whether the RIB
+    /// holds it: `false` when it was dropped (the peer is down, or the
+    /// prefix holds the most routes a prefix may, see
+    /// [`MAX_ROUTES_PER_PREFIX`]; a replacement of a held route is never
+    /// dropped).
     ///
     /// ```
     /// # use ipfib_rib::Rib;
@@ -771,7 +792,7 @@ impl Rib {
         prefix: AnyPrefix,
         path_id: u32,
         attrs: &Arc<AttrSet>,
-    ) -> Result<(), RibError> {
+    ) -> Result<bool, RibError> {
         // A peer that went down takes no more routes (its session starts a
         // new peer at its next Peer Up). Contract: a peer's writes and its
         // Peer Down come from one thread, so none can slip in after the
@@ -781,7 +802,7 @@ impl Rib {
                 .counters
                 .dropped_dead
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return Ok(false);
         }
         let id = self.prefix_id(prefix)?;
         // Unchanged re-announcement (common in pre-policy feeds): no copy.
@@ -795,7 +816,7 @@ impl Rib {
                         .counters
                         .announcements
                         .fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         }
@@ -805,12 +826,13 @@ impl Rib {
             path_id,
             attrs: Arc::clone(attrs),
         };
+        let max = inner.max_routes_per_prefix.load(Ordering::Relaxed);
         let mut full = false;
         let change = self.edit(prefix, true, |entries| {
             let old = entries
                 .iter()
                 .position(|e| e.peer == new.peer && e.path_id == new.path_id);
-            full = old.is_none() && entries.len() >= MAX_ROUTES_PER_PREFIX;
+            full = old.is_none() && entries.len() >= max;
             if full {
                 return None;
             }
@@ -827,7 +849,7 @@ impl Rib {
                 .counters
                 .over_prefix_limit
                 .fetch_add(1, Ordering::Relaxed);
-            return Ok(());
+            return Ok(false);
         }
         if change.added {
             peer.routes.fetch_add(1, Ordering::Relaxed);
@@ -836,7 +858,7 @@ impl Rib {
             inner.attrs.released(1);
         }
         inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 
     /// Remove `peer`'s route `(prefix, path_id)`; whether it existed.

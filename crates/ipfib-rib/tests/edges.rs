@@ -674,73 +674,97 @@ fn wire_strings_are_capped_and_flapped_peers_are_freed() {
     assert_eq!(rib.prefix_count(), 0);
 }
 
-/// One prefix announced by more peers than a prefix holds: the first
-/// `MAX_ROUTES_PER_PREFIX` are kept, the rest dropped and counted; a held
-/// route can still change and be withdrawn, and a withdrawal makes room.
-/// (Before the bound, each announce copied the whole list: 65,600 fake
-/// peers on one prefix took quadratic time.)
+/// One prefix announced by more peers than a prefix may hold: the first
+/// `max` are kept, the rest dropped (`announce` says so) and counted; a
+/// held route can still change and be withdrawn, a withdrawal makes room,
+/// and a lookup answers from what is held. (Before the bound, each
+/// announce copied the whole list: 65,600 invented peers on one prefix
+/// took quadratic time.)
 #[test]
 fn a_prefix_holds_at_most_max_routes_and_counts_the_rest() {
-    use ipfib_rib::rib::MAX_ROUTES_PER_PREFIX;
     use std::sync::atomic::Ordering;
-    let rib = Rib::new();
-    let p: AnyPrefix = "192.0.2.0/24".parse().unwrap();
-    let path = |asn: u32| AsPath::encode([(AS_SEQUENCE, &[asn, 64496][..])]);
-    let over = 10;
-    let mut peers = Vec::new();
-    for i in 0..MAX_ROUTES_PER_PREFIX + over {
-        let key = PeerKey {
-            peer_type: 0,
-            distinguisher: 0,
-            address: IpAddr::from([10, (i >> 16) as u8, (i >> 8) as u8, i as u8]),
-            asn: 65000 + i as u32,
-            bgp_id: i as u32,
-            rib: RibKind::PrePolicy,
-        };
-        let peer = rib.add_peer(i as u64, key).unwrap();
-        let words = path(65000 + i as u32);
+    for (max, n) in [(100usize, 110usize), (0, 300)] {
+        let rib = Rib::new();
+        rib.set_max_routes_per_prefix(max);
+        let held = if max == 0 { n } else { max };
+        let p: AnyPrefix = "192.0.2.0/24".parse().unwrap();
+        let path = |asn: u32| AsPath::encode([(AS_SEQUENCE, &[asn, 64496][..])]);
+        let mut peers = Vec::new();
+        for i in 0..n {
+            let key = PeerKey {
+                peer_type: 0,
+                distinguisher: 0,
+                address: IpAddr::from([10, 0, (i >> 8) as u8, i as u8]),
+                asn: 65000 + i as u32,
+                bgp_id: i as u32,
+                rib: RibKind::PrePolicy,
+            };
+            let peer = rib.add_peer(i as u64, key).unwrap();
+            let words = path(65000 + i as u32);
+            let attrs = rib.intern(&AttrsRef {
+                as_path: &words,
+                ..Default::default()
+            });
+            assert_eq!(rib.announce(&peer, p, 0, &attrs).unwrap(), i < held);
+            peers.push(peer);
+        }
+        assert_eq!(rib.routes(&p).len(), held);
+        assert_eq!(rib.route_count(), held as u64);
+        let c = rib.counters();
+        assert_eq!(
+            c.over_prefix_limit.load(Ordering::Relaxed),
+            (n - held) as u64
+        );
+        if max == 0 {
+            continue;
+        }
+        // The dropped peers hold nothing; a held route still changes.
+        assert_eq!(peers[max].routes.load(Ordering::Relaxed), 0);
+        let words = path(64999);
+        let changed = rib.intern(&AttrsRef {
+            as_path: &words,
+            ..Default::default()
+        });
+        assert!(rib.announce(&peers[7], p, 0, &changed).unwrap());
+        let routes = rib.routes(&p);
+        assert_eq!(routes.len(), max);
+        let mine = routes.iter().find(|r| r.peer.id == peers[7].id).unwrap();
+        assert!(Arc::ptr_eq(&mine.attrs, &changed));
+        assert_eq!(
+            c.over_prefix_limit.load(Ordering::Relaxed),
+            (n - max) as u64
+        );
+        // A withdrawal makes room for one more.
+        assert!(rib.withdraw(&peers[0], p, 0));
+        let last = &peers[n - 1];
+        let words = path(65000);
         let attrs = rib.intern(&AttrsRef {
             as_path: &words,
             ..Default::default()
         });
-        rib.announce(&peer, p, 0, &attrs).unwrap();
-        peers.push(peer);
+        assert!(rib.announce(last, p, 0, &attrs).unwrap());
+        assert_eq!(rib.routes(&p).len(), max);
+        assert_eq!(
+            c.over_prefix_limit.load(Ordering::Relaxed),
+            (n - max) as u64
+        );
+        // Lookups answer from what is held: the new route for its peer,
+        // nothing for a dropped peer, the prefix for everyone.
+        rib.sync();
+        let addr = AnyAddr::unmapped("192.0.2.9".parse().unwrap());
+        let by = |id: u32| Query {
+            peer: Some(ipfib_rib::PeerFilter::Id(id)),
+            ..Query::default()
+        };
+        let hit = rib
+            .lookup(addr, &by(last.id))
+            .expect("the last peer's route");
+        assert_eq!(hit.prefix, p);
+        assert!(Arc::ptr_eq(&hit.attrs, &attrs));
+        assert!(rib.lookup(addr, &by(peers[max].id)).is_none());
+        assert_eq!(
+            rib.lookup(addr, &Query::default()).map(|r| r.prefix),
+            Some(p)
+        );
     }
-    assert_eq!(rib.routes(&p).len(), MAX_ROUTES_PER_PREFIX);
-    assert_eq!(rib.route_count(), MAX_ROUTES_PER_PREFIX as u64);
-    let c = rib.counters();
-    assert_eq!(c.over_prefix_limit.load(Ordering::Relaxed), over as u64);
-    // The dropped peers hold nothing; a held route still changes.
-    assert_eq!(
-        peers[MAX_ROUTES_PER_PREFIX].routes.load(Ordering::Relaxed),
-        0
-    );
-    let words = path(64999);
-    let changed = rib.intern(&AttrsRef {
-        as_path: &words,
-        ..Default::default()
-    });
-    rib.announce(&peers[7], p, 0, &changed).unwrap();
-    let routes = rib.routes(&p);
-    assert_eq!(routes.len(), MAX_ROUTES_PER_PREFIX);
-    let mine = routes.iter().find(|r| r.peer.id == peers[7].id).unwrap();
-    assert!(Arc::ptr_eq(&mine.attrs, &changed));
-    assert_eq!(c.over_prefix_limit.load(Ordering::Relaxed), over as u64);
-    // A withdrawal makes room for one more.
-    assert!(rib.withdraw(&peers[0], p, 0));
-    let last = &peers[MAX_ROUTES_PER_PREFIX + over - 1];
-    let words = path(65000);
-    let attrs = rib.intern(&AttrsRef {
-        as_path: &words,
-        ..Default::default()
-    });
-    rib.announce(last, p, 0, &attrs).unwrap();
-    assert_eq!(rib.routes(&p).len(), MAX_ROUTES_PER_PREFIX);
-    assert!(rib.routes(&p).iter().any(|r| r.peer.id == last.id));
-    assert_eq!(c.over_prefix_limit.load(Ordering::Relaxed), over as u64);
-    let hit = rib.lookup(
-        AnyAddr::unmapped("192.0.2.9".parse().unwrap()),
-        &Query::default(),
-    );
-    assert!(hit.is_some());
 }

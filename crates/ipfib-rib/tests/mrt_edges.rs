@@ -641,6 +641,7 @@ fn a_dump_holds_one_scope_and_reads_back_without_vrf_routes() {
     assert_eq!((d.peers, d.routes, d.routes_of_new_peers), (1, 1, 0));
     let again = Rib::new();
     mrt::load(&out.0, &again).unwrap();
+    again.sync(); // the FIB thread has published every prefix
     let origin = |r: &Rib, ip: &str, q: &Query| {
         r.lookup(AnyAddr::unmapped(ip.parse().unwrap()), q)
             .and_then(|x| x.attrs.origin_asn)

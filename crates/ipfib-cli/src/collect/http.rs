@@ -468,6 +468,20 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         ribs: query.ribs,
         ..Default::default()
     };
+    // A peer table holds 65,535 peers: say in the answer's head how many
+    // of the scope's live peers the dump leaves out (it streams, so its
+    // status is sent before it is written).
+    let in_scope = ctx
+        .rib
+        .peers()
+        .all()
+        .filter(|p| {
+            p.is_up()
+                && opts.ribs.has(p.key.rib)
+                && opts.instance.fits(p.key.peer_type, p.key.distinguisher)
+        })
+        .count();
+    let left_out = in_scope.saturating_sub(usize::from(u16::MAX));
     let wait = Arc::clone(&ctx.dump_lock).acquire_owned();
     let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
         Ok(Ok(p)) => p,
@@ -509,7 +523,7 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     let body = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
     });
-    (
+    let mut answer = (
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
             (
@@ -519,7 +533,14 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         ],
         Body::from_stream(body),
     )
-        .into_response()
+        .into_response();
+    if left_out > 0 {
+        answer.headers_mut().insert(
+            "x-ipfib-peers-left-out",
+            header::HeaderValue::from(left_out as u64),
+        );
+    }
+    answer
 }
 
 /// The dump's output: each write (the dump buffers 64 KiB) goes to the

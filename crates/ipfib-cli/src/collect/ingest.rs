@@ -34,8 +34,9 @@ pub const DEFAULT_MAX_MESSAGE: usize = 6 + 42 + 4 + 65_535 + 6 + 4_096;
 
 /// Open sessions per source (the per-source cap). A source is an IPv4
 /// address (IPv4-mapped IPv6 included) or an IPv6 /64: one host commonly
-/// holds a whole /64, so counting IPv6 addresses one by one would give
-/// it 2^64 times the cap.
+/// holds a whole /64, so counting IPv6 addresses one by one would give it
+/// 2^64 times the cap. Several routers may share a management /64, so
+/// a /64 may hold [`V6_NET_FACTOR`] times the cap.
 #[derive(Default)]
 pub struct Sources {
     open: Mutex<HashMap<IpAddr, usize>>,
@@ -52,10 +53,18 @@ pub fn source_key(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// How many times the per-source cap an IPv6 /64 may hold.
+pub const V6_NET_FACTOR: usize = 8;
+
 impl Sources {
     fn try_add(&self, ip: IpAddr, max: usize) -> bool {
         let mut m = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let n = m.entry(source_key(ip)).or_insert(0);
+        let key = source_key(ip);
+        let max = match key {
+            IpAddr::V4(_) => max,
+            IpAddr::V6(_) => max.saturating_mul(V6_NET_FACTOR),
+        };
+        let n = m.entry(key).or_insert(0);
         if *n >= max {
             return false;
         }
@@ -528,15 +537,26 @@ mod tests {
         assert_eq!(k("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::");
         assert_eq!(k("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::");
         let s = Sources::default();
-        assert!(s.try_add("2001:db8:1:2::1".parse().unwrap(), 2));
-        assert!(s.try_add("2001:db8:1:2::2".parse().unwrap(), 2));
-        assert!(!s.try_add("2001:db8:1:2::3".parse().unwrap(), 2));
+        let ip = |i: usize| format!("2001:db8:1:2::{i:x}").parse().unwrap();
+        // A /64 holds V6_NET_FACTOR times the cap of 2, over any addresses.
+        for i in 0..2 * V6_NET_FACTOR {
+            assert!(s.try_add(ip(i + 1), 2), "session {i}");
+        }
+        assert!(!s.try_add(ip(100), 2));
         assert!(s.try_add("2001:db8:1:3::3".parse().unwrap(), 2));
-        s.remove("2001:db8:1:2::1".parse().unwrap());
-        assert!(s.try_add("2001:db8:1:2::9".parse().unwrap(), 2));
-        s.remove("2001:db8:1:2::2".parse().unwrap());
-        s.remove("2001:db8:1:2::9".parse().unwrap());
+        s.remove(ip(1));
+        assert!(s.try_add(ip(100), 2));
+        // IPv4: the cap itself, per address.
+        assert!(s.try_add("192.0.2.1".parse().unwrap(), 2));
+        assert!(s.try_add("::ffff:192.0.2.1".parse().unwrap(), 2));
+        assert!(!s.try_add("192.0.2.1".parse().unwrap(), 2));
+        for i in 1..2 * V6_NET_FACTOR {
+            s.remove(ip(i + 1));
+        }
+        s.remove(ip(100));
         s.remove("2001:db8:1:3::3".parse().unwrap());
+        s.remove("192.0.2.1".parse().unwrap());
+        s.remove("192.0.2.1".parse().unwrap());
         assert!(s.open.lock().unwrap().is_empty());
     }
 }

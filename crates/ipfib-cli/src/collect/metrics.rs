@@ -305,7 +305,7 @@ impl Metrics {
         counter(
             &mut o,
             "ipfib_rib_routes_over_prefix_limit_total",
-            "New routes dropped: their prefix held the most routes a prefix holds (4096).",
+            "New routes dropped: their prefix held --max-routes-per-prefix routes.",
             "counter",
         );
         let _ = writeln!(

@@ -59,8 +59,8 @@ pub struct Args {
     /// address alone is its host prefix). Without it, any source.
     #[arg(long = "bmp-allow", value_name = "CIDR")]
     bmp_allow: Vec<String>,
-    /// Most concurrent BMP sessions from one source (an IPv4 address, or
-    /// an IPv6 /64).
+    /// Most concurrent BMP sessions from one IPv4 address; an IPv6 /64
+    /// may hold 8 times as many.
     #[arg(long, default_value_t = 8)]
     max_sessions_per_source: usize,
     /// Seconds a new BMP connection has to deliver its first complete
@@ -79,6 +79,12 @@ pub struct Args {
     /// routes are dropped and counted (like BGP maximum-prefix).
     #[arg(long, default_value_t = 4_000_000)]
     max_routes_per_peer: u64,
+    /// Routes one prefix may hold, over every peer, instance and RIB kind
+    /// (0: no limit); past it new routes of the prefix are dropped and
+    /// counted. Bounds what one prefix announced by many invented peers
+    /// costs (each change copies the prefix's route list).
+    #[arg(long, default_value_t = ipfib_rib::rib::MAX_ROUTES_PER_PREFIX)]
+    max_routes_per_prefix: usize,
     /// Most concurrent HTTP connections; past it new ones get a short 503.
     #[arg(long, default_value_t = 256)]
     http_max_conns: usize,
@@ -252,6 +258,7 @@ pub fn run(args: Args) -> CmdResult {
         let mut signals = Signals::new()?;
         let rib =
             Arc::new(Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?);
+        rib.set_max_routes_per_prefix(args.max_routes_per_prefix);
         // The dumps load on a blocking thread while signals are watched: a
         // SIGTERM during a long load ends the process at once (exit 0).
         let load = {
