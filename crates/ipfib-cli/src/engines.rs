@@ -44,10 +44,10 @@ pub fn run(args: Args) -> CmdResult {
                 )
             })
             .collect();
-        println!("{}", json!({ "engines": engines, "kernels": kernels }));
+        outln!("{}", json!({ "engines": engines, "kernels": kernels }))?;
         return Ok(Outcome::Ok);
     }
-    println!("Engines (--engine NAME; S = direct-pointing bits, 0-24, default 18):");
+    outln!("Engines (--engine NAME; S = direct-pointing bits, 0-24, default 18):")?;
     let width = ENGINES.iter().map(|e| e.name.len() + 4).max().unwrap_or(0);
     for e in ENGINES {
         let name = match e.takes_bits {
@@ -58,9 +58,9 @@ pub fn run(args: Args) -> CmdResult {
             [] => String::new(),
             a => format!(" (also: {})", a.join(", ")),
         };
-        println!("  {name:<width$}  {}{aliases}", e.summary);
+        outln!("  {name:<width$}  {}{aliases}", e.summary)?;
     }
-    println!("Kernels on this CPU (--kernel NAME; * = the default):");
+    outln!("Kernels on this CPU (--kernel NAME; * = the default):")?;
     for (s, kinds) in &sets {
         let here = s.supported();
         let list: Vec<String> = s
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> CmdResult {
             })
             .collect();
         let who: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        println!("  {}: {}", who.join(", "), list.join(" "));
+        outln!("  {}: {}", who.join(", "), list.join(" "))?;
     }
     Ok(Outcome::Ok)
 }

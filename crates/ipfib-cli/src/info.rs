@@ -116,16 +116,16 @@ pub fn run(args: Args) -> CmdResult {
                 "engines_v6": {"values": c.names[2], "routes": c.names[3]},
             });
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        print_text(&args.file, report, &summary, load_ms);
+        print_text(&args.file, report, &summary, load_ms)?;
         if let Some(c) = &compiled {
-            println!(
+            outln!(
                 "compiled table file (layout version {}) from {}: opens mapped in {:.2} ms",
                 ipfib::image::VERSION,
                 c.source,
                 c.open_ms
-            );
+            )?;
         }
         // One line per family: the engine a lookup answers with and why
         // (for a compiled file, what is in the file, with its value and
@@ -133,14 +133,14 @@ pub fn run(args: Args) -> CmdResult {
         let families = [("IPv4", summary.v4, 0), ("IPv6", summary.v6, 2)];
         for ((name, prefixes, at), c) in families.iter().zip(&chosen) {
             match (prefixes, &compiled) {
-                (0, _) => println!("engine {name}: none (no routes)"),
-                (_, Some(f)) => println!(
+                (0, _) => outln!("engine {name}: none (no routes)")?,
+                (_, Some(f)) => outln!(
                     "engine {name}: {} (values), {} (routes); chosen: {}",
                     f.names[*at],
                     f.names[at + 1],
                     c.reason
-                ),
-                (_, None) => println!("engine {name}: {c}"),
+                )?,
+                (_, None) => outln!("engine {name}: {c}")?,
             }
         }
     }
@@ -265,57 +265,73 @@ fn to_json(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) -> Val
     })
 }
 
-fn print_text(file: &std::path::Path, r: &Report, s: &Summary, load_ms: f64) {
-    println!("file: {}", file.display());
-    println!("format: {} ({})", r.format, r.compression.name());
+fn print_text(
+    file: &std::path::Path,
+    r: &Report,
+    s: &Summary,
+    load_ms: f64,
+) -> std::io::Result<()> {
+    outln!("file: {}", file.display())?;
+    outln!("format: {} ({})", r.format, r.compression.name())?;
     let bytes = match r.compression {
         ipfib_io::Compression::None => "bytes",
         _ => "bytes decompressed",
     };
-    println!("records: {} ({} {bytes})", r.records, r.bytes);
-    println!("prefixes: {} IPv4, {} IPv6", s.v4, s.v6);
-    println!("distinct values: {}", s.values);
+    outln!("records: {} ({} {bytes})", r.records, r.bytes)?;
+    outln!("prefixes: {} IPv4, {} IPv6", s.v4, s.v6)?;
+    outln!("distinct values: {}", s.values)?;
     for (name, h) in [("IPv4", &s.histogram[0]), ("IPv6", &s.histogram[1])] {
         if !h.is_empty() {
             let parts: Vec<String> = h.iter().map(|(l, n)| format!("/{l} {n}")).collect();
-            println!("lengths {name}: {}", parts.join(", "));
+            outln!("lengths {name}: {}", parts.join(", "))?;
         }
     }
     if let Some(m) = &r.mrt {
-        println!("peers: {}", m.peers.iter().flatten().count());
-        println!(
+        outln!("peers: {}", m.peers.iter().flatten().count())?;
+        outln!(
             "routes: {} (announcements {}, withdrawals {}, state changes {})",
-            m.rib_entries, m.announcements, m.withdrawals, m.state_changes
-        );
-        println!(
+            m.rib_entries,
+            m.announcements,
+            m.withdrawals,
+            m.state_changes
+        )?;
+        outln!(
             "multi-origin prefixes: {}; AS_SET origins: {}; prefixes without a value: {}",
-            m.reduce.multi_origin, m.reduce.as_set_origins, m.reduce.without_value
-        );
+            m.reduce.multi_origin,
+            m.reduce.as_set_origins,
+            m.reduce.without_value
+        )?;
     }
     if let Some(m) = &r.mmdb {
         let epoch = m.build_epoch.map_or("unknown".into(), |e| e.to_string());
-        println!(
+        outln!(
             "MaxMind DB: type {:?}, ip_version {}, record_size {}, {} nodes, build epoch {epoch}",
-            m.database_type, m.ip_version, m.record_size, m.node_count
-        );
-        println!(
+            m.database_type,
+            m.ip_version,
+            m.record_size,
+            m.node_count
+        )?;
+        outln!(
             "networks: {} ({} distinct records; {} without the --value field)",
-            r.records, m.records, m.without_field
-        );
+            r.records,
+            m.records,
+            m.without_field
+        )?;
     }
     if let Some(g) = &r.ranges {
-        println!(
+        outln!(
             "ranges: {} ({} overlapping an earlier one, where the later wins; {} not one CIDR prefix); values from column {}",
             g.ranges, g.overlapping, g.unaligned, g.value_column
-        );
+        )?;
         if let Some(line) = g.header_line {
-            println!("header: line {line} (skipped)");
+            outln!("header: line {line} (skipped)")?;
         }
     }
-    println!("bad lines/records: {}", r.bad);
+    outln!("bad lines/records: {}", r.bad)?;
     match &r.damage {
-        Some(d) => println!("damage: {d}"),
-        None => println!("damage: none"),
+        Some(d) => outln!("damage: {d}")?,
+        None => outln!("damage: none")?,
     }
-    println!("load time: {load_ms:.1} ms");
+    outln!("load time: {load_ms:.1} ms")?;
+    Ok(())
 }

@@ -61,6 +61,13 @@ pub fn is_compiled(args: &TableArgs) -> Result<bool, Box<dyn std::error::Error>>
     match args.format.parse::<Format>()? {
         Format::Compiled => Ok(true),
         Format::Auto => {
+            // Only a regular file can be mapped; anything else (a pipe, a
+            // FIFO, /dev/stdin) is opened once, by the loader: opening it
+            // here too would take its first bytes or wait for a writer
+            // that has gone.
+            if !std::fs::metadata(&args.table).is_ok_and(|m| m.is_file()) {
+                return Ok(false);
+            }
             let mut head = [0u8; 8];
             let n = std::fs::File::open(&args.table)
                 .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
@@ -177,6 +184,12 @@ pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
         if let Some(why) = nothing_read(args, &loaded.report) {
             return Err(why.into());
         }
+        // Empty is a table (every answer a miss), but rarely the one meant.
+        eprintln!(
+            "ipfib: {}: no route in it ({}): every address misses",
+            args.table.display(),
+            loaded.report.format
+        );
     }
     let had_problems = report_problems(&args.table, &loaded.report);
     Ok(Loaded {

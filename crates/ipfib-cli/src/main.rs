@@ -3,6 +3,19 @@
 //! Exit status everywhere (ARCHITECTURE §4): 0 success, 1 some input lines
 //! were bad (the rest was processed), 2 the command could not run.
 
+/// `println!` that returns the write's error (a closed pipe, a full disk)
+/// instead of panicking: `outln!(...)?`. A closed pipe then ends the
+/// command quietly with status 0, any other error is exit 2.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// A command-level failure: printed as `ipfib: ...`, exit status 2.
+pub type CmdResult = Result<Outcome, Box<dyn std::error::Error>>;
+
 mod bench;
 mod bmp_replay;
 mod classify;
@@ -90,12 +103,16 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::BadInput) => ExitCode::from(1),
+        // A reader that went away (`ipfib info FILE | head`): done.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("ipfib: {e:#}");
             ExitCode::from(2)
         }
     }
 }
-
-/// A command-level failure: printed as `ipfib: ...`, exit status 2.
-pub type CmdResult = Result<Outcome, Box<dyn std::error::Error>>;

@@ -402,6 +402,8 @@ pub fn write_file_with<T>(
         path: path.to_path_buf(),
         source,
     };
+    let target = ipfib::image::replace_target(path).map_err(file_err)?;
+    let path = target.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -213,11 +213,14 @@ fn mmdb_tail(path: &Path) -> Result<bool, ReadError> {
         path: path.to_path_buf(),
         source,
     };
+    // Look before opening: a FIFO or pipe opened here and closed unread
+    // would lose its writer, and the loader's own open would wait forever.
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        _ => return Ok(false),
+    }
     let mut file = std::fs::File::open(path).map_err(io_error)?;
     let len = file.metadata().map_err(io_error)?.len();
-    if !file.metadata().map_err(io_error)?.is_file() {
-        return Ok(false);
-    }
     let from = len.saturating_sub(crate::mmdb::METADATA_MAX as u64);
     file.seek(SeekFrom::Start(from)).map_err(io_error)?;
     let mut tail = Vec::new();

@@ -59,8 +59,8 @@ pub struct Args {
     /// address alone is its host prefix). Without it, any source.
     #[arg(long = "bmp-allow", value_name = "CIDR")]
     bmp_allow: Vec<String>,
-    /// Most concurrent BMP sessions from one IPv4 address; an IPv6 /64
-    /// may hold 8 times as many.
+    /// Most concurrent BMP sessions from one IPv4 address (0 is taken as
+    /// 1); an IPv6 /64 may hold 8 times as many.
     #[arg(long, default_value_t = 8)]
     max_sessions_per_source: usize,
     /// Seconds a new BMP connection has to deliver its first complete
@@ -292,6 +292,18 @@ pub fn run(args: Args) -> CmdResult {
 /// dump loads what precedes the cut and says where it was.
 fn load_mrt(rib: &Rib, path: &std::path::Path) -> Result<(), String> {
     let r = ipfib_rib::mrt::load(path, rib).map_err(|e| e.to_string())?;
+    // Not a single record read: not an MRT dump (or an empty one); refuse
+    // rather than serve an empty RIB as if the dump were loaded.
+    if r.records == 0 {
+        let why = r
+            .damage
+            .as_ref()
+            .map_or_else(|| "the file is empty".to_string(), |d| d.to_string());
+        return Err(format!(
+            "{}: no MRT record could be read ({why})",
+            path.display()
+        ));
+    }
     rib.sync();
     let damage = r
         .damage

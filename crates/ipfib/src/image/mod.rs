@@ -26,7 +26,7 @@
 
 mod table;
 
-pub use table::{to_bytes, write_table, FamilyImage, ImageTable, WriteStats};
+pub use table::{replace_target, to_bytes, write_table, FamilyImage, ImageTable, WriteStats};
 
 use crate::mem::LookupBuf;
 use std::fmt;

@@ -639,6 +639,53 @@ fn encode<V: AsRef<str>>(
     Ok((bytes, stats))
 }
 
+/// The file a write-then-rename to `path` replaces: `path` itself when it
+/// is missing or a regular file, the file a symbolic link leads to (the
+/// link stays a link), and an error when `path` is anything else (a
+/// device such as `/dev/null`, a FIFO, a socket, a directory) or a link
+/// leading nowhere: renaming over those would replace them.
+///
+/// ```
+/// # let dir = std::env::temp_dir().join(format!("ipfib-doc-target-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// use ipfib::image::replace_target;
+/// assert_eq!(replace_target(&dir.join("new.ipfib"))?, dir.join("new.ipfib"));
+/// assert!(replace_target(std::path::Path::new("/dev/null")).is_err());
+/// assert!(replace_target(&dir).is_err());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn replace_target(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    use std::io::{Error, ErrorKind};
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(path.to_path_buf()),
+        Err(e) => return Err(e),
+    };
+    let target = if meta.file_type().is_symlink() {
+        std::fs::canonicalize(path).map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!("{}: a symbolic link leading nowhere ({e})", path.display()),
+            )
+        })?
+    } else {
+        path.to_path_buf()
+    };
+    if std::fs::metadata(&target)?.is_file() {
+        Ok(target)
+    } else {
+        Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} exists and is not a regular file (a directory, device, FIFO or socket): \
+                 not replaced",
+                target.display()
+            ),
+        ))
+    }
+}
+
 /// Write the compiled table file of `table` to `path`: into a temporary
 /// file beside it, then renamed over `path`, so a reader never maps a
 /// half-written file and a failed write leaves nothing behind.
@@ -665,6 +712,8 @@ pub fn write_table<V: AsRef<str>>(
     opts: &AutoOptions,
     source: &str,
 ) -> Result<WriteStats, ImageError> {
+    let target = replace_target(path)?;
+    let path = target.as_path();
     let (bytes, stats) = encode(table, opts, source)?;
     let dir = path
         .parent()
