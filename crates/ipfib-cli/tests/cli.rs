@@ -1513,3 +1513,172 @@ fn bench_reads_a_trace_file_and_checksums_its_answers() {
     );
     assert_cannot_run(&run, &[&format!("{}:2: not an address", path_arg(&bad))]);
 }
+
+/// Outputs that are not regular files: `compile -o` never renames over a
+/// FIFO or a directory (nor a device such as /dev/null, not tried here:
+/// a regression would replace the machine's /dev/null), and writes through
+/// a symbolic link to its file, leaving the link a link.
+#[test]
+fn compile_replaces_only_regular_files() {
+    let s = Scratch::new("compile-out");
+    let table = s.write("t.txt", TABLE);
+    let fifo = s.dir.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let run = ipfib(
+        &[
+            "compile".as_ref(),
+            table.as_os_str(),
+            "-o".as_ref(),
+            fifo.as_os_str(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    let run = ipfib(
+        &[
+            "compile".as_ref(),
+            table.as_os_str(),
+            "-o".as_ref(),
+            s.dir.as_os_str(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(s.dir.is_dir());
+    for format in ["ipfib", "mmdb"] {
+        let target = s.dir.join(format!("target.{format}"));
+        let link = s.dir.join(format!("link.{format}"));
+        std::fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let run = ipfib(
+            &[
+                "compile".as_ref(),
+                table.as_os_str(),
+                "-o".as_ref(),
+                link.as_os_str(),
+                "--output-format".as_ref(),
+                format.as_ref(),
+            ],
+            None,
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let run = ipfib(
+            &[
+                "lookup".as_ref(),
+                "--table".as_ref(),
+                link.as_os_str(),
+                "10.1.2.3".as_ref(),
+            ],
+            None,
+        );
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        assert!(
+            run.stdout.starts_with("10.1.2.3 10.1.0.0/16"),
+            "{format}: {}",
+            run.stdout
+        );
+    }
+}
+
+/// A table read from a pipe or a FIFO is opened once: format detection
+/// neither eats its first bytes nor waits for a writer that has gone.
+#[test]
+fn tables_from_pipes_and_fifos_are_read_whole() {
+    let s = Scratch::new("pipe-table");
+    let fifo = s.dir.join("table.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(fifo, TABLE).unwrap())
+    };
+    let mut child = Command::new("timeout")
+        .args(["20", IPFIB, "lookup", "--table"])
+        .arg(&fifo)
+        .arg("10.1.2.3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = std::mem::take(&mut child.stdout);
+    let status = child.wait().unwrap();
+    writer.join().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut out.unwrap(), &mut text).unwrap();
+    assert_eq!(status.code(), Some(0), "a FIFO table: {text}");
+    assert_eq!(text, "10.1.2.3 10.1.0.0/16 B\n");
+    // stdin as the table: every byte of it, the first ones included.
+    let run = ipfib(
+        &["lookup", "--table", "/dev/stdin", "192.0.2.1"],
+        Some(TABLE.as_bytes()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "192.0.2.1 192.0.2.0/24 65000\n");
+}
+
+/// `info` and `engines` into a pipe closed early end quietly (exit 0),
+/// as `lookup` does, instead of panicking.
+#[test]
+fn info_and_engines_end_quietly_on_a_closed_pipe() {
+    let s = Scratch::new("info-pipe");
+    let table = s.write("t.txt", TABLE);
+    for args in [
+        vec!["engines".to_string()],
+        vec!["info".to_string(), table.display().to_string()],
+    ] {
+        let mut child = Command::new(IPFIB)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader goes away at once
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// `collect --mrt` on a file holding no MRT record refuses to start.
+#[test]
+fn collect_refuses_an_mrt_file_with_no_record() {
+    let s = Scratch::new("collect-mrt");
+    let table = s.write("t.txt", TABLE);
+    let mut child = Command::new("timeout")
+        .args([
+            "30",
+            IPFIB,
+            "collect",
+            "--bmp",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--mrt",
+        ])
+        .arg(&table)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = std::mem::take(&mut child.stderr);
+    let status = child.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut err.unwrap(), &mut text).unwrap();
+    assert_eq!(status.code(), Some(2), "{text}");
+    assert!(text.contains("no MRT record could be read"), "{text}");
+}
