@@ -362,35 +362,6 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
     [before, peak, untrimmed, trimmed]
 }
 
-/// One prefix announced by `n` peers: the time per route as the route
-/// list grows (each announcement copies the prefix's list).
-pub fn fanout(n: u32) {
-    let rib = Rib::new();
-    let a = A {
-        path: AsPath::encode([(AS_SEQUENCE, &[64500u32][..])]),
-        med: None,
-        communities: Vec::new(),
-    };
-    let set = intern(&rib, &a);
-    let pfx = AnyPrefix::V4(Prefix::new(0x0a00_0000, 8).expect("len"));
-    let t = Instant::now();
-    let mut last = Instant::now();
-    for i in 0..n {
-        let peer = rib.add_peer(1, key(i)).expect("peer");
-        rib.announce(&peer, pfx, 0, &set).expect("announce");
-        if (i + 1) % (n / 4).max(1) == 0 {
-            println!(
-                "{:6} peers: {:.1?} total, {:.2?} per route over the last quarter",
-                i + 1,
-                t.elapsed(),
-                last.elapsed() / (n / 4).max(1)
-            );
-            last = Instant::now();
-        }
-    }
-    assert_eq!(rib.routes(&pfx).len(), n as usize);
-}
-
 #[allow(dead_code)]
 fn main() {
     let mut p = Params {
@@ -414,10 +385,6 @@ fn main() {
             "--ops-per-day" => p.ops_per_day = v(),
             "--burst" => {
                 burst(v(), true);
-                return;
-            }
-            "--fanout" => {
-                fanout(v());
                 return;
             }
             other => panic!("unknown option {other}"),

@@ -805,18 +805,30 @@ impl Rib {
             return Ok(false);
         }
         let id = self.prefix_id(prefix)?;
-        // Unchanged re-announcement (common in pre-policy feeds): no copy.
+        let max = self.inner.max_routes_per_prefix.load(Ordering::Relaxed);
+        // Unchanged re-announcement (common in pre-policy feeds), or a new
+        // route of a full prefix: no copy. (`edit` decides again on what
+        // it copies: writers may have changed the prefix since.)
         if let Some(slot) = self.inner.slot(id) {
             let cur = slot.load();
             if let Some(r) = cur.as_ref().filter(|r| r.prefix == prefix) {
-                if r.entries.iter().any(|e| {
-                    e.peer == peer.id && e.path_id == path_id && Arc::ptr_eq(&e.attrs, attrs)
-                }) {
+                let held = r
+                    .entries
+                    .iter()
+                    .find(|e| e.peer == peer.id && e.path_id == path_id);
+                if held.is_some_and(|e| Arc::ptr_eq(&e.attrs, attrs)) {
                     self.inner
                         .counters
                         .announcements
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok(true);
+                }
+                if held.is_none() && r.entries.len() >= max {
+                    self.inner
+                        .counters
+                        .over_prefix_limit
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok(false);
                 }
             }
         }
@@ -826,7 +838,6 @@ impl Rib {
             path_id,
             attrs: Arc::clone(attrs),
         };
-        let max = inner.max_routes_per_prefix.load(Ordering::Relaxed);
         let mut full = false;
         let change = self.edit(prefix, true, |entries| {
             let old = entries
