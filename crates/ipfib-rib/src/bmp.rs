@@ -671,20 +671,24 @@ impl Session {
                     a
                 }
             };
+            // One route into the RIB, past the per-peer and per-prefix
+            // limits (each drop counted).
+            let mut put = |peer: &PeerInfo, prefix: AnyPrefix, path_id: u32| {
+                if over_limit(peer, prefix, path_id) {
+                    dropped += 1;
+                } else if !rib.announce(peer, prefix, path_id, &attrs)? {
+                    full.get_or_insert(prefix);
+                    prefix_full += 1;
+                }
+                Ok::<(), RibError>(())
+            };
             if !nlri.is_empty() {
                 let Some(peer) = peer_of(own, class)? else {
                     no_peer += nlri.len() as u64;
                     continue;
                 };
                 for &(prefix, path_id) in nlri {
-                    if over_limit(&peer, prefix, path_id) {
-                        dropped += 1;
-                        continue;
-                    }
-                    if !rib.announce(&peer, prefix, path_id, &attrs)? {
-                        full.get_or_insert(prefix);
-                        prefix_full += 1;
-                    }
+                    put(&peer, prefix, path_id)?;
                 }
             }
             for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
@@ -692,14 +696,7 @@ impl Session {
                     no_peer += 1;
                     continue;
                 };
-                if over_limit(&peer, prefix, path_id) {
-                    dropped += 1;
-                    continue;
-                }
-                if !rib.announce(&peer, prefix, path_id, &attrs)? {
-                    full.get_or_insert(prefix);
-                    prefix_full += 1;
-                }
+                put(&peer, prefix, path_id)?;
             }
         }
         let announced = u.announced.len() + u.labeled_announced.len() + u.vpn_announced.len();
