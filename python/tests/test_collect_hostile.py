@@ -11,6 +11,7 @@ this is not a benchmark)."""
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
 import socket
@@ -592,10 +593,24 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
         assert fetch(c, "/", headers={"Host": "evil.example"})[0] == 421
         port = c.http.rsplit(":", 1)[1]
         assert fetch(c, "/", headers={"Host": f"localhost:{port}"})[0] == 200
+        # An absolute-form target names the host too (RFC 9112 §3.2.2):
+        # a foreign one is refused whatever the Host header says.
+        for target, want in [("http://evil.example/", 421), (f"http://localhost:{port}/", 200)]:
+            conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+            try:
+                conn.request("GET", target, headers={"Host": f"localhost:{port}"})
+                assert conn.getresponse().status == want, target
+            finally:
+                conn.close()
+        # A repeated parameter is refused, not answered for one of them.
+        status, body, _ = fetch(
+            c, "/api/v1/lookup?ip=192.0.2.1&ip=198.51.100.1", headers=auth
+        )
+        assert status == 400 and b"more than once" in body, body
         _, text, _ = fetch(c, "/metrics", headers=auth)
         denied = [
             line
             for line in text.decode().splitlines()
             if line.startswith("ipfib_http_denied_total ")
         ]
-        assert denied and float(denied[0].split()[1]) >= 7, denied
+        assert denied and float(denied[0].split()[1]) >= 8, denied

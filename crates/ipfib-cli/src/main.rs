@@ -76,6 +76,11 @@ pub enum Outcome {
     BadInput,
 }
 
+/// jemalloc: the collector's memory follows its live routes more closely
+/// over weeks of churn than under glibc's malloc (`ipfib_rib::heap`).
+#[global_allocator]
+static GLOBAL: ipfib_rib::heap::Jemalloc = ipfib_rib::heap::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -1,20 +1,33 @@
 //! A month of a full-table feed in minutes: does the RIB's memory follow
 //! its live state?
 //!
-//! `cargo run --release -p ipfib-rib --example soak [-- --prefixes 500000 --peers 4 --days 30 --ops-per-day 400000]`
+//! `cargo run --release -p ipfib-rib --features jemalloc --example soak [-- --prefixes 500000 --peers 4 --days 30 --ops-per-day 400000 --burst 0]`
+//!
+//! (`--features jemalloc`: the allocator of the `ipfib` command; without
+//! it, glibc's malloc. `--burst 0` skips the burst phase.)
 //!
 //! Peers load a table of `--prefixes` random IPv4 prefixes, then each
 //! simulated day runs `--ops-per-day` operations: re-announcements with a
 //! new MED or community list (attribute churn), withdrawals of one prefix
 //! and announcements of a never-seen one (prefix churn), and one peer's
 //! flap (Peer Down, its table swept, a new Peer Up announcing the table
-//! again). RSS is sampled after each day. At the end the live routes are
-//! copied out, the churned RIB dropped, and a fresh RIB loaded with the
-//! same routes: the churned RIB's memory should be within 10% of the
-//! fresh one's. A burst phase then measures what giving the heap back to
-//! the OS (malloc_trim) does after a million routes come and go.
+//! again). RSS is sampled after each day.
+//!
+//! At the end the live routes are written to a file and a new process of
+//! this example (`--fresh FILE`) loads them into a fresh RIB: the churned
+//! process's RSS growth should be within 10% of the fresh one's. Both
+//! count growth over the RSS they had before their RIB took its first
+//! route, with their own bookkeeping (the workload's model, the file's
+//! routes) allocated and touched before that, and fixed in size after,
+//! so that the difference is the RIB's alone. A burst phase then measures
+//! what giving the heap back to the OS (malloc_trim) does after a million
+//! routes come and go.
 
+use std::collections::HashSet;
+use std::io::{BufRead, Read, Write};
 use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ipfib::prefix::{AnyPrefix, Prefix};
@@ -29,19 +42,24 @@ pub fn rss() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Heap bytes in use (glibc's count), to tell held memory from free
-/// memory the allocator keeps.
+/// Heap bytes in use, to tell held memory from free memory the allocator
+/// keeps.
 pub fn heap_in_use() -> u64 {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 takes no arguments and returns a plain struct
-        // of counters; it only reads the allocator's statistics.
-        let m = unsafe { libc::mallinfo2() };
-        m.uordblks as u64
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        0
+    ipfib_rib::heap::in_use()
+}
+
+/// The allocator of the `ipfib` command, when the feature is on (as it is
+/// whenever the workspace builds together).
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: ipfib_rib::heap::Jemalloc = ipfib_rib::heap::Jemalloc;
+
+/// The allocator this example runs under.
+pub fn allocator() -> &'static str {
+    if cfg!(feature = "jemalloc") {
+        "jemalloc"
+    } else {
+        "the system's malloc"
     }
 }
 
@@ -55,24 +73,51 @@ pub struct Params {
     pub seed: u64,
 }
 
+/// One route's attributes, as plain values: the workload's model (fixed
+/// size, so that the model's own memory does not move with the churn).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct A {
+    origin: u32,
+    med: Option<u32>,
+    community: Option<u32>,
+}
+
+/// The live routes: `tables[peer][slot]` is the route of peer `peer` for
+/// `universe[slot]`; every peer holds every prefix of the universe.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub universe: Vec<AnyPrefix>,
+    pub tables: Vec<Vec<A>>,
+}
+
+impl Live {
+    pub fn routes(&self) -> usize {
+        self.tables.iter().map(Vec::len).sum()
+    }
+}
+
+/// What a RIB held at the end of a run, and what it cost.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// RSS growth over the process's RSS before the RIB's first route.
+    pub rss: u64,
+    /// Heap bytes in use, the same way.
+    pub heap: u64,
+    pub prefixes: usize,
+    pub sets: usize,
+    pub peers: u32,
+    /// The prefix-id FIB's heap bytes.
+    pub fib: u64,
+}
+
 /// What a run measured.
 #[derive(Debug)]
 pub struct Report {
-    /// RSS after each day, bytes.
+    /// RSS growth after the load and after each day, bytes.
+    pub loaded: u64,
     pub days: Vec<u64>,
-    /// RSS growth of the churned RIB over the baseline, and of a fresh RIB
-    /// holding the same live routes.
-    pub churned: u64,
-    pub fresh: u64,
-    pub live_routes: usize,
-    pub prefixes_churned: usize,
-    pub prefixes_fresh: usize,
-    pub sets_churned: usize,
-    pub sets_fresh: usize,
-    pub peers_churned: u32,
-    /// The prefix-id FIB's heap bytes, churned and fresh.
-    pub fib_churned: u64,
-    pub fib_fresh: u64,
+    pub churned: Held,
+    pub live: Live,
 }
 
 struct Rng(u64);
@@ -103,38 +148,29 @@ fn random_prefix(rng: &mut Rng) -> AnyPrefix {
     AnyPrefix::V4(Prefix::host((r >> 16) as u32 & 0xdfff_ffff).truncate(len))
 }
 
-/// One route's attributes, as plain values (to rebuild a fresh RIB).
-#[derive(Clone)]
-struct A {
-    path: Vec<u32>,
-    med: Option<u32>,
-    communities: Vec<u32>,
-}
-
-fn intern(rib: &Rib, a: &A) -> std::sync::Arc<ipfib_rib::AttrSet> {
+fn intern(rib: &Rib, peer: u32, a: &A) -> Arc<ipfib_rib::AttrSet> {
+    let path = AsPath::encode([(AS_SEQUENCE, &[64500 + peer, 174, a.origin][..])]);
+    let communities: Vec<u32> = a.community.into_iter().collect();
     rib.intern(&AttrsRef {
-        as_path: &a.path,
-        communities: &a.communities,
+        as_path: &path,
+        communities: &communities,
         med: a.med,
         next_hop: Some(IpAddr::from([192, 0, 2, 1])),
         ..Default::default()
     })
 }
 
-fn attrs_for(rng: &mut Rng, peer: u32) -> A {
+fn attrs_for(rng: &mut Rng) -> A {
     let r = rng.next();
     // About 2,000 distinct paths per peer (real tables share heavily).
-    let origin = 64512 + (r % 2000) as u32;
     A {
-        path: AsPath::encode([(AS_SEQUENCE, &[64500 + peer, 174, origin][..])]),
+        origin: 64512 + (r % 2000) as u32,
         med: (r >> 20)
             .is_multiple_of(4)
             .then_some((r >> 24) as u32 % 100),
-        communities: if (r >> 30).is_multiple_of(3) {
-            vec![174 << 16 | ((r >> 32) as u32 % 50)]
-        } else {
-            Vec::new()
-        },
+        community: (r >> 30)
+            .is_multiple_of(3)
+            .then_some(174 << 16 | ((r >> 32) as u32 % 50)),
     }
 }
 
@@ -145,37 +181,76 @@ fn settle(rib: &Rib) {
     ipfib_rib::heap::trim();
 }
 
+/// Settle twice around a pause (the sweeper and FIB threads' last round),
+/// then measure against `base` (RSS, heap in use).
+fn held(rib: &Rib, base: (u64, u64)) -> Held {
+    settle(rib);
+    std::thread::sleep(Duration::from_millis(200));
+    settle(rib);
+    Held {
+        rss: rss().saturating_sub(base.0),
+        heap: heap_in_use().saturating_sub(base.1),
+        prefixes: rib.prefix_count(),
+        sets: rib.attrs().counts().0,
+        peers: rib.peers().count(),
+        fib: rib.counters().fib_bytes.load(Relaxed),
+    }
+}
+
+/// A fresh RIB loaded with `live`, measured as [`run`] measures the
+/// churned one. Run it in a process of its own for RSS that means
+/// anything (see the module's documentation).
+pub fn fresh(live: &Live) -> Held {
+    let rib = Rib::new();
+    settle(&rib);
+    let base = (rss(), heap_in_use());
+    for (i, t) in live.tables.iter().enumerate() {
+        let peer = rib.add_peer(1, key(i as u32)).expect("peer");
+        for (pfx, a) in live.universe.iter().zip(t) {
+            rib.announce(&peer, *pfx, 0, &intern(&rib, i as u32, a))
+                .expect("announce");
+        }
+    }
+    held(&rib, base)
+}
+
 /// Run the soak; `log` prints progress.
 pub fn run(p: Params, log: bool) -> Report {
     let mut rng = Rng(p.seed | 1);
-    settle(&Rib::new());
-    let base = rss();
+    // The model, allocated and touched before the baseline: the universe
+    // of prefixes (distinct), a set of them with room to spare (so it
+    // never grows), and each peer's route per prefix.
+    let mut present: HashSet<AnyPrefix> = HashSet::with_capacity(2 * p.prefixes as usize);
+    let mut universe = Vec::with_capacity(p.prefixes as usize);
+    while universe.len() < p.prefixes as usize {
+        let pfx = random_prefix(&mut rng);
+        if present.insert(pfx) {
+            universe.push(pfx);
+        }
+    }
+    let mut tables: Vec<Vec<A>> = (0..p.peers)
+        .map(|_| (0..p.prefixes).map(|_| attrs_for(&mut rng)).collect())
+        .collect();
     let rib = Rib::new();
-    let mut peers: Vec<std::sync::Arc<PeerInfo>> = Vec::new();
-    // Each peer's table: prefix -> attrs (the live state, also the model).
-    let mut tables: Vec<std::collections::HashMap<AnyPrefix, A>> = Vec::new();
-    let mut universe: Vec<AnyPrefix> = (0..p.prefixes).map(|_| random_prefix(&mut rng)).collect();
-    universe.sort_unstable();
-    universe.dedup();
-    for i in 0..p.peers {
-        let peer = rib.add_peer(1, key(i)).expect("peer");
-        let mut t = std::collections::HashMap::new();
-        for &pfx in &universe {
-            let a = attrs_for(&mut rng, i);
-            rib.announce(&peer, pfx, 0, &intern(&rib, &a))
+    settle(&rib);
+    let base = (rss(), heap_in_use());
+    let mut peers: Vec<Arc<PeerInfo>> = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        let peer = rib.add_peer(1, key(i as u32)).expect("peer");
+        for (pfx, a) in universe.iter().zip(t) {
+            rib.announce(&peer, *pfx, 0, &intern(&rib, i as u32, a))
                 .expect("announce");
-            t.insert(pfx, a);
         }
         peers.push(peer);
-        tables.push(t);
     }
     settle(&rib);
+    let loaded = rss().saturating_sub(base.0);
     if log {
         println!(
             "loaded: {} peers x {} prefixes, RSS +{} MB",
             p.peers,
             universe.len(),
-            (rss() - base) >> 20
+            loaded >> 20
         );
     }
     let mut days = Vec::new();
@@ -188,29 +263,32 @@ pub fn run(p: Params, log: bool) -> Report {
             let pfx = universe[slot];
             if r < 6 {
                 // Attribute churn: a new MED or community on a live route.
-                if let Some(a) = tables[i].get_mut(&pfx) {
-                    a.med = Some((rng.next() % 1_000_000) as u32);
-                    if rng.next().is_multiple_of(2) {
-                        a.communities = vec![(rng.next() as u32) & 0xffff];
-                    }
-                    let set = intern(&rib, a);
-                    rib.announce(&peers[i], pfx, 0, &set).expect("announce");
+                let a = &mut tables[i][slot];
+                a.med = Some((rng.next() % 1_000_000) as u32);
+                if rng.next().is_multiple_of(2) {
+                    a.community = Some((rng.next() as u32) & 0xffff);
                 }
+                let set = intern(&rib, i as u32, a);
+                rib.announce(&peers[i], pfx, 0, &set).expect("announce");
             } else {
-                // Prefix churn: the prefix goes from every peer; a new one
-                // takes its place in the universe.
-                for (j, peer) in peers.iter().enumerate() {
-                    if tables[j].remove(&pfx).is_some() {
-                        rib.withdraw(peer, pfx, 0);
-                    }
+                // Prefix churn: the prefix goes from every peer; a prefix
+                // not in the universe takes its place.
+                for peer in &peers {
+                    rib.withdraw(peer, pfx, 0);
                 }
-                let new = random_prefix(&mut rng);
+                present.remove(&pfx);
+                let new = loop {
+                    let new = random_prefix(&mut rng);
+                    if present.insert(new) {
+                        break new;
+                    }
+                };
                 universe[slot] = new;
                 for (j, peer) in peers.iter().enumerate() {
-                    let a = attrs_for(&mut rng, j as u32);
-                    rib.announce(peer, new, 0, &intern(&rib, &a))
+                    let a = attrs_for(&mut rng);
+                    rib.announce(peer, new, 0, &intern(&rib, j as u32, &a))
                         .expect("announce");
-                    tables[j].insert(new, a);
+                    tables[j][slot] = a;
                 }
             }
         }
@@ -219,19 +297,20 @@ pub fn run(p: Params, log: bool) -> Report {
         rib.peer_down(peers[i].id);
         rib.sweep();
         let peer = rib.add_peer(1, key(i as u32)).expect("peer");
-        for (pfx, a) in &tables[i] {
-            rib.announce(&peer, *pfx, 0, &intern(&rib, a))
+        for (pfx, a) in universe.iter().zip(&tables[i]) {
+            rib.announce(&peer, *pfx, 0, &intern(&rib, i as u32, a))
                 .expect("announce");
         }
         peers[i] = peer;
         rib.sync();
-        let now = rss();
+        let now = rss().saturating_sub(base.0);
         days.push(now);
         if log {
             println!(
-                "day {:2}: RSS +{:4} MB, prefixes {}, attribute sets {}, peers {}, ids {:?} ({:.0?})",
+                "day {:2}: RSS +{:4} MB, heap in use +{:4} MB, prefixes {}, attribute sets {}, peers {}, ids {:?} ({:.0?})",
                 day + 1,
-                (now.saturating_sub(base)) >> 20,
+                now >> 20,
+                heap_in_use().saturating_sub(base.1) >> 20,
                 rib.prefix_count(),
                 rib.attrs().counts().0,
                 rib.peers().count(),
@@ -240,78 +319,94 @@ pub fn run(p: Params, log: bool) -> Report {
             );
         }
     }
-    // Give the sweeper and the FIB thread their last round, then measure.
-    settle(&rib);
-    std::thread::sleep(Duration::from_millis(200));
-    settle(&rib);
-    let with_churned = rss();
-    let fib_churned = rib
-        .counters()
-        .fib_bytes
-        .load(std::sync::atomic::Ordering::Relaxed);
-    let live_routes: usize = tables.iter().map(|t| t.len()).sum();
-    let prefixes_churned = rib.prefix_count();
-    let sets_churned = rib.attrs().counts().0;
-    let peers_churned = rib.peers().count();
+    let churned = held(&rib, base);
+    let live = Live { universe, tables };
     assert_eq!(
         rib.route_count() as usize,
-        live_routes,
+        live.routes(),
         "the RIB lost or kept routes"
     );
-    drop(peers);
-    drop(rib);
-    settle(&Rib::new());
-    let base2 = rss();
-    // What the churned RIB held: what dropping it gave back.
-    let churned = with_churned.saturating_sub(base2);
-    let fresh_rib = Rib::new();
-    for (i, t) in tables.iter().enumerate() {
-        let peer = fresh_rib.add_peer(1, key(i as u32)).expect("peer");
-        for (pfx, a) in t {
-            fresh_rib
-                .announce(&peer, *pfx, 0, &intern(&fresh_rib, a))
-                .expect("announce");
-        }
-    }
-    settle(&fresh_rib);
-    std::thread::sleep(Duration::from_millis(200));
-    settle(&fresh_rib);
-    let fresh = rss().saturating_sub(base2);
-    let fib_fresh = fresh_rib
-        .counters()
-        .fib_bytes
-        .load(std::sync::atomic::Ordering::Relaxed);
-    let report = Report {
+    Report {
+        loaded,
         days,
         churned,
-        fresh,
-        live_routes,
-        prefixes_churned,
-        prefixes_fresh: fresh_rib.prefix_count(),
-        sets_churned,
-        sets_fresh: fresh_rib.attrs().counts().0,
-        peers_churned,
-        fib_churned,
-        fib_fresh,
-    };
-    if log {
-        println!(
-            "end: churned RIB +{} MB, fresh RIB with the same {} routes +{} MB ({:+.1}%); \
-             prefixes {} vs {}, attribute sets {} vs {}, peers {}, FIB {} vs {} MB",
-            churned >> 20,
-            live_routes,
-            fresh >> 20,
-            (churned as f64 / fresh.max(1) as f64 - 1.0) * 100.0,
-            report.prefixes_churned,
-            report.prefixes_fresh,
-            report.sets_churned,
-            report.sets_fresh,
-            peers_churned,
-            report.fib_churned >> 20,
-            report.fib_fresh >> 20
-        );
+        live,
     }
-    report
+}
+
+/// `live` as a file for `--fresh`: one line a route slot,
+/// `prefix origin med community` per peer (`-` for none).
+fn write_live(live: &Live, path: &std::path::Path) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "{}", live.tables.len())?;
+    let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    for (slot, pfx) in live.universe.iter().enumerate() {
+        write!(w, "{pfx}")?;
+        for t in &live.tables {
+            let a = t[slot];
+            write!(w, " {} {} {}", a.origin, opt(a.med), opt(a.community))?;
+        }
+        writeln!(w)?;
+    }
+    w.flush()
+}
+
+fn read_live(path: &std::path::Path) -> Live {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .expect("read the live routes");
+    let mut lines = text.lines();
+    let peers: usize = lines.next().and_then(|l| l.parse().ok()).expect("peers");
+    let mut live = Live {
+        universe: Vec::new(),
+        tables: vec![Vec::new(); peers],
+    };
+    let opt = |s: &str| (s != "-").then(|| s.parse::<u32>().expect("number"));
+    for line in lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        live.universe.push(f[0].parse().expect("prefix"));
+        for (j, t) in live.tables.iter_mut().enumerate() {
+            let g = &f[1 + 3 * j..4 + 3 * j];
+            t.push(A {
+                origin: g[0].parse().expect("origin"),
+                med: opt(g[1]),
+                community: opt(g[2]),
+            });
+        }
+    }
+    live
+}
+
+/// Load `live` into a fresh RIB in a new process of this example.
+fn fresh_in_child(live: &Live) -> Held {
+    let path = std::env::temp_dir().join(format!("ipfib-soak-{}.txt", std::process::id()));
+    write_live(live, &path).expect("write the live routes");
+    let out = std::process::Command::new(std::env::current_exe().expect("this example"))
+        .arg("--fresh")
+        .arg(&path)
+        .output()
+        .expect("run the fresh load");
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "fresh load: {:?}", out);
+    let line = out
+        .stdout
+        .lines()
+        .map_while(Result::ok)
+        .last()
+        .expect("a report");
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .map(|w| w.parse().expect("number"))
+        .collect();
+    Held {
+        rss: n[0],
+        heap: n[1],
+        prefixes: n[2] as usize,
+        sets: n[3] as usize,
+        peers: n[4] as u32,
+        fib: n[5],
+    }
 }
 
 /// A burst of `n` extra routes that come and go: RSS before, at the
@@ -322,7 +417,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
     let mut rng = Rng(7);
     let keep: Vec<AnyPrefix> = (0..n / 10).map(|_| random_prefix(&mut rng)).collect();
     for &pfx in &keep {
-        rib.announce(&peer, pfx, 0, &intern(&rib, &attrs_for(&mut rng, 0)))
+        rib.announce(&peer, pfx, 0, &intern(&rib, 0, &attrs_for(&mut rng)))
             .expect("announce");
     }
     settle(&rib);
@@ -330,7 +425,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
     let mut burst = Vec::new();
     for k in 0..n {
         let pfx = AnyPrefix::V4(Prefix::new(0xe000_0000 | k << 4, 28).expect("len"));
-        rib.announce(&peer, pfx, 0, &intern(&rib, &attrs_for(&mut rng, 0)))
+        rib.announce(&peer, pfx, 0, &intern(&rib, 0, &attrs_for(&mut rng)))
             .expect("announce");
         burst.push(pfx);
     }
@@ -354,7 +449,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
             untrimmed >> 20,
             trimmed >> 20,
             heap_in_use() >> 20,
-            rib.counters().fib_bytes.load(std::sync::atomic::Ordering::Relaxed) >> 20,
+            rib.counters().fib_bytes.load(Relaxed) >> 20,
             rib.prefix_count(),
             rib.prefix_ids(),
         );
@@ -363,7 +458,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
 }
 
 #[allow(dead_code)]
-fn main() {
+pub fn main() {
     let mut p = Params {
         prefixes: 500_000,
         peers: 4,
@@ -372,6 +467,18 @@ fn main() {
         seed: 0x5eed,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, path] = &args[..] {
+        if flag == "--fresh" {
+            let live = read_live(std::path::Path::new(path));
+            let h = fresh(&live);
+            println!(
+                "{} {} {} {} {} {}",
+                h.rss, h.heap, h.prefixes, h.sets, h.peers, h.fib
+            );
+            return;
+        }
+    }
+    let mut with_burst = true;
     for w in args.chunks(2) {
         let v = || {
             w.get(1)
@@ -384,14 +491,40 @@ fn main() {
             "--days" => p.days = v(),
             "--ops-per-day" => p.ops_per_day = v(),
             "--burst" => {
-                burst(v(), true);
-                return;
+                let n = v();
+                if n > 0 {
+                    burst(n, true);
+                    return;
+                }
+                with_burst = false;
             }
             other => panic!("unknown option {other}"),
         }
     }
-    burst(1_000_000, true);
+    println!("allocator: {}", allocator());
+    if with_burst {
+        burst(1_000_000, true);
+    }
     let r = run(p, true);
-    let ratio = r.churned as f64 / r.fresh.max(1) as f64;
-    println!("churned / fresh = {ratio:.3} (target <= 1.10)");
+    let f = fresh_in_child(&r.live);
+    let c = &r.churned;
+    println!(
+        "end: churned RIB RSS +{} MB (heap in use +{} MB), a fresh process with the same {} routes +{} MB (+{} MB); \
+         prefixes {} vs {}, attribute sets {} vs {}, peers {} vs {}, FIB {} vs {} MB",
+        c.rss >> 20,
+        c.heap >> 20,
+        r.live.routes(),
+        f.rss >> 20,
+        f.heap >> 20,
+        c.prefixes,
+        f.prefixes,
+        c.sets,
+        f.sets,
+        c.peers,
+        f.peers,
+        c.fib >> 20,
+        f.fib >> 20
+    );
+    let ratio = c.rss as f64 / f.rss.max(1) as f64;
+    println!("churned / fresh RSS = {ratio:.3} (target <= 1.10)");
 }

@@ -16,10 +16,14 @@
 //! Purges run as routes let go of their sets, amortised: the RIB reports
 //! every reference it releases (a route replaced, withdrawn or swept) to
 //! [`Attrs::released`], and once the releases since the last purge reach
-//! half the sets held (at least [`PURGE_MIN`]) the caller purges. A purge
-//! costs a walk of every interned value, paid for by the releases before
-//! it, so a route pays O(1) amortised; and the sets nobody holds never
-//! outnumber the sets in use (plus [`PURGE_MIN`]).
+//! an eighth of the sets held ([`PURGE_FRACTION`], at least [`PURGE_MIN`])
+//! the caller purges. A purge costs a walk of every interned value, paid
+//! for by the releases before it, so a route pays O(1) amortised (eight
+//! steps of a walk); and the sets nobody holds never pass an eighth of the
+//! sets in use (plus [`PURGE_MIN`]). An eighth rather than a half because
+//! dead sets are freed among live ones: the fewer pile up between purges,
+//! the less of the heap is left in holes the allocator cannot give back
+//! (measured by the soak benchmark, BENCHMARKS.md).
 
 use std::borrow::Borrow;
 use std::collections::HashSet;
@@ -349,6 +353,10 @@ impl Sets {
 /// Releases below which no purge is due, whatever the sets held.
 pub const PURGE_MIN: u64 = 1024;
 
+/// A purge is due once the releases since the last reach the sets held
+/// divided by this (see the module documentation).
+pub const PURGE_FRACTION: u64 = 8;
+
 /// Every interner of a RIB, and the one way attributes enter it.
 #[derive(Default)]
 pub struct Attrs {
@@ -364,6 +372,8 @@ pub struct Attrs {
     purging: std::sync::atomic::AtomicBool,
     /// Purges run (by [`Attrs::released`] or a sweep).
     purges: AtomicU64,
+    /// Values (sets, paths, lists) purges dropped, in all.
+    purged: AtomicU64,
 }
 
 /// Attributes as decoded, borrowed from the message (nothing allocated
@@ -428,7 +438,9 @@ impl Attrs {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
                 Some(r.saturating_sub(seen))
             });
-        gone + self.paths.purge() + self.communities.purge() + self.large.purge()
+        let gone = gone + self.paths.purge() + self.communities.purge() + self.large.purge();
+        self.purged.fetch_add(gone as u64, Ordering::Relaxed);
+        gone
     }
 
     /// `n` references to interned sets were dropped by routes (replaced,
@@ -439,7 +451,7 @@ impl Attrs {
             return false;
         }
         let now = self.released.fetch_add(n, Ordering::Relaxed) + n;
-        let due = PURGE_MIN.max(self.held.load(Ordering::Relaxed) as u64 / 2);
+        let due = PURGE_MIN.max(self.held.load(Ordering::Relaxed) as u64 / PURGE_FRACTION);
         // Whoever finds the count at or past the threshold purges, one at
         // a time (a purge already running takes these releases' sets, or
         // leaves them counted for the next): the count never stays past
@@ -460,6 +472,12 @@ impl Attrs {
     /// Purges run so far.
     pub fn purges(&self) -> u64 {
         self.purges.load(Ordering::Relaxed)
+    }
+
+    /// Values (attribute sets, AS paths, community lists) purges dropped
+    /// so far.
+    pub fn purged(&self) -> u64 {
+        self.purged.load(Ordering::Relaxed)
     }
 
     /// Distinct (attribute sets, AS paths, community lists, large lists).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query as Params, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{header, request::Parts, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -21,7 +21,37 @@ use serde_json::{json, Value};
 use super::paging::{self, Cursor};
 use super::{json as j, Ctx};
 
-type P = Params<HashMap<String, String>>;
+type P = Params;
+
+/// A request's query parameters, each given at most once: a repeated one
+/// (`?ip=1.1.1.1&ip=2.2.2.2`) is refused with 400 rather than answered
+/// for one of them, which the caller could not tell from the answer.
+pub struct Params(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Response> {
+        params(parts.uri.query().unwrap_or(""))
+            .map(Params)
+            .map_err(bad)
+    }
+}
+
+/// `raw` (a URI's query, percent-encoded) as a map; an error naming the
+/// first repeated or undecodable parameter.
+pub fn params(raw: &str) -> Result<HashMap<String, String>, String> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw).map_err(|e| format!("bad query string: {e}"))?;
+    let mut map = HashMap::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        if map.contains_key(&k) {
+            return Err(format!("parameter {k:?} given more than once"));
+        }
+        map.insert(k, v);
+    }
+    Ok(map)
+}
 
 pub fn router(ctx: Arc<Ctx>) -> Router {
     Router::new()
@@ -61,7 +91,12 @@ async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next) -> Respons
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
-    if !host_allowed(&ctx.opts.hosts, host) {
+    // An absolute-form target (`GET http://name/...`) names the host the
+    // client meant, over the Host header (RFC 9112 §3.2.2): both must pass.
+    let target = req.uri().authority().map_or("", |a| a.as_str());
+    if !host_allowed(&ctx.opts.hosts, host)
+        || !host_allowed(&ctx.opts.hosts, target) && !target.is_empty()
+    {
         return deny(StatusCode::MISDIRECTED_REQUEST, "Host not allowed");
     }
     let path = req.uri().path();
@@ -574,6 +609,18 @@ impl std::io::Write for ChannelWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_parameters_at_most_once() {
+        let q = params("ip=192.0.2.1&peer=%31&rib=").unwrap();
+        assert_eq!(q["ip"], "192.0.2.1");
+        assert_eq!(q["peer"], "1");
+        assert_eq!(q["rib"], "");
+        assert!(params("").unwrap().is_empty());
+        let e = params("ip=1.1.1.1&limit=2&ip=2.2.2.2").unwrap_err();
+        assert!(e.contains("\"ip\" given more than once"), "{e}");
+        assert!(params("a=1&a=1").is_err());
+    }
 
     #[test]
     fn hosts() {
