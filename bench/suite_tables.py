@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Markdown tables of BENCHMARKS.md's "Bench suite" section, from
+"""Markdown tables of the bench suite (docs/benchmark-history.md, "Bench
+suite: every table of the sweep"; charts in BENCHMARKS.md), from
 the JSON that bench/sweep.sh writes. Usage: python3 bench/suite_tables.py
 [bench-out/suite]. Figures: MLPS median [min-max] (IQR)."""
 import json

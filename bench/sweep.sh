@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The bench suite: every chart and sweep table of BENCHMARKS.md's
-# "Bench suite" section, on built-in synthetic tables (no data
+# The bench suite: every chart of BENCHMARKS.md's "Bench suite" section
+# and every sweep table of docs/benchmark-history.md's "Bench suite: every
+# table of the sweep", on built-in synthetic tables (no data
 # files needed). JSON per sweep in bench-out/suite/, charts in bench/plots/.
 # Usage: bench/sweep.sh [CPU] [all|suite|batch|fib|threads|plots]
 #   (default: CPU 1, all). Timing runs hold /tmp/ipfib-bench.lock (so

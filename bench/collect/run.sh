@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The collector under service load (BENCHMARKS.md, "Collector under load"):
+# The collector under service load (BENCHMARKS.md, "The multi-peer RIB and `ipfib collect`"):
 # SESSIONS concurrent BMP sessions replay the recorded GoBGP IPv4 stream
 # (announcements only: every session's routes stay), while wrk queries
 # /api/v1/lookup with matched addresses, first during ingest, then with
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SESSIONS=${1:-32}
 SECS=${2:-10}
-BIN=target/release/ipfib
+BIN=${IPFIB_BIN:-target/release/ipfib}
 DATA=../shared/data
 STREAM=$DATA/bmp/gobgp-4.8.0-rv2026-v4-full.bmp.zst
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk"; exit 2; }

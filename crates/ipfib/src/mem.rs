@@ -172,7 +172,7 @@ pub(crate) fn prefetch<T>(p: *const T) {
 /// How many rounds ahead a batch fetches its input ([`prefetch_input`]):
 /// 2 KiB at 32 IPv6 addresses a round. 2 to 16 rounds measured within 3%
 /// of each other on the LINX matched trace, 1 round 7% slower (AMD EPYC
-/// Zen 5; BENCHMARKS.md, "Input streaming" under the issue-2 standing).
+/// Zen 5; docs/benchmark-history.md, "Input streaming").
 const INPUT_AHEAD_ROUNDS: usize = 4;
 
 /// Fetch the input of the batch round [`INPUT_AHEAD_ROUNDS`] after the

@@ -301,7 +301,8 @@ impl PoptrieOptions {
     pub const MAX_DIRECT_BITS: u8 = 24;
     /// Default `s` for both families: 18, the paper's choice, and the
     /// fastest of 0 / 16 / 18 in our measurements (BENCHMARKS.md,
-    /// "Poptrie").
+    /// "Poptrie"; docs/benchmark-history.md, "Poptrie: the paper comparison
+    /// and every real table").
     ///
     /// ```
     /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
