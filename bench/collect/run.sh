@@ -28,7 +28,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" collect --bmp 127.0.0.1:0 --http 127.0.0.1:0 --grace 3600 --log-level warn 2>"$work/collect.log" &
+# Every session comes from 127.0.0.1: lift the per-source cap (8).
+"$BIN" collect --bmp 127.0.0.1:0 --http 127.0.0.1:0 --grace 3600 --log-level warn \
+    --max-sessions-per-source "$SESSIONS" 2>"$work/collect.log" &
 cpid=$!
 pids+=("$cpid")
 for _ in $(seq 100); do grep -q "HTTP on" "$work/collect.log" && break; sleep 0.05; done

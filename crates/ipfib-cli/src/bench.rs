@@ -93,6 +93,9 @@ pub struct Args {
     /// Addresses per generated trace.
     #[arg(long, default_value_t = 2_000_000)]
     trace_len: usize,
+    // The help text names optional parts in brackets (`poptrie[:S]`),
+    // which rustdoc would read as links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Engines: auto, planb, poptrie[:S], poptrie32[:S], poptrie-flat[:S],
     /// radix, and the bench-only planb-routes, poptrie-routes[:S],
     /// poptrie-basic[:S] (S: direct-pointing bits, 0-24; `ipfib engines`

@@ -45,6 +45,9 @@ pub struct Args {
     /// compiled.
     #[arg(long, default_value = "auto")]
     format: String,
+    // The help text names optional parts in brackets (`poptrie[:S]`),
+    // which rustdoc would read as links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// ipfib: the engine compiled in: auto (the default: chosen per
     /// family), planb, poptrie[:S], poptrie32[:S], poptrie-flat[:S].
     #[arg(long, default_value = "auto")]

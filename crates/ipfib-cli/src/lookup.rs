@@ -27,6 +27,9 @@ use stream::Failure;
 pub struct Args {
     #[command(flatten)]
     table: TableArgs,
+    // The help text names optional parts in brackets (`poptrie[:S]`),
+    // which rustdoc would read as links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Lookup engine: auto (the default: chosen per family from the
     /// table's shape and a short calibration; `ipfib info` says which),
     /// planb (linearized B+-tree), poptrie[:S] (Poptrie with

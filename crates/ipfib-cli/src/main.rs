@@ -16,6 +16,7 @@ macro_rules! outln {
 /// A command-level failure: printed as `ipfib: ...`, exit status 2.
 pub type CmdResult = Result<Outcome, Box<dyn std::error::Error>>;
 
+mod alloc;
 mod bench;
 mod bmp_replay;
 mod classify;
@@ -76,12 +77,8 @@ pub enum Outcome {
     BadInput,
 }
 
-/// jemalloc: the collector's memory follows its live routes more closely
-/// over weeks of churn than under glibc's malloc (`ipfib_rib::heap`).
-#[global_allocator]
-static GLOBAL: ipfib_rib::heap::Jemalloc = ipfib_rib::heap::Jemalloc;
-
 fn main() -> ExitCode {
+    alloc::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

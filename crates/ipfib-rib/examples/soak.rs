@@ -1,10 +1,12 @@
 //! A month of a full-table feed in minutes: does the RIB's memory follow
 //! its live state?
 //!
-//! `cargo run --release -p ipfib-rib --features jemalloc --example soak [-- --prefixes 500000 --peers 4 --days 30 --ops-per-day 400000 --burst 0]`
+//! `cargo run --release -p ipfib-rib --example soak [-- --prefixes 500000 --peers 4 --days 30 --ops-per-day 400000]`
+//! `cargo run --release -p ipfib-rib --example soak -- --burst 1000000`
 //!
-//! (`--features jemalloc`: the allocator of the `ipfib` command; without
-//! it, glibc's malloc. `--burst 0` skips the burst phase.)
+//! It runs on the `ipfib` command's allocator (jemalloc, through the
+//! command's own `alloc.rs`); `--features system-malloc` runs it on
+//! glibc's instead.
 //!
 //! Peers load a table of `--prefixes` random IPv4 prefixes, then each
 //! simulated day runs `--ops-per-day` operations: re-announcements with a
@@ -19,9 +21,10 @@
 //! count growth over the RSS they had before their RIB took its first
 //! route, with their own bookkeeping (the workload's model, the file's
 //! routes) allocated and touched before that, and fixed in size after,
-//! so that the difference is the RIB's alone. A burst phase then measures
-//! what giving the heap back to the OS (malloc_trim) does after a million
-//! routes come and go.
+//! so that the difference is the RIB's alone. The RSS of the last day
+//! (before the final purge and trim) is reported too. `--burst N`, in a
+//! process of its own, measures what giving the heap back to the OS
+//! (`heap::trim`) does after N routes come and go.
 
 use std::collections::HashSet;
 use std::io::{BufRead, Read, Write};
@@ -48,17 +51,21 @@ pub fn heap_in_use() -> u64 {
     ipfib_rib::heap::in_use()
 }
 
-/// The allocator of the `ipfib` command, when the feature is on (as it is
-/// whenever the workspace builds together).
-#[cfg(feature = "jemalloc")]
-#[global_allocator]
-static GLOBAL: ipfib_rib::heap::Jemalloc = ipfib_rib::heap::Jemalloc;
+/// The `ipfib` command's allocator and its hooks (unless the
+/// `system-malloc` feature asks for glibc's).
+#[cfg(not(feature = "system-malloc"))]
+#[path = "../../ipfib-cli/src/alloc.rs"]
+mod alloc;
 
-/// The allocator this example runs under.
+/// Use the allocator this example runs under; its name.
 pub fn allocator() -> &'static str {
-    if cfg!(feature = "jemalloc") {
-        "jemalloc"
-    } else {
+    #[cfg(not(feature = "system-malloc"))]
+    {
+        alloc::install();
+        "jemalloc (as the ipfib command)"
+    }
+    #[cfg(feature = "system-malloc")]
+    {
         "the system's malloc"
     }
 }
@@ -113,8 +120,7 @@ pub struct Held {
 /// What a run measured.
 #[derive(Debug)]
 pub struct Report {
-    /// RSS growth after the load and after each day, bytes.
-    pub loaded: u64,
+    /// RSS growth after each day, bytes.
     pub days: Vec<u64>,
     pub churned: Held,
     pub live: Live,
@@ -327,7 +333,6 @@ pub fn run(p: Params, log: bool) -> Report {
         "the RIB lost or kept routes"
     );
     Report {
-        loaded,
         days,
         churned,
         live,
@@ -337,7 +342,11 @@ pub fn run(p: Params, log: bool) -> Report {
 /// `live` as a file for `--fresh`: one line a route slot,
 /// `prefix origin med community` per peer (`-` for none).
 fn write_live(live: &Live, path: &std::path::Path) -> std::io::Result<()> {
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    let mut w = std::io::BufWriter::new(file);
     writeln!(w, "{}", live.tables.len())?;
     let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
     for (slot, pfx) in live.universe.iter().enumerate() {
@@ -410,7 +419,7 @@ fn fresh_in_child(live: &Live) -> Held {
 }
 
 /// A burst of `n` extra routes that come and go: RSS before, at the
-/// peak, after they are withdrawn (untrimmed), after malloc_trim.
+/// peak, after they are withdrawn (untrimmed), after `heap::trim`.
 pub fn burst(n: u32, log: bool) -> [u64; 4] {
     let rib = Rib::new();
     let peer = rib.add_peer(1, key(0)).expect("peer");
@@ -441,7 +450,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
     let trimmed = rss();
     if log {
         println!(
-            "burst of {n} routes over {}: RSS {} MB, peak {} MB, withdrawn {} MB, after malloc_trim {} MB \
+            "burst of {n} routes over {}: RSS {} MB, peak {} MB, withdrawn {} MB, after heap::trim {} MB \
              (heap in use {} MB, prefix-id FIB {} MB, prefixes {}, ids {:?})",
             keep.len(),
             before >> 20,
@@ -466,6 +475,7 @@ pub fn main() {
         ops_per_day: 400_000,
         seed: 0x5eed,
     };
+    let alloc = allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, path] = &args[..] {
         if flag == "--fresh" {
@@ -478,7 +488,6 @@ pub fn main() {
             return;
         }
     }
-    let mut with_burst = true;
     for w in args.chunks(2) {
         let v = || {
             w.get(1)
@@ -491,20 +500,14 @@ pub fn main() {
             "--days" => p.days = v(),
             "--ops-per-day" => p.ops_per_day = v(),
             "--burst" => {
-                let n = v();
-                if n > 0 {
-                    burst(n, true);
-                    return;
-                }
-                with_burst = false;
+                println!("allocator: {alloc}");
+                burst(v(), true);
+                return;
             }
             other => panic!("unknown option {other}"),
         }
     }
-    println!("allocator: {}", allocator());
-    if with_burst {
-        burst(1_000_000, true);
-    }
+    println!("allocator: {alloc}");
     let r = run(p, true);
     let f = fresh_in_child(&r.live);
     let c = &r.churned;
@@ -526,5 +529,10 @@ pub fn main() {
         f.fib >> 20
     );
     let ratio = c.rss as f64 / f.rss.max(1) as f64;
-    println!("churned / fresh RSS = {ratio:.3} (target <= 1.10)");
+    let last = r.days.last().copied().unwrap_or(0);
+    println!(
+        "churned / fresh RSS = {ratio:.3} (target <= 1.10); on the last day, before the final purge and trim: +{} MB ({:.3})",
+        last >> 20,
+        last as f64 / f.rss.max(1) as f64
+    );
 }

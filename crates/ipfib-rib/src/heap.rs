@@ -1,27 +1,72 @@
 //! Giving freed heap memory back to the OS.
 //!
 //! The RIB's allocations are many and small (route arrays, attribute
-//! sets, map nodes), made by several writer threads, so glibc's malloc
-//! spreads them over per-thread arenas; when a burst of routes goes, the
-//! freed chunks sit between live ones and glibc returns only the tops of
-//! its heaps. `malloc_trim` walks every arena and hands whole free pages
-//! back (`madvise`), which is what makes the process shrink after a
-//! burst. The sweeper calls it at most once a [`crate::rib`] sweep period,
-//! and only after enough was freed.
+//! sets, map nodes), made by several writer threads, and live for seconds
+//! or months side by side; when a burst of routes goes, the freed memory
+//! sits between live objects. [`trim`] hands whole free pages back: the
+//! program's allocator's own purge when it registered one
+//! ([`set_allocator_hooks`]: the `ipfib` command registers jemalloc's),
+//! then glibc's `malloc_trim` for what glibc's malloc holds. The sweeper
+//! calls it at most once a [`crate::rib`] sweep period, and only after
+//! enough was freed. [`in_use`] reads the bytes the program holds, from
+//! the registered allocator or from glibc.
 //!
-//! With the `jemalloc` feature, [`Jemalloc`] is jemalloc (as
-//! `tikv-jemallocator` builds it) for a binary's `#[global_allocator]`
-//! (the `ipfib` command uses it), and [`trim`] also has jemalloc purge
-//! every arena's unused dirty pages at once instead of after its decay
-//! time. Why jemalloc for the collector: its size-class slabs leave fewer
-//! holes among live objects than glibc's bins when routes and attribute
-//! sets come and go for weeks (BENCHMARKS.md, the month's soak under
-//! both).
-//! [`in_use`] reads the bytes the program holds from whichever allocator
-//! serves it.
+//! The library names no allocator and links none: a global allocator is
+//! the program's choice (an allocator linked into a Python extension
+//! module would not even load there), so the program tells the library
+//! how to reach it.
 
-/// Frees (prefixes, peers, attribute purges) between two trims.
+use std::sync::OnceLock;
+
+/// What a program's global allocator offers beyond allocating, for
+/// [`trim`] and [`in_use`].
+#[derive(Clone, Copy, Debug)]
+pub struct AllocatorHooks {
+    /// Give unused pages back to the OS now; whether it did.
+    pub purge: fn() -> bool,
+    /// Bytes allocated and not yet freed, if the allocator can tell.
+    pub in_use: fn() -> Option<u64>,
+}
+
+static HOOKS: OnceLock<AllocatorHooks> = OnceLock::new();
+
+/// Register the global allocator's hooks, once per process, before the
+/// first [`crate::Rib`] (a later call changes nothing); whether these are
+/// the ones registered.
+pub fn set_allocator_hooks(hooks: AllocatorHooks) -> bool {
+    HOOKS.set(hooks).is_ok()
+}
+
+/// Heap bytes the program holds (allocated and not freed): the registered
+/// allocator's count, else glibc's (its arenas and mmapped blocks), else 0.
+pub fn in_use() -> u64 {
+    if let Some(n) = HOOKS.get().and_then(|h| (h.in_use)()) {
+        return n;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 takes no arguments and returns a plain struct
+        // of counters; it only reads the allocator's statistics.
+        let m = unsafe { libc::mallinfo2() };
+        (m.uordblks + m.hblkhd) as u64
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        0
+    }
+}
+
+/// Frees between two trims: a prefix or a peer freed counts one, and
+/// [`PURGED_PER_FREE`] interned values dropped by attribute purges count
+/// one.
 const TRIM_AFTER: u64 = 1024;
+
+/// Interned values (attribute sets, paths, lists) a purge drops that count
+/// as one free: they are small and attribute churn drops them all the
+/// time, so counting each as a prefix would trim every second, handing
+/// back pages the allocator is about to reuse (a trim is due after
+/// 65,536 of them, or 1,024 prefixes or peers).
+pub(crate) const PURGED_PER_FREE: u64 = 64;
 
 /// When the sweeper last trimmed, in frees.
 #[derive(Default)]
@@ -41,100 +86,10 @@ impl Trimmer {
     }
 }
 
-#[cfg(feature = "jemalloc")]
-pub use tikv_jemallocator::Jemalloc;
-
-/// jemalloc's control interface, through the one `mallctl` entry point.
-#[cfg(feature = "jemalloc")]
-mod je {
-    use std::ffi::{c_void, CStr};
-    use std::ptr::null_mut;
-
-    /// `arena.<MALLCTL_ARENAS_ALL>.purge`: every arena's unused dirty
-    /// pages back to the OS now.
-    pub(super) fn purge() {
-        // SAFETY: the name is NUL-terminated; this control takes and
-        // returns nothing (null old and new pointers, length 0), as
-        // jemalloc's manual gives it. It reports failure (e.g. no arena
-        // ever made when jemalloc is linked but not the global allocator)
-        // through its return value, which leaves nothing to undo.
-        unsafe {
-            tikv_jemalloc_sys::mallctl(
-                c"arena.4096.purge".as_ptr(),
-                null_mut(),
-                null_mut(),
-                null_mut(),
-                0,
-            );
-        }
-    }
-
-    /// Bytes allocated and not freed, as of now (0 when jemalloc served
-    /// nothing or cannot tell).
-    pub(super) fn allocated() -> u64 {
-        // SAFETY: each call passes pointers to locals of the size the
-        // control reads or writes (`epoch`: u64 both ways; the statistic:
-        // size_t out) with their lengths; on failure nothing is written
-        // to `value` beyond its size and 0 is returned.
-        unsafe {
-            let mut epoch: u64 = 1;
-            let mut len = std::mem::size_of::<u64>();
-            tikv_jemalloc_sys::mallctl(
-                c"epoch".as_ptr(),
-                (&raw mut epoch).cast::<c_void>(),
-                &mut len,
-                (&raw mut epoch).cast::<c_void>(),
-                std::mem::size_of::<u64>(),
-            );
-            let mut value: usize = 0;
-            let mut len = std::mem::size_of::<usize>();
-            let name: &CStr = c"stats.allocated";
-            let rc = tikv_jemalloc_sys::mallctl(
-                name.as_ptr(),
-                (&raw mut value).cast::<c_void>(),
-                &mut len,
-                null_mut(),
-                0,
-            );
-            if rc == 0 {
-                value as u64
-            } else {
-                0
-            }
-        }
-    }
-}
-
-/// Heap bytes the program holds (allocated and not freed): jemalloc's
-/// count when it serves this process (the `jemalloc` feature and
-/// [`Jemalloc`] as the global allocator), else glibc's (its arenas and
-/// mmapped blocks), else 0.
-pub fn in_use() -> u64 {
-    #[cfg(feature = "jemalloc")]
-    {
-        let n = je::allocated();
-        if n > 0 {
-            return n;
-        }
-    }
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 takes no arguments and returns a plain struct
-        // of counters; it only reads the allocator's statistics.
-        let m = unsafe { libc::mallinfo2() };
-        (m.uordblks + m.hblkhd) as u64
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        0
-    }
-}
-
-/// Return free heap pages to the OS now, where the allocator can (glibc,
-/// and jemalloc with the `jemalloc` feature); whether it tried.
+/// Return free heap pages to the OS now, where the allocator can (the
+/// registered one, glibc's); whether anything tried.
 pub fn trim() -> bool {
-    #[cfg(feature = "jemalloc")]
-    je::purge();
+    let purged = HOOKS.get().is_some_and(|h| (h.purge)());
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: malloc_trim is glibc's own, takes a plain size (0: keep
@@ -146,10 +101,11 @@ pub fn trim() -> bool {
         unsafe {
             libc::malloc_trim(0);
         }
+        let _ = purged;
         true
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
-        cfg!(feature = "jemalloc")
+        purged
     }
 }

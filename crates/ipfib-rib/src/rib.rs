@@ -1552,7 +1552,7 @@ fn sweeper_thread(inner: Arc<Inner>, rx: Receiver<()>, fib_tx: Sender<FibEvent>)
         });
         let freed = inner.counters.prefixes_freed.load(Ordering::Relaxed)
             + inner.counters.peers_freed.load(Ordering::Relaxed)
-            + inner.attrs.purged();
+            + inner.attrs.purged() / crate::heap::PURGED_PER_FREE;
         if trim.due(freed) {
             inner.counters.heap_trims.fetch_add(1, Ordering::Relaxed);
         }

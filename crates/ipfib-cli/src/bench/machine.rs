@@ -111,15 +111,12 @@ pub fn cpus_online() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Give the allocator's free memory back to the OS (glibc `malloc_trim`),
-/// so the resident-set growth across the next build counts the build's
-/// own pages rather than pages freed by an earlier one and reused.
+/// Give the allocator's free memory back to the OS (`ipfib_rib::heap::trim`:
+/// jemalloc's purge and glibc's `malloc_trim`), so the resident-set growth
+/// across the next build counts the build's own pages rather than pages
+/// freed by an earlier one and reused.
 pub fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    ipfib_rib::heap::trim();
 }
 
 /// Resident bytes of this process (`/proc/self/statm`), where readable.

@@ -7,7 +7,7 @@
 //! by setting its `block_status` to `TP_STATUS_USER` when it is full or
 //! 50 ms after its first frame (`tp_retire_blk_tov`), whichever comes
 //! first. We walk the blocks in ring order, give each frame to
-//! [`Classifier::frame`], and hand the block back with `TP_STATUS_KERNEL`.
+//! [`Classifier::frame`](super::count::Classifier::frame), and hand the block back with `TP_STATUS_KERNEL`.
 //! One `poll` per block the kernel has not yet retired, none per frame:
 //! at a million packets a second that is about one system call per 1 MiB
 //! of frames. When every block is ours the kernel drops, and counts it:
@@ -20,7 +20,7 @@
 //! block happen before the kernel can see it free and write over it.
 //!
 //! `poll` waits at most 100 ms, and every wake-up with no block to read
-//! tells the counter the time ([`Classifier::advance`], 200 ms behind the
+//! tells the counter the time ([`Classifier::advance`](super::count::Classifier::advance), 200 ms behind the
 //! clock so frames of a second still in a block the kernel has not
 //! retired count in that second), so a window closes, its alerts and
 //! `--windows` line go out, within about 300 ms of its end even when

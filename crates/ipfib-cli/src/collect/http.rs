@@ -93,10 +93,13 @@ async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next) -> Respons
         .unwrap_or("");
     // An absolute-form target (`GET http://name/...`) names the host the
     // client meant, over the Host header (RFC 9112 §3.2.2): both must pass.
-    let target = req.uri().authority().map_or("", |a| a.as_str());
-    if !host_allowed(&ctx.opts.hosts, host)
-        || !host_allowed(&ctx.opts.hosts, target) && !target.is_empty()
-    {
+    // A target with user information (`http://a@b/`) is refused outright
+    // (nothing here takes it, and it hides which host is meant).
+    let target_ok = match req.uri().authority() {
+        None => true,
+        Some(a) => !a.as_str().contains('@') && host_allowed(&ctx.opts.hosts, a.as_str()),
+    };
+    if !target_ok || !host_allowed(&ctx.opts.hosts, host) {
         return deny(StatusCode::MISDIRECTED_REQUEST, "Host not allowed");
     }
     let path = req.uri().path();
@@ -177,10 +180,14 @@ pub fn host_allowed(hosts: &[String], value: &str) -> bool {
     }
     let value = value.trim().to_ascii_lowercase();
     let name = if let Some(rest) = value.strip_prefix('[') {
-        // [v6]:port
-        return rest
-            .split_once(']')
-            .is_some_and(|(a, _)| a.parse::<std::net::Ipv6Addr>().is_ok());
+        // [v6] or [v6]:port, nothing else after the bracket
+        return rest.split_once(']').is_some_and(|(a, after)| {
+            let port_ok = after.is_empty()
+                || after
+                    .strip_prefix(':')
+                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            port_ok && a.parse::<std::net::Ipv6Addr>().is_ok()
+        });
     } else {
         match value.rsplit_once(':') {
             Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) => n,
@@ -640,6 +647,11 @@ mod tests {
             "localhost.evil.example",
             "",
             "[nonsense]:1",
+            "[::1]@evil.example",
+            "[::1]:8080@evil.example",
+            "[::1].evil.example",
+            "[::1]:",
+            "[::1]:80x",
         ] {
             assert!(!host_allowed(&lo, no), "{no}");
         }
