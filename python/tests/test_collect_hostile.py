@@ -607,6 +607,13 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
                 assert conn.getresponse().status == want, target
             finally:
                 conn.close()
+        # Two Host headers are refused, in either order.
+        for hosts in [("localhost", "evil.example"), ("evil.example", "localhost")]:
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
+                head = "".join(f"Host: {h}\r\n" for h in hosts)
+                s.sendall(f"GET / HTTP/1.1\r\n{head}Connection: close\r\n\r\n".encode())
+                first = s.recv(64).split(b"\r\n")[0]
+                assert first.startswith(b"HTTP/1.1 400"), (hosts, first)
         # A repeated parameter is refused, not answered for one of them.
         status, body, _ = fetch(
             c, "/api/v1/lookup?ip=192.0.2.1&ip=198.51.100.1", headers=auth
@@ -618,4 +625,4 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
             for line in text.decode().splitlines()
             if line.startswith("ipfib_http_denied_total ")
         ]
-        assert denied and float(denied[0].split()[1]) >= 10, denied
+        assert denied and float(denied[0].split()[1]) >= 12, denied

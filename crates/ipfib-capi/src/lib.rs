@@ -688,8 +688,6 @@ fn be_u128(b: &[u8]) -> u128 {
     u128::from_be_bytes(a)
 }
 
-/// The byte ranges `(start, length, name)` do not overlap (empty ones
-/// never do): else an `INVALID_ARGUMENT` naming both.
 /// A batch call's buffers: `elems` input elements at `addrs`, `n` route
 /// indexes at `route_index`, and `n` lengths at `prefix_len` (may be NULL),
 /// refused unless the three are disjoint (a `&` and a `&mut` over one byte
@@ -729,6 +727,8 @@ unsafe fn batch_buffers<'a, T>(
     }
 }
 
+/// The byte ranges `(start, length, name)` do not overlap (empty ones
+/// never do): else an `INVALID_ARGUMENT` naming both.
 fn disjoint(ranges: &[(usize, usize, &str)]) -> Result<(), Error> {
     for (i, &(a, la, na)) in ranges.iter().enumerate() {
         for &(b, lb, nb) in &ranges[i + 1..] {

@@ -537,7 +537,7 @@ impl Inner {
             .find(|e| self.peers.is_live(e.peer) && self.peer_fits(e, q))
     }
 
-    /// Order of entries within a prefix: true if `a` is preferred to `b`.
+    /// Order of entries within a prefix: `Less` if `a` is preferred to `b`.
     fn prefer(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
         let rank = |e: &Entry| self.peers.with(e.peer, |p| p.key.rib.rank()).unwrap_or(3);
         let key = |e: &Entry| {

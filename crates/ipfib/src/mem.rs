@@ -182,10 +182,9 @@ const INPUT_AHEAD_ROUNDS: usize = 4;
 /// through the cache. Fetched the ordinary way (by the hardware
 /// prefetcher) those lines fill L2 and push out the lookup structure,
 /// which real IPv6 tables fit in (0.4-0.6 MiB of a 1 MiB L2); fetched
-/// non-temporally they stay out of the way. Measured on the LINX matched
-/// trace (2M addresses, batch 32): the flat Poptrie's batch went from
-/// ~183 to ~280 MLPS, `poptrie32:18`'s from 191 to 245. Never faults, whatever the address (past the end of the
-/// input included).
+/// non-temporally they stay out of the way (docs/benchmark-history.md has
+/// the measured gain). Never faults, whatever the address (past the end
+/// of the input included).
 #[inline(always)]
 pub(crate) fn prefetch_input<A>(round: *const A, n: usize) {
     #[cfg(target_arch = "x86_64")]

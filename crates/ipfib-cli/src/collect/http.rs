@@ -86,6 +86,11 @@ async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next) -> Respons
         ctx.metrics.http_denied.fetch_add(1, Ordering::Relaxed);
         (status, Json(json!({ "error": msg }))).into_response()
     };
+    // Two Host headers: which one a proxy in front read is anyone's guess
+    // (RFC 9112 §3.2: 400).
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return deny(StatusCode::BAD_REQUEST, "more than one Host header");
+    }
     let host = req
         .headers()
         .get(header::HOST)

@@ -47,15 +47,15 @@ impl Space {
         }
     }
 
-    /// Offset of `n` free entries (`n > 0`); when nothing fits, merge
-    /// neighbouring free blocks (and give a free end back to the tail) and
-    /// try once more.
     /// Entries below the untouched tail.
     #[cfg(test)]
     pub(super) fn used(&self) -> usize {
         self.used
     }
 
+    /// Offset of `n` free entries (`n > 0`); when nothing fits, merge
+    /// neighbouring free blocks (and give a free end back to the tail) and
+    /// try once more.
     pub(super) fn alloc(&mut self, n: u32) -> Option<u32> {
         self.alloc_once(n).or_else(|| {
             self.coalesce();

@@ -43,9 +43,9 @@
 //! multi-MiB copies at every publication and refilled their caches each
 //! time; with one, a publication changes only the lines of the slots it
 //! rebuilt and the frames holding their entries (256 bytes each). Frames
-//! live in one huge-page buffer like the other arrays; they were
-//! `Arc`-counted 4 KiB chunks first, which put each version's teardown
-//! (hundreds of counts) and 4 KiB copies per changed slot in the way.
+//! live in one huge-page buffer like the other arrays, so that a
+//! version's teardown counts nothing and a changed slot copies no more
+//! than its frames (docs/architecture.md has the designs this replaced).
 
 use super::build::{self, SlotBuilt};
 use super::search::{self, Walk};
