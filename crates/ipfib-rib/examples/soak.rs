@@ -313,14 +313,17 @@ pub fn run(p: Params, log: bool) -> Report {
         days.push(now);
         if log {
             println!(
-                "day {:2}: RSS +{:4} MB, heap in use +{:4} MB, prefixes {}, attribute sets {}, peers {}, ids {:?} ({:.0?})",
+                "day {:2}: RSS +{:4} MB, heap in use +{:4} MB, prefixes {}, attribute sets {} (room {:?}), peers {}, ids {:?}, FIB full builds {} waiting {} ({:.0?})",
                 day + 1,
                 now >> 20,
                 heap_in_use().saturating_sub(base.1) >> 20,
                 rib.prefix_count(),
                 rib.attrs().counts().0,
+                rib.attrs().capacities(),
                 rib.peers().count(),
                 rib.prefix_ids(),
+                rib.fib_stats().full_builds,
+                rib.fib_stats().waiting,
                 t0.elapsed()
             );
         }

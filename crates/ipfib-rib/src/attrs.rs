@@ -181,6 +181,23 @@ pub struct AttrSet {
     pub origin_asn: Option<u32>,
 }
 
+/// Whether a table holding `len` values has little room left for more
+/// (`capacity`: values plus the inserts it takes before it must rehash).
+/// Removals leave tombstones that eat that room, and a table out of room
+/// and more than half full doubles: after months of churn a table would
+/// be twice a fresh one's size for the same values. A purge rebuilds a
+/// crowded shard instead (the purge has just walked it: the rebuild is
+/// one more walk of the same length).
+fn crowded(capacity: usize, len: usize) -> bool {
+    capacity.saturating_sub(len) < len / 4
+}
+
+/// Capacity to rebuild a table of `len` values with: room for a quarter
+/// more.
+fn roomy(len: usize) -> usize {
+    len + len / 4 + 1
+}
+
 /// Shards of an interner: writers of different sessions rarely meet on one.
 const SHARDS: usize = 64;
 
@@ -234,8 +251,23 @@ impl<T: ?Sized + Hash + Eq> Interner<T> {
             let before = set.len();
             set.retain(|v| Arc::strong_count(v) > 1);
             gone += before - set.len();
+            if crowded(set.capacity(), set.len()) {
+                let old = std::mem::take(&mut *set);
+                let mut fresh =
+                    HashSet::with_capacity_and_hasher(roomy(old.len()), Hasher::default());
+                fresh.extend(old);
+                *set = fresh;
+            }
         }
         gone
+    }
+
+    /// Values the shards' tables have room for.
+    pub fn capacity(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).capacity())
+            .sum()
     }
 
     /// Distinct values held.
@@ -334,6 +366,15 @@ impl Sets {
             t.retain(|v| Arc::strong_count(v) > 1);
             gone += before - t.len();
             left += t.len();
+            if crowded(t.capacity(), t.len()) {
+                let hash = |s: &Arc<AttrSet>| self.hasher.hash_one(SetKey::of(s));
+                let old = std::mem::take(&mut *t);
+                let mut fresh = hashbrown::HashTable::with_capacity(roomy(old.len()));
+                for v in old {
+                    fresh.insert_unique(hash(&v), v, hash);
+                }
+                *t = fresh;
+            }
         }
         (gone, left)
     }
@@ -478,6 +519,24 @@ impl Attrs {
         self.purged.load(Ordering::Relaxed)
     }
 
+    /// Room in the interners' tables (sets, paths, community lists, large
+    /// lists): what their hash tables hold space for, which a purge does
+    /// not shrink.
+    pub fn capacities(&self) -> (usize, usize, usize, usize) {
+        let sets = self
+            .sets
+            .shards
+            .iter()
+            .map(|t| t.lock().unwrap_or_else(|e| e.into_inner()).capacity())
+            .sum();
+        (
+            sets,
+            self.paths.capacity(),
+            self.communities.capacity(),
+            self.large.capacity(),
+        )
+    }
+
     /// Distinct (attribute sets, AS paths, community lists, large lists).
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         (
@@ -566,5 +625,44 @@ mod tests {
         assert!(a.released(1), "no purge at the fraction");
         assert_eq!(a.purges(), 2);
         drop(sets);
+    }
+
+    #[test]
+    fn purges_leave_every_table_room_to_grow() {
+        // Tables filled close to their capacity (as churn's tombstones
+        // leave them): the purge rebuilds them with room for a quarter
+        // more, so the next inserts neither double them nor find them
+        // full; values are found again after the rebuild.
+        let a = Attrs::default();
+        let path = AsPath::encode([(AS_SEQUENCE, &[1u32][..])]);
+        let set = |med: u32| {
+            a.intern(&AttrsRef {
+                as_path: &path,
+                communities: &[med],
+                med: Some(med),
+                ..Default::default()
+            })
+        };
+        let n = 27_000u32; // 64 shards of 448: most shards 90-98% full
+        let live: Vec<_> = (0..n).map(set).collect();
+        let crowded_shards = |a: &Attrs| {
+            let sets = a.sets.shards.iter().filter(|t| {
+                let t = t.lock().unwrap();
+                crowded(t.capacity(), t.len())
+            });
+            let lists = a.communities.shards.iter().filter(|t| {
+                let t = t.lock().unwrap();
+                crowded(t.capacity(), t.len())
+            });
+            sets.count() + lists.count()
+        };
+        assert!(crowded_shards(&a) > 0, "the test fills no table");
+        a.purge();
+        assert_eq!(crowded_shards(&a), 0);
+        assert_eq!(a.counts().0, n as usize);
+        for (k, s) in live.iter().enumerate() {
+            assert!(Arc::ptr_eq(s, &set(k as u32)), "set {k} interned twice");
+        }
+        assert_eq!(a.counts().0, n as usize);
     }
 }

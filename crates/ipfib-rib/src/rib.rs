@@ -656,6 +656,12 @@ impl Rib {
         &self.inner.counters
     }
 
+    /// The prefix-id FIB's statistics (publications, full builds, blocks
+    /// waiting for readers), as of its last publication.
+    pub fn fib_stats(&self) -> ipfib::fib::FibStats {
+        lock(&self.fib_w).stats().clone()
+    }
+
     /// Register a peer (a BMP Peer Up, or a peer of an MRT dump).
     pub fn add_peer(&self, session: u64, key: PeerKey) -> Result<Arc<PeerInfo>, RibError> {
         self.inner
