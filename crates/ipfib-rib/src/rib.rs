@@ -257,7 +257,12 @@ struct Inner {
     counters: RibCounters,
     /// See [`MAX_ROUTES_PER_PREFIX`].
     max_routes_per_prefix: AtomicUsize,
+    /// New prefixes put in the map, to flush its garbage now and then.
+    map_inserts: AtomicU64,
 }
+
+/// New prefixes between two flushes of the prefix map's garbage batch.
+const MAP_FLUSH_EVERY: u64 = 4096;
 
 /// The multi-peer RIB.
 ///
@@ -593,6 +598,7 @@ impl Rib {
             lens_v6: Default::default(),
             counters: RibCounters::default(),
             max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
+            map_inserts: AtomicU64::new(0),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,
@@ -692,7 +698,17 @@ impl Rib {
         // probes) and the slot, holding the prefix (see `alloc_id`).
         self.inner.note_len(&prefix);
         let id = self.inner.alloc_id(prefix)?;
-        match ids.try_insert(prefix, id) {
+        let inserted = ids.try_insert(prefix, id);
+        // The map's memory freed by a writer (a table it finished copying
+        // into a bigger or tombstone-free one, removed entries) waits in
+        // that thread's batch until the batch fills, which a writer that
+        // only inserts may never do: a month of churn kept tables of
+        // 9.4 MB each. Hand the batch over for reclamation now and then
+        // (a memory barrier on every CPU: not on every insert).
+        if self.inner.map_inserts.fetch_add(1, Ordering::Relaxed) % MAP_FLUSH_EVERY == 0 {
+            papaya::Guard::flush(&self.inner.ids.guard());
+        }
+        match inserted {
             Ok(_) => Ok(id),
             Err(e) => {
                 let winner = *e.current;
