@@ -705,7 +705,12 @@ impl Rib {
         // only inserts may never do: a month of churn kept tables of
         // 9.4 MB each. Hand the batch over for reclamation now and then
         // (a memory barrier on every CPU: not on every insert).
-        if self.inner.map_inserts.fetch_add(1, Ordering::Relaxed) % MAP_FLUSH_EVERY == 0 {
+        if self
+            .inner
+            .map_inserts
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(MAP_FLUSH_EVERY)
+        {
             papaya::Guard::flush(&self.inner.ids.guard());
         }
         match inserted {
