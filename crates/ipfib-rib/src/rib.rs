@@ -257,12 +257,17 @@ struct Inner {
     counters: RibCounters,
     /// See [`MAX_ROUTES_PER_PREFIX`].
     max_routes_per_prefix: AtomicUsize,
-    /// New prefixes put in the map, to flush its garbage now and then.
-    map_inserts: AtomicU64,
 }
 
-/// New prefixes between two flushes of the prefix map's garbage batch.
-const MAP_FLUSH_EVERY: u64 = 4096;
+/// New prefixes a writer thread puts in the map between two attempts to
+/// hand over its reclamation batch.
+const MAP_FLUSH_EVERY: u32 = 4096;
+
+thread_local! {
+    /// New prefixes this thread put in any RIB's map: a cadence, not a
+    /// count per map.
+    static MAP_INSERTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
 
 /// The multi-peer RIB.
 ///
@@ -598,7 +603,6 @@ impl Rib {
             lens_v6: Default::default(),
             counters: RibCounters::default(),
             max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
-            map_inserts: AtomicU64::new(0),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,
@@ -701,16 +705,18 @@ impl Rib {
         let inserted = ids.try_insert(prefix, id);
         // The map's memory freed by a writer (a table it finished copying
         // into a bigger or tombstone-free one, removed entries) waits in
-        // that thread's batch until the batch fills, which a writer that
-        // only inserts may never do: a month of churn kept tables of
-        // 9.4 MB each. Hand the batch over for reclamation now and then
-        // (a memory barrier on every CPU: not on every insert).
-        if self
-            .inner
-            .map_inserts
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(MAP_FLUSH_EVERY)
-        {
+        // that thread's reclamation batch until the batch fills, which a
+        // writer that only inserts may never do: a month of churn kept
+        // tables of 9.4 MB each. Every 4,096 new prefixes of its own, a
+        // writer tries to hand its batch over (a memory barrier on every
+        // CPU: not on every insert). The attempt waits for the next one
+        // while more threads are on the map than the batch has objects.
+        let due = MAP_INSERTS.with(|n| {
+            let k = n.get().wrapping_add(1);
+            n.set(k);
+            k.is_multiple_of(MAP_FLUSH_EVERY)
+        });
+        if due {
             papaya::Guard::flush(&self.inner.ids.guard());
         }
         match inserted {
