@@ -615,9 +615,7 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
                 first = s.recv(64).split(b"\r\n")[0]
                 assert first.startswith(b"HTTP/1.1 400"), (hosts, first)
         # A repeated parameter is refused, not answered for one of them.
-        status, body, _ = fetch(
-            c, "/api/v1/lookup?ip=192.0.2.1&ip=198.51.100.1", headers=auth
-        )
+        status, body, _ = fetch(c, "/api/v1/lookup?ip=192.0.2.1&ip=198.51.100.1", headers=auth)
         assert status == 400 and b"more than once" in body, body
         _, text, _ = fetch(c, "/metrics", headers=auth)
         denied = [
