@@ -45,12 +45,6 @@ pub fn rss() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Heap bytes in use, to tell held memory from free memory the allocator
-/// keeps.
-pub fn heap_in_use() -> u64 {
-    ipfib_rib::heap::in_use()
-}
-
 /// The `ipfib` command's allocator and its hooks (unless the
 /// `system-malloc` feature asks for glibc's).
 #[cfg(not(feature = "system-malloc"))]
@@ -195,7 +189,7 @@ fn held(rib: &Rib, base: (u64, u64)) -> Held {
     settle(rib);
     Held {
         rss: rss().saturating_sub(base.0),
-        heap: heap_in_use().saturating_sub(base.1),
+        heap: ipfib_rib::heap::in_use().saturating_sub(base.1),
         prefixes: rib.prefix_count(),
         sets: rib.attrs().counts().0,
         peers: rib.peers().count(),
@@ -209,15 +203,24 @@ fn held(rib: &Rib, base: (u64, u64)) -> Held {
 pub fn fresh(live: &Live) -> Held {
     let rib = Rib::new();
     settle(&rib);
-    let base = (rss(), heap_in_use());
-    for (i, t) in live.tables.iter().enumerate() {
+    let base = (rss(), ipfib_rib::heap::in_use());
+    load(&rib, &live.universe, &live.tables);
+    held(&rib, base)
+}
+
+/// A peer per table, each announcing its route for every prefix of the
+/// universe; the peers.
+fn load(rib: &Rib, universe: &[AnyPrefix], tables: &[Vec<A>]) -> Vec<Arc<PeerInfo>> {
+    let mut peers = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
         let peer = rib.add_peer(1, key(i as u32)).expect("peer");
-        for (pfx, a) in live.universe.iter().zip(t) {
-            rib.announce(&peer, *pfx, 0, &intern(&rib, i as u32, a))
+        for (pfx, a) in universe.iter().zip(t) {
+            rib.announce(&peer, *pfx, 0, &intern(rib, i as u32, a))
                 .expect("announce");
         }
+        peers.push(peer);
     }
-    held(&rib, base)
+    peers
 }
 
 /// Run the soak; `log` prints progress.
@@ -239,16 +242,8 @@ pub fn run(p: Params, log: bool) -> Report {
         .collect();
     let rib = Rib::new();
     settle(&rib);
-    let base = (rss(), heap_in_use());
-    let mut peers: Vec<Arc<PeerInfo>> = Vec::new();
-    for (i, t) in tables.iter().enumerate() {
-        let peer = rib.add_peer(1, key(i as u32)).expect("peer");
-        for (pfx, a) in universe.iter().zip(t) {
-            rib.announce(&peer, *pfx, 0, &intern(&rib, i as u32, a))
-                .expect("announce");
-        }
-        peers.push(peer);
-    }
+    let base = (rss(), ipfib_rib::heap::in_use());
+    let mut peers = load(&rib, &universe, &tables);
     settle(&rib);
     let loaded = rss().saturating_sub(base.0);
     if log {
@@ -316,7 +311,7 @@ pub fn run(p: Params, log: bool) -> Report {
                 "day {:2}: RSS +{:4} MB, heap in use +{:4} MB, prefixes {}, attribute sets {} (room {:?}), peers {}, ids {:?}, FIB full builds {} waiting {} ({:.0?})",
                 day + 1,
                 now >> 20,
-                heap_in_use().saturating_sub(base.1) >> 20,
+                ipfib_rib::heap::in_use().saturating_sub(base.1) >> 20,
                 rib.prefix_count(),
                 rib.attrs().counts().0,
                 rib.attrs().capacities(),
@@ -460,7 +455,7 @@ pub fn burst(n: u32, log: bool) -> [u64; 4] {
             peak >> 20,
             untrimmed >> 20,
             trimmed >> 20,
-            heap_in_use() >> 20,
+            ipfib_rib::heap::in_use() >> 20,
             rib.counters().fib_bytes.load(Relaxed) >> 20,
             rib.prefix_count(),
             rib.prefix_ids(),
