@@ -46,13 +46,7 @@ pub fn bmp_session(data: &[u8]) {
     rib.sweep();
     rib.sync();
     let mut dead = 0;
-    rib.for_each_prefix(|r| {
-        dead += r
-            .entries
-            .iter()
-            .filter(|e| !rib.peers().is_live(e.peer))
-            .count()
-    });
+    rib.for_each_prefix(|r| dead += r.iter().filter(|e| !rib.peers().is_live(e.peer)).count());
     assert_eq!(dead, 0, "dead peers' entries left after a sweep");
     assert_eq!(rib.route_count(), before, "a sweep changed the live routes");
     check(&rib);
@@ -61,12 +55,13 @@ pub fn bmp_session(data: &[u8]) {
 /// The RIB's counters agree with its entries, and its lookups with its
 /// prefixes.
 pub fn check(rib: &Rib) {
+    rib.validate_route_lists();
     let mut live: HashMap<u32, u64> = HashMap::new();
     let mut prefixes: Vec<AnyPrefix> = Vec::new();
     rib.for_each_prefix(|r| {
         let mut seen = HashSet::new();
         let mut any_live = false;
-        for e in r.entries.iter() {
+        for e in r.iter() {
             assert!(
                 seen.insert((e.peer, e.path_id)),
                 "{}: peer {} path {} twice",

@@ -403,7 +403,7 @@ impl Rib {
             let peers = rib.peers();
             let (mut v4, mut v6) = (0u64, 0u64);
             rib.for_each_prefix(|r| {
-                if r.entries.iter().any(|e| peers.is_live(e.peer)) {
+                if r.iter().any(|e| peers.is_live(e.peer)) {
                     match r.prefix {
                         AnyPrefix::V4(_) => v4 += 1,
                         AnyPrefix::V6(_) => v6 += 1,

@@ -1,11 +1,12 @@
 //! One prefix announced by many peers: what each announcement costs as
 //! the prefix's route list grows, and past the per-prefix bound.
 //!
-//! `cargo run --release -p ipfib-rib --example fanout [-- PEERS]` (default
-//! 65,600: what an outside review sent, each fake peer announcing the
-//! same /24). Prints the time per announcement in steps of peers, the
-//! routes held and the announcements dropped at
-//! `MAX_ROUTES_PER_PREFIX`.
+//! `cargo run --release -p ipfib-rib --example fanout [-- PEERS [MAX]]`
+//! (default 65,600 peers: what an outside review sent, each fake peer
+//! announcing the same /24; MAX: the per-prefix bound, default
+//! `MAX_ROUTES_PER_PREFIX`, 0 for none). Prints the time per announcement
+//! in steps of peers, the routes held and the announcements dropped at
+//! the bound.
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
@@ -17,15 +18,18 @@ use ipfib_rib::rib::MAX_ROUTES_PER_PREFIX;
 use ipfib_rib::{PeerKey, Rib, RibKind};
 
 fn main() {
-    let peers: usize = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 65_600,
+    let arg = |i: usize, default: usize| match std::env::args().nth(i).map(|a| a.parse()) {
+        None => default,
         Some(Ok(n)) => n,
         Some(Err(_)) => {
-            eprintln!("usage: fanout [PEERS]");
+            eprintln!("usage: fanout [PEERS [MAX]]");
             std::process::exit(2);
         }
     };
+    let peers = arg(1, 65_600);
+    let max = arg(2, MAX_ROUTES_PER_PREFIX);
     let rib = Rib::new();
+    rib.set_max_routes_per_prefix(max);
     let prefix: AnyPrefix = "8.8.8.0/24".parse().expect("a prefix");
     let words = AsPath::encode([(AS_SEQUENCE, &[666u32][..])]);
     let attrs = rib.intern(&AttrsRef {
@@ -61,7 +65,7 @@ fn main() {
     let total = started.elapsed();
     println!(
         "{peers} peers in {:.3} s ({:.0} ns per announcement); {} routes held \
-         (bound {MAX_ROUTES_PER_PREFIX}), {} dropped",
+         (bound {max}), {} dropped",
         total.as_secs_f64(),
         total.as_nanos() as f64 / peers.max(1) as f64,
         rib.routes(&prefix).len(),

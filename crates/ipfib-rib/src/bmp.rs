@@ -918,7 +918,7 @@ mod tests {
     fn prefixes(rib: &Rib) -> Vec<(String, u32)> {
         let mut out = Vec::new();
         rib.for_each_prefix(|r| {
-            for e in r.entries.iter() {
+            for e in r.iter() {
                 out.push((r.prefix.to_string(), e.path_id));
             }
         });

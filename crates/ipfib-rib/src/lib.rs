@@ -24,6 +24,7 @@ pub mod instance;
 pub mod mrt;
 pub mod peers;
 pub mod rib;
+mod routelist;
 pub mod seg;
 mod walk;
 pub mod wire;

@@ -1073,7 +1073,7 @@ pub fn dump_with(rib: &Rib, out: impl Write, opts: &DumpOptions) -> Result<DumpR
 
     let mut prefixes = Vec::new();
     rib.for_each_prefix(|r| {
-        if r.entries.iter().any(|e| rib.peers().is_live(e.peer)) {
+        if r.iter().any(|e| rib.peers().is_live(e.peer)) {
             prefixes.push(r.prefix);
         }
     });

@@ -6,8 +6,8 @@
 //!  announce / withdraw                      lookup(addr, query)
 //!    |  prefix -> id (lock-free map)          |  FIB snapshot: addr -> prefix id
 //!    |  routes[id]: copy, edit, swap ----->   |  routes[id]: one atomic load
-//!    |  first route / last route gone         |  first live entry that fits the
-//!    v                                        |  query (entries kept in
+//!    |  first route / last route gone         |  most preferred live entry that
+//!    v                                        |  fits the query (flat lists
 //!  FIB thread: Fib<u32> of prefix ids         |  preference order); none: probe
 //!  (coalesced publication, <= 1 ms)           v  shorter prefixes
 //!  sweeper thread: drops dead peers' entries, gives memory back
@@ -18,7 +18,8 @@
 //! one thread from "this prefix gained its first / lost its last route"
 //! events. The routes of a prefix are a small immutable array behind an
 //! `ArcSwap`, replaced copy-on-write, so a reader never waits and never
-//! sees half an update.
+//! sees half an update (past 512 routes, a persistent B-tree whose
+//! changes copy one root-to-leaf path: `routelist.rs`).
 //!
 //! Memory follows live state: a prefix that loses its last route gives
 //! back its map entry, slot and id (the FIB thread frees it, see
@@ -59,6 +60,7 @@ use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
 use crate::attrs::{AttrSet, Attrs};
 use crate::instance::{Instance, RibSet};
 use crate::peers::{PeerInfo, PeerKey, Peers};
+use crate::routelist::{Keyed, List};
 use crate::seg::Segmented;
 
 /// One route of a prefix: which peer, which ADD-PATH path id, which
@@ -71,16 +73,32 @@ pub struct Entry {
     pub attrs: Arc<AttrSet>,
 }
 
-/// Every route of one prefix, in preference order (see [`Rib`]). Entries
-/// of peers that went down stay until the sweeper removes them; lookups
-/// skip them.
+impl Keyed for Entry {
+    #[inline]
+    fn key(&self) -> u64 {
+        entry_key(self.peer, self.path_id)
+    }
+}
+
+#[inline]
+fn entry_key(peer: u32, path_id: u32) -> u64 {
+    (u64::from(peer) << 32) | u64::from(path_id)
+}
+
+/// Every route of one prefix (see [`Rib`] for their preference order).
+/// Entries of peers that went down stay until the sweeper removes them;
+/// lookups skip them.
+///
+/// Up to 512 routes sit in one array in preference order; past that, in a
+/// persistent B-tree keyed by (peer, path id), so that a change copies
+/// O(log n) entries rather than the whole list (see `routelist.rs`).
 #[derive(Debug)]
 pub struct Routes {
     pub prefix: AnyPrefix,
-    /// A copy of `entries[0]`, inline: a lookup with no restriction
-    /// usually ends here, one cache miss sooner than `entries`.
+    /// A copy of the most preferred entry, inline: a lookup with no
+    /// restriction usually ends here, one cache miss sooner than the list.
     pub best: Option<Entry>,
-    pub entries: Box<[Entry]>,
+    list: List<Entry>,
     /// The prefix id with the generation of this life of it (see
     /// [`ID_BITS`]): what the FIB maps the prefix to. A reader that got a
     /// tag from a FIB snapshot and finds another in the slot knows the id
@@ -105,32 +123,49 @@ pub const MAX_PREFIX_IDS: u64 = 1 << ID_BITS;
 
 /// The default bound on the routes one prefix holds (every peer, path
 /// id, instance and RIB kind together; [`Rib::set_max_routes_per_prefix`]
-/// sets another). A route array is copied on every change, so a change
-/// costs its length: without a bound, one prefix announced by `n`
-/// (invented) peers costs `n^2 / 2` entry copies. At this bound a change
-/// copies at most 256 KiB, and a further new route of the prefix is
-/// dropped ([`Rib::announce`] returns `false`) and counted
-/// ([`RibCounters::over_prefix_limit`]); changes to and withdrawals of
-/// the routes held still apply. A dropped route stays dropped (BMP does
-/// not resend it) until its peer announces it again. Real collectors hold
-/// tens to a few thousand routes per prefix (the 20-peer RouteViews dump:
-/// at most 28; thousands of VRFs of one PE sharing a default route: one
-/// each), so only a sender inventing peers reaches it. Entries of downed
-/// peers count until the sweeper removes them.
+/// sets another). A change costs O(log n) whatever the bound (past 512
+/// routes a prefix's list is a persistent B-tree, see [`Routes`]); the
+/// bound caps what one prefix holds (256 KiB of entries) and what a
+/// lookup restricted to a peer, instance or next hop scans on it. A
+/// further new route of a full prefix is dropped ([`Rib::announce`]
+/// returns `false`) and counted ([`RibCounters::over_prefix_limit`]);
+/// changes to and withdrawals of the routes held still apply. A dropped
+/// route stays dropped (BMP does not resend it) until its peer announces
+/// it again. Real collectors hold tens to a few thousand routes per
+/// prefix (the 20-peer RouteViews dump: at most 28; thousands of VRFs of
+/// one PE sharing a default route: one each), so only a sender inventing
+/// peers reaches it. Entries of downed peers count until the sweeper
+/// removes them.
 pub const MAX_ROUTES_PER_PREFIX: usize = 16_384;
 
 impl Routes {
-    pub fn new(prefix: AnyPrefix, entries: Vec<Entry>) -> Routes {
-        Routes::tagged(prefix, entries, 0)
-    }
-
-    fn tagged(prefix: AnyPrefix, entries: Vec<Entry>, tag: u32) -> Routes {
+    fn tagged(prefix: AnyPrefix, list: List<Entry>, tag: u32) -> Routes {
         Routes {
             prefix,
-            best: entries.first().cloned(),
-            entries: entries.into_boxed_slice(),
+            best: list.best().cloned(),
+            list,
             tag,
         }
+    }
+
+    /// Entries held (live or not).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Every entry (live or not), in no promised order ([`Rib::routes`]
+    /// gives the live ones in preference order).
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> + '_ {
+        self.list.iter()
+    }
+
+    /// `peer`'s entry with `path_id`.
+    pub fn get(&self, peer: u32, path_id: u32) -> Option<&Entry> {
+        self.list.get(entry_key(peer, path_id))
     }
 }
 
@@ -413,7 +448,7 @@ impl Inner {
         let Some(slot) = self.slots.get_or_alloc(id) else {
             return Err(RibError::PrefixesExhausted(max));
         };
-        slot.store(Some(Arc::new(Routes::tagged(prefix, Vec::new(), tag))));
+        slot.store(Some(Arc::new(Routes::tagged(prefix, List::default(), tag))));
         Ok(id)
     }
 
@@ -532,7 +567,7 @@ impl Inner {
         }
         if let Some(nh) = q.next_hop {
             let nh = unmap(nh);
-            let by_nh = routes.entries.iter().find(|e| {
+            let by_nh = self.first_preferred(routes, |e| {
                 e.attrs.next_hop.map(unmap) == Some(nh)
                     && self.peers.is_live(e.peer)
                     && self.peer_fits(e, q)
@@ -541,10 +576,27 @@ impl Inner {
                 return by_nh;
             }
         }
-        routes
-            .entries
-            .iter()
-            .find(|e| self.peers.is_live(e.peer) && self.peer_fits(e, q))
+        self.first_preferred(routes, |e| {
+            self.peers.is_live(e.peer) && self.peer_fits(e, q)
+        })
+    }
+
+    /// The most preferred entry `fits` takes: the first in a flat list, the
+    /// least of every fitting one in a tree (a scan: only prefixes of more
+    /// than 512 routes are trees).
+    #[inline]
+    fn first_preferred<'r>(
+        &self,
+        routes: &'r Routes,
+        fits: impl Fn(&Entry) -> bool,
+    ) -> Option<&'r Entry> {
+        match &routes.list {
+            List::Flat(v) => v.iter().find(|e| fits(e)),
+            List::Tree(_) => routes
+                .iter()
+                .filter(|e| fits(e))
+                .min_by(|a, b| self.prefer(a, b)),
+        }
     }
 
     /// Order of entries within a prefix: `Less` if `a` is preferred to `b`.
@@ -742,7 +794,7 @@ impl Rib {
         &self,
         prefix: AnyPrefix,
         create: bool,
-        mut f: impl FnMut(&mut Vec<Entry>) -> Option<(bool, bool)>,
+        mut f: impl FnMut(&List<Entry>) -> Option<(List<Entry>, bool, bool)>,
     ) -> Result<Change, RibError> {
         loop {
             let id = if create {
@@ -761,19 +813,18 @@ impl Rib {
                 self.inner.drop_stale(prefix, id);
                 continue;
             };
-            let mut entries: Vec<Entry> = r.entries.to_vec();
-            let was_empty = entries.is_empty();
+            let was_empty = r.is_empty();
             // `None`: nothing to change, nothing to publish.
-            let Some((added, removed)) = f(&mut entries) else {
+            let Some((list, added, removed)) = f(&r.list) else {
                 return Ok(Change::default());
             };
             let change = Change {
                 added,
                 removed,
-                became_nonempty: was_empty && !entries.is_empty(),
-                became_empty: !was_empty && entries.is_empty(),
+                became_nonempty: was_empty && !list.is_empty(),
+                became_empty: !was_empty && list.is_empty(),
             };
-            let new = Some(Arc::new(Routes::tagged(prefix, entries, r.tag)));
+            let new = Some(Arc::new(Routes::tagged(prefix, list, r.tag)));
             let prev = slot.compare_and_swap(&cur, new);
             if !same(&prev, &cur) {
                 continue;
@@ -845,10 +896,7 @@ impl Rib {
         if let Some(slot) = self.inner.slot(id) {
             let cur = slot.load();
             if let Some(r) = cur.as_ref().filter(|r| r.prefix == prefix) {
-                let held = r
-                    .entries
-                    .iter()
-                    .find(|e| e.peer == peer.id && e.path_id == path_id);
+                let held = r.get(peer.id, path_id);
                 if held.is_some_and(|e| Arc::ptr_eq(&e.attrs, attrs)) {
                     self.inner
                         .counters
@@ -856,7 +904,7 @@ impl Rib {
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok(true);
                 }
-                if held.is_none() && r.entries.len() >= max {
+                if held.is_none() && r.len() >= max {
                     self.inner
                         .counters
                         .over_prefix_limit
@@ -872,21 +920,14 @@ impl Rib {
             attrs: Arc::clone(attrs),
         };
         let mut full = false;
-        let change = self.edit(prefix, true, |entries| {
-            let old = entries
-                .iter()
-                .position(|e| e.peer == new.peer && e.path_id == new.path_id);
-            full = old.is_none() && entries.len() >= max;
+        let change = self.edit(prefix, true, |list| {
+            full = list.get(new.key()).is_none() && list.len() >= max;
             if full {
                 return None;
             }
-            if let Some(i) = old {
-                entries.remove(i);
-            }
-            let at = entries.partition_point(|e| inner.prefer(e, &new).is_lt());
-            entries.insert(at, new.clone());
+            let (list, old) = list.upsert(new.clone(), &|a, b| inner.prefer(a, b));
             // A replaced route let go of its attribute set.
-            Some((old.is_none(), old.is_some()))
+            Some((list, old.is_none(), old.is_some()))
         })?;
         if full {
             inner
@@ -944,12 +985,9 @@ impl Rib {
             return false;
         };
         let has = self.inner.slot(id).is_some_and(|s| {
-            s.load().as_ref().is_some_and(|r| {
-                r.prefix == prefix
-                    && r.entries
-                        .iter()
-                        .any(|e| e.peer == peer.id && e.path_id == path_id)
-            })
+            s.load()
+                .as_ref()
+                .is_some_and(|r| r.prefix == prefix && r.get(peer.id, path_id).is_some())
         });
         if !has {
             self.inner
@@ -959,11 +997,11 @@ impl Rib {
             return false;
         }
         let change = self
-            .edit(prefix, false, |entries| {
-                let before = entries.len();
-                entries.retain(|e| !(e.peer == peer.id && e.path_id == path_id));
+            .edit(prefix, false, |list| {
                 // Nothing removed: nothing to publish.
-                (entries.len() != before).then_some((false, true))
+                let k = entry_key(peer.id, path_id);
+                let (list, _) = list.remove(k, &|a, b| self.inner.prefer(a, b))?;
+                Some((list, false, true))
             })
             .unwrap_or_default();
         if change.removed {
@@ -1271,8 +1309,8 @@ impl Rib {
         let Some(r) = guard.as_ref().filter(|r| r.prefix == prefix) else {
             return Vec::new();
         };
-        r.entries
-            .iter()
+        r.list
+            .sorted(&|a, b| self.inner.prefer(a, b))
             .filter(|e| self.inner.peers.is_live(e.peer) && self.inner.peer_fits(e, q))
             .filter_map(|e| self.route_of(r.prefix, e.clone()))
             .collect()
@@ -1423,6 +1461,24 @@ impl Rib {
             }
         }
     }
+
+    /// Panics unless every prefix's route list keeps its invariants
+    /// (order, summaries, node widths): for tests and fuzzing. Order is
+    /// checked among live peers' routes: a dead peer freed by the sweeper
+    /// while this runs ranks otherwise than when its routes were placed.
+    /// Call it with no peer going down meanwhile.
+    #[doc(hidden)]
+    pub fn validate_route_lists(&self) {
+        self.for_each_prefix(|r| {
+            r.list.validate(&|a, b| self.inner.prefer(a, b), &|e| {
+                self.inner.peers.is_live(e.peer)
+            });
+            assert_eq!(
+                r.best.as_ref().map(Keyed::key),
+                r.list.best().map(Keyed::key)
+            );
+        });
+    }
 }
 
 impl Default for Rib {
@@ -1517,7 +1573,7 @@ fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Receiver<FibE
             }
             // Errors (a failed publication) leave changes pending; the
             // next publication retries them.
-            if !cur.entries.is_empty() {
+            if !cur.is_empty() {
                 let _ = fib.insert(p, cur.tag);
             } else if inner.free_prefix(p, id, &cur) {
                 // Removed after the slot emptied: a writer that adds the
@@ -1636,7 +1692,7 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
         let needs = slot
             .load()
             .as_ref()
-            .is_some_and(|r| r.entries.iter().any(|e| is_target(e.peer)));
+            .is_some_and(|r| r.iter().any(|e| is_target(e.peer)));
         if !needs {
             continue;
         }
@@ -1644,15 +1700,12 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
         let mut emptied = None;
         slot.rcu(|cur| {
             let r = cur.as_ref()?;
-            let entries: Vec<Entry> = r
-                .entries
-                .iter()
-                .filter(|e| !is_target(e.peer))
-                .cloned()
-                .collect();
-            gone = (r.entries.len() - entries.len()) as u64;
-            emptied = (entries.is_empty() && !r.entries.is_empty()).then_some(r.prefix);
-            Some(Arc::new(Routes::tagged(r.prefix, entries, r.tag)))
+            let list = r
+                .list
+                .retain(|e| !is_target(e.peer), &|a, b| inner.prefer(a, b));
+            gone = (r.len() - list.len()) as u64;
+            emptied = (list.is_empty() && !r.is_empty()).then_some(r.prefix);
+            Some(Arc::new(Routes::tagged(r.prefix, list, r.tag)))
         });
         removed += gone;
         if let Some(p) = emptied {

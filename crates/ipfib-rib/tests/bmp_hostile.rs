@@ -839,11 +839,7 @@ fn random_damage() {
         rib.sync();
         let mut live = 0;
         rib.for_each_prefix(|r| {
-            live += r
-                .entries
-                .iter()
-                .filter(|e| rib.peers().is_live(e.peer))
-                .count() as u64
+            live += r.iter().filter(|e| rib.peers().is_live(e.peer)).count() as u64
         });
         assert_eq!(rib.route_count(), live);
     }

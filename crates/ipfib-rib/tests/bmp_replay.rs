@@ -358,7 +358,7 @@ fn rib_view(rib: &Rib) -> BTreeMap<Key, Attrs> {
     let mut out = BTreeMap::new();
     let mut per_peer: HashMap<u32, u64> = HashMap::new();
     rib.for_each_prefix(|r| {
-        for e in r.entries.iter() {
+        for e in r.iter() {
             if !rib.peers().is_live(e.peer) {
                 continue;
             }
@@ -531,7 +531,7 @@ fn replay(x: &Expected) {
     // And once swept, no entry at all remains.
     rib.sweep();
     let mut entries = 0;
-    rib.for_each_prefix(|r| entries += r.entries.len());
+    rib.for_each_prefix(|r| entries += r.len());
     assert_eq!(entries, 0, "{}: entries left after the sweep", x.file);
 }
 

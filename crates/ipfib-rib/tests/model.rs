@@ -73,13 +73,40 @@ enum Op {
         peer: usize,
     },
     Sweep,
+    /// Announce path ids `from..from + count` (attributes varied by path
+    /// id): prefixes past 512 routes, whose lists are trees.
+    Bulk {
+        peer: usize,
+        prefix: usize,
+        from: u32,
+        count: u32,
+        vary: u8,
+    },
+    /// Withdraw path ids `from..from + count`.
+    BulkWithdraw {
+        peer: usize,
+        prefix: usize,
+        from: u32,
+        count: u32,
+    },
     /// Compare everything with the model now (ids freed and recycled by
     /// the operations before are in use).
     Check,
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    op_with(0)
+}
+
+/// Ops with `bulk` weight of bulk announcements and withdrawals (and
+/// checks as often).
+fn op_with(bulk: u32) -> impl Strategy<Value = Op> {
     prop_oneof![
+        bulk => (0..PEERS, 0..3usize, 0..300u32, 1..400u32, any::<u8>())
+            .prop_map(|(peer, prefix, from, count, vary)| Op::Bulk { peer, prefix, from, count, vary }),
+        bulk => (0..PEERS, 0..3usize, 0..300u32, 1..400u32)
+            .prop_map(|(peer, prefix, from, count)| Op::BulkWithdraw { peer, prefix, from, count }),
+        bulk => Just(Op::Check),
         8 => (
             (0..PEERS, 0..PREFIXES.len(), 0..2u32, 0..3u8),
             (1..4u8, any::<bool>(), 0..3u8, prop::option::of(0..3u8), 0..3u8),
@@ -138,6 +165,64 @@ fn best<'a>(cands: impl Iterator<Item = &'a M>) -> Option<&'a M> {
     })
 }
 
+/// One announcement, in the RIB and (if its peer is up) in the model.
+fn apply(
+    rib: &Rib,
+    peers: &[std::sync::Arc<ipfib_rib::PeerInfo>],
+    peer_ids: &[u32],
+    model: &mut BTreeMap<(usize, usize, u32), M>,
+    prefixes: &[AnyPrefix],
+    op: Op,
+) {
+    let Op::Announce {
+        peer,
+        prefix,
+        path_id,
+        lp,
+        path_len,
+        set,
+        origin,
+        med,
+        nh: n,
+    } = op
+    else {
+        unreachable!("announcements only")
+    };
+    let p = prefixes[prefix];
+    let path: Vec<u32> = (0..path_len as u32).map(|i| 64500 + i).collect();
+    let tail = [64600u32, 64601];
+    let mut segments = vec![(AS_SEQUENCE, &path[..])];
+    if set {
+        segments.push((AS_SET, &tail[..]));
+    }
+    let words = AsPath::encode(segments);
+    let hop = nh(n, p.family() == 6);
+    let attrs = rib.intern(&AttrsRef {
+        as_path: &words,
+        next_hop: Some(hop),
+        local_pref: Some(100 + lp as u32),
+        origin: Origin::from_wire(origin).unwrap(),
+        med: med.map(u32::from),
+        ..Default::default()
+    });
+    rib.announce(&peers[peer], p, path_id, &attrs).unwrap();
+    if peers[peer].is_up() {
+        model.insert(
+            (peer, prefix, path_id),
+            M {
+                rank: KINDS[peer].rank(),
+                lp: 100 + lp as u32,
+                path_len: path_len as u32 + set as u32,
+                origin,
+                med: med.unwrap_or(0) as u32,
+                peer: peer_ids[peer],
+                path_id,
+                nh: hop,
+            },
+        );
+    }
+}
+
 fn run(ops: Vec<Op>) {
     let rib = Rib::new();
     let mut peer_ids: Vec<u32> = Vec::new();
@@ -164,50 +249,42 @@ fn run(ops: Vec<Op>) {
     let prefixes: Vec<AnyPrefix> = PREFIXES.iter().map(|p| p.parse().unwrap()).collect();
     for op in ops {
         match op {
-            Op::Announce {
+            Op::Bulk {
                 peer,
                 prefix,
-                path_id,
-                lp,
-                path_len,
-                set,
-                origin,
-                med,
-                nh: n,
+                from,
+                count,
+                vary,
             } => {
-                let p = prefixes[prefix];
-                let path: Vec<u32> = (0..path_len as u32).map(|i| 64500 + i).collect();
-                let tail = [64600u32, 64601];
-                let mut segments = vec![(AS_SEQUENCE, &path[..])];
-                if set {
-                    segments.push((AS_SET, &tail[..]));
+                for path_id in from..from + count {
+                    let v = path_id.wrapping_mul(2_654_435_761) ^ u32::from(vary);
+                    let announce = Op::Announce {
+                        peer,
+                        prefix,
+                        path_id,
+                        lp: (v % 3) as u8,
+                        path_len: 1 + (v / 3 % 3) as u8,
+                        set: v / 9 % 5 == 0,
+                        origin: (v / 45 % 3) as u8,
+                        med: (v / 135 % 4 != 0).then_some((v / 540 % 3) as u8),
+                        nh: (v / 1620 % 3) as u8,
+                    };
+                    apply(&rib, &peers, &peer_ids, &mut model, &prefixes, announce);
                 }
-                let words = AsPath::encode(segments);
-                let hop = nh(n, p.family() == 6);
-                let attrs = rib.intern(&AttrsRef {
-                    as_path: &words,
-                    next_hop: Some(hop),
-                    local_pref: Some(100 + lp as u32),
-                    origin: Origin::from_wire(origin).unwrap(),
-                    med: med.map(u32::from),
-                    ..Default::default()
-                });
-                rib.announce(&peers[peer], p, path_id, &attrs).unwrap();
-                if peers[peer].is_up() {
-                    model.insert(
-                        (peer, prefix, path_id),
-                        M {
-                            rank: KINDS[peer].rank(),
-                            lp: 100 + lp as u32,
-                            path_len: path_len as u32 + set as u32,
-                            origin,
-                            med: med.unwrap_or(0) as u32,
-                            peer: peer_ids[peer],
-                            path_id,
-                            nh: hop,
-                        },
-                    );
+            }
+            Op::BulkWithdraw {
+                peer,
+                prefix,
+                from,
+                count,
+            } => {
+                for path_id in from..from + count {
+                    rib.withdraw(&peers[peer], prefixes[prefix], path_id);
+                    model.remove(&(peer, prefix, path_id));
                 }
+            }
+            announce @ Op::Announce { .. } => {
+                apply(&rib, &peers, &peer_ids, &mut model, &prefixes, announce)
             }
             Op::Withdraw {
                 peer,
@@ -244,13 +321,7 @@ fn run(ops: Vec<Op>) {
     let with_routes: std::collections::BTreeSet<usize> = model.keys().map(|k| k.1).collect();
     assert_eq!(rib.prefix_count(), with_routes.len(), "prefixes kept");
     let mut left = 0;
-    rib.for_each_prefix(|r| {
-        left += r
-            .entries
-            .iter()
-            .filter(|e| !rib.peers().is_live(e.peer))
-            .count()
-    });
+    rib.for_each_prefix(|r| left += r.iter().filter(|e| !rib.peers().is_live(e.peer)).count());
     assert_eq!(left, 0);
 }
 
@@ -262,6 +333,7 @@ fn check(
     prefixes: &[AnyPrefix],
 ) {
     rib.sync();
+    rib.validate_route_lists();
     let cover = |pi: usize, a: AnyAddr| {
         let p = prefixes[pi];
         match (p, a) {
@@ -388,28 +460,36 @@ fn check(
         let want: Vec<_> = batch6.iter().map(|&x| single(AnyAddr::V6(x), q)).collect();
         assert_eq!(out, want, "IPv6 batch {q:?}");
     }
+    // Exact queries: every live route, in preference order.
     for (pi, p) in prefixes.iter().enumerate() {
-        let mut got: Vec<(u32, u32)> = rib
+        let got: Vec<(u32, u32)> = rib
             .routes(p)
             .iter()
             .map(|r| (r.peer.id, r.path_id))
             .collect();
-        let mut want: Vec<(u32, u32)> = model
+        let mut rest: Vec<&M> = model
             .iter()
             .filter(|(k, _)| k.1 == pi)
-            .map(|(_, m)| (m.peer, m.path_id))
+            .map(|(_, m)| m)
             .collect();
-        got.sort();
-        want.sort();
+        let mut want = Vec::new();
+        while let Some(m) = best(rest.iter().copied()) {
+            want.push((m.peer, m.path_id));
+            let m = m.clone();
+            rest.retain(|x| **x != m);
+        }
         assert_eq!(got, want, "routes {p}");
     }
     let live: u64 = model.len() as u64;
     assert_eq!(rib.route_count(), live, "route count");
-    // Ids are recycled: never more in use than prefixes in the universe,
-    // and every id is either a known prefix's or free (`sync` waited for
-    // the FIB thread's frees).
+    // Ids are recycled: never more handed out than prefixes in the
+    // universe plus one (a writer that re-adds a prefix while the FIB
+    // thread, which frees one id at a time, has taken the id out of the
+    // map and not yet onto the free list takes a new id; the freed one
+    // then waits on the free list for the next such race), and every id
+    // is either a known prefix's or free (`sync` waited for the frees).
     let (high, free) = rib.prefix_ids();
-    assert!(high as usize <= prefixes.len(), "{high} ids");
+    assert!(high as usize <= prefixes.len() + 1, "{high} ids");
     assert_eq!(rib.prefix_count() + free, high as usize, "ids lost");
 }
 
@@ -417,6 +497,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
     fn rib_matches_model(ops in prop::collection::vec(op(), 0..120)) {
+        run(ops);
+    }
+}
+
+proptest! {
+    // Prefixes of up to 2,800 routes (trees past 512), and back down.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn rib_matches_model_with_thousands_of_routes_per_prefix(
+        ops in prop::collection::vec(op_with(4), 0..60)
+    ) {
         run(ops);
     }
 }
@@ -460,7 +551,7 @@ fn peer_down_hides_routes_at_once_and_sweep_frees_them() {
     rib.sweep();
     rib.sync();
     let mut entries = 0;
-    rib.for_each_prefix(|r| entries += r.entries.len());
+    rib.for_each_prefix(|r| entries += r.len());
     assert_eq!(entries, 500);
     assert_eq!(rib.attrs().counts().0, 1);
 }
