@@ -1732,6 +1732,18 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
     (dead.len(), removed)
 }
 
+/// A full table holds a million of these: the route list's tree form
+/// must not make every prefix pay for it (the list is as big as the plain
+/// array it replaced).
+#[test]
+fn a_route_list_costs_no_more_than_an_array() {
+    use std::mem::size_of;
+    assert_eq!(size_of::<List<Entry>>(), size_of::<Box<[Entry]>>());
+    // The prefix, the best entry inline, the list and the tag: 96 bytes
+    // with the plain array too.
+    assert!(size_of::<Routes>() <= 96, "{}", size_of::<Routes>());
+}
+
 /// The interleaving in which a writer that saw its prefix's slot freed
 /// resumes after the id was handed back to the same prefix, replayed step
 /// by step (the real-time race is too narrow to hit reliably).

@@ -201,10 +201,12 @@ impl<'a, T> Iterator for Iter<'a, T> {
     }
 }
 
-/// A persistent B-tree (a non-empty one: an empty list is flat).
+/// A persistent B-tree (a non-empty one: an empty list is flat). The
+/// root's summary is boxed so that a [`List`] stays three words: every
+/// prefix of a full table holds one.
 #[derive(Clone, Debug)]
 pub struct Tree<T> {
-    root: Child<T>,
+    root: Box<Child<T>>,
 }
 
 #[derive(Clone, Debug)]
@@ -299,12 +301,12 @@ impl<T: Keyed> Tree<T> {
                 .collect();
         }
         Tree {
-            root: level.pop().expect("from_sorted takes items"),
+            root: Box::new(level.pop().expect("from_sorted takes items")),
         }
     }
 
     fn get(&self, k: u64) -> Option<&T> {
-        let mut c = &self.root;
+        let mut c: &Child<T> = &self.root;
         loop {
             match &c.node {
                 Node::Leaf(v) => {
@@ -323,7 +325,12 @@ impl<T: Keyed> Tree<T> {
             Some(b) => inner(vec![a, b], prefer),
             None => a,
         };
-        (Tree { root }, old)
+        (
+            Tree {
+                root: Box::new(root),
+            },
+            old,
+        )
     }
 
     /// `None` when `k` is absent; `Some((None, _))` when the tree emptied.
@@ -340,12 +347,17 @@ impl<T: Keyed> Tree<T> {
             }
             root = Some(v[0].clone());
         }
-        Some((root.map(|root| Tree { root }), gone))
+        Some((
+            root.map(|root| Tree {
+                root: Box::new(root),
+            }),
+            gone,
+        ))
     }
 
     fn iter(&self) -> TreeIter<'_, T> {
         let mut stack = [(&[][..], 0); MAX_DEPTH];
-        stack[0] = (std::slice::from_ref(&self.root), 0);
+        stack[0] = (std::slice::from_ref(&*self.root), 0);
         TreeIter {
             stack,
             depth: 1,
