@@ -575,6 +575,13 @@ def test_peer_and_route_limits_drop_and_count() -> None:
 # --- HTTP access ---------------------------------------------------------------
 
 
+def requests_total(c, auth: dict) -> float:
+    """`ipfib_http_requests_total` now (the /metrics request counts too)."""
+    _, text, _ = fetch(c, "/metrics", headers=auth)
+    lines = text.decode().splitlines()
+    return float([x for x in lines if x.startswith("ipfib_http_requests_total ")][0].split()[1])
+
+
 def test_token_host_and_headers(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("s3cret-token\n")
@@ -614,9 +621,20 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
                 s.sendall(f"GET / HTTP/1.1\r\n{head}Connection: close\r\n\r\n".encode())
                 first = s.recv(64).split(b"\r\n")[0]
                 assert first.startswith(b"HTTP/1.1 400"), (hosts, first)
-        # A repeated parameter is refused, not answered for one of them.
+        # HTTP/1.1 without Host is a 400 (RFC 9112 §3.2); HTTP/1.0 may omit
+        # it and meets the allow-list (no name: refused on loopback).
+        for version, want in [("1.1", b"400"), ("1.0", b"421")]:
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
+                s.sendall(f"GET / HTTP/{version}\r\nConnection: close\r\n\r\n".encode())
+                first = s.recv(64).split(b"\r\n")[0]
+                assert first.split(b" ")[1] == want, (version, first)
+
+        # A repeated parameter is refused, not answered for one of them, and
+        # counted with every other request (here: it and one /metrics).
+        before = requests_total(c, auth)
         status, body, _ = fetch(c, "/api/v1/lookup?ip=192.0.2.1&ip=198.51.100.1", headers=auth)
         assert status == 400 and b"more than once" in body, body
+        assert requests_total(c, auth) - before == 2
         _, text, _ = fetch(c, "/metrics", headers=auth)
         denied = [
             line

@@ -82,10 +82,20 @@ connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-a
 /// Every request: the Host allow-list (DNS rebinding), the bearer token
 /// (API and metrics), the request timeout, the security headers.
 async fn guard(State(ctx): State<Arc<Ctx>>, req: Request, next: Next) -> Response {
+    // Every request, whatever its fate (refused here, a bad query, 404).
+    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let deny = |status: StatusCode, msg: &str| {
         ctx.metrics.http_denied.fetch_add(1, Ordering::Relaxed);
         (status, Json(json!({ "error": msg }))).into_response()
     };
+    // HTTP/1.1 requires Host (RFC 9112 §3.2: a request without one is a
+    // 400); HTTP/1.0 may omit it and meets the allow-list below.
+    if req.version() == axum::http::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
+        return deny(
+            StatusCode::BAD_REQUEST,
+            "an HTTP/1.1 request needs a Host header",
+        );
+    }
     // Two Host headers: which one a proxy in front read is anyone's guess
     // (RFC 9112 §3.2: 400).
     if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
@@ -207,8 +217,7 @@ pub fn host_allowed(hosts: &[String], value: &str) -> bool {
         .any(|h| h == &value || h == name || (h == "localhost" && name.ends_with(".localhost")))
 }
 
-async fn page(State(ctx): State<Arc<Ctx>>) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
+async fn page() -> Response {
     (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
         include_str!("page.html"),
@@ -255,7 +264,6 @@ fn scope(q: &HashMap<String, String>, query: &mut Query) -> Result<(), String> {
 }
 
 async fn lookup(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let Some(ip_text) = q.get("ip") else {
         return bad("missing ip=ADDR".into());
     };
@@ -300,7 +308,6 @@ async fn lookup(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 }
 
 async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let Some(text) = q.get("prefix") else {
         return bad("missing prefix=P".into());
     };
@@ -418,7 +425,6 @@ fn json_list<T: Send + Sync + 'static>(
 /// sessions (open ones; with `state=all` the recently closed too) and a
 /// summary of counts.
 async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     let all = match q.get("state").map(String::as_str) {
         None | Some("up") => false,
         Some("all") => true,
@@ -489,7 +495,6 @@ async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 }
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         ctx.metrics.render(&ctx.rib),
@@ -503,7 +508,6 @@ async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
 /// 503. A client that stops reading for `--http-write-stall` ends its
 /// dump, so a stalled reader cannot hold the permit.
 async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
-    ctx.metrics.http_requests.fetch_add(1, Ordering::Relaxed);
     // One scope per dump (MRT has no route distinguisher): the global
     // instance unless `instance=` / `rib=` say otherwise.
     let mut query = Query::default();

@@ -375,7 +375,7 @@ impl Metrics {
         counter(
             &mut o,
             "ipfib_http_requests_total",
-            "HTTP API requests.",
+            "HTTP requests received, whatever their answer.",
             "counter",
         );
         let _ = writeln!(o, "ipfib_http_requests_total {}", get(&self.http_requests));
