@@ -3,26 +3,25 @@
 //!
 //! ```text
 //!  load:  file ─ open_maybe_compressed ─► Framer (RFC 6396 §2: header, bound, offset)
-//!           PEER_INDEX_TABLE (bgpkit-parser) ──► one RIB peer per entry (RibKind::Mrt)
+//!           PEER_INDEX_TABLE (§4.3.1) ──► one RIB peer per entry (RibKind::Mrt)
 //!           RIB_IPV4/IPV6_UNICAST[_ADDPATH], RIB_GENERIC unicast
 //!             entries framed here (RFC 6396 §4.3.2-4, RFC 8050 §4)
-//!             attributes: raw bytes seen before? ─ no ─► bgpkit-parser ─► rib.intern
+//!             attributes: raw bytes seen before? ─ no ─► wire.rs ─► rib.intern
 //!             ─► rib.announce(peer, prefix, path id, attributes)
-//!           TABLE_DUMP (bgpkit-parser) ──► peers by (address, AS), one route each
+//!           TABLE_DUMP (§4.2) ──► peers by (address, AS), one route each
 //!  dump:  PEER_INDEX_TABLE of the live peers, then per prefix one RIB record
 //!         of plain routes and one of routes with path ids (RFC 8050),
 //!         attributes by our own encoder (RFC 4271 §4.3, RFC 6396 §4.3.4)
 //! ```
 //!
-//! Why the RIB entries are framed here rather than by bgpkit-parser's
-//! record parser: its loop over a record's entries stops at the first
-//! entry whose attributes do not parse and drops the rest of the record
-//! with only a log line; framing the four fixed fields ourselves lets a bad
-//! entry be skipped and reported with its record and byte offset. It also
-//! lets attribute bytes seen before (every prefix a peer learnt over one
-//! path shares them) go to the interned set without being decoded again.
-//! bgpkit-parser decodes every attribute set once, and the peer tables and
-//! legacy TABLE_DUMP records.
+//! Every record is framed here, and path attributes go through the BGP
+//! decoder BMP uses (`wire::decode_rib_entry_attrs`): one decoder and
+//! one set of RFC 7606 error classes for both inputs. A bad entry is
+//! skipped and reported with its record and byte offset, the rest of its
+//! record kept; attribute bytes seen before (every prefix a peer learnt
+//! over one path shares them) go to the interned set without being
+//! decoded again. bgpkit-parser, which this module used before, is the
+//! independent decoder the tests compare the real dumps with.
 //!
 //! Damage: the shared dumps are the first N MiB of real files, cut inside
 //! a record. Framing stops at the first incomplete or unframeable record
@@ -37,25 +36,18 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::net::{IpAddr, Ipv4Addr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bgpkit_parser::models::{
-    Afi, AsPath as BgpAsPath, AsPathSegment, AsnLength, AttributeValue, Attributes, Community,
-    MrtMessage, Origin as BgpOrigin, Safi, TableDumpMessage, TableDumpV2Message,
-};
-use bgpkit_parser::parser::bgp::attributes::parse_attributes;
-use bgpkit_parser::parser::mrt::mrt_record::parse_mrt_body;
-use bytes::Bytes;
 use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
 use ipfib_io::{Damage, Frame, Framer, ReadError};
 
-use crate::attrs::{AsPath, AttrSet, AttrsRef, Origin, AS_CONFED_SEQUENCE, AS_SEQUENCE, AS_SET};
+use crate::attrs::{AsPath, AttrSet, AS_SET};
 use crate::instance::{Instance, RibSet};
 use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
+use crate::wire::{self, ErrorAction, Update, WireError};
 
 /// MRT types and subtypes (RFC 6396 §4, RFC 8050 §3).
 const TABLE_DUMP: u16 = 12;
@@ -68,8 +60,8 @@ const RIB_IPV4_UNICAST_ADDPATH: u16 = 8;
 const RIB_IPV6_UNICAST_ADDPATH: u16 = 10;
 const RIB_GENERIC_ADDPATH: u16 = 12;
 
-/// Path attribute type codes the RIB keeps (RFC 4271 §5, 4760, 6793,
-/// 1997, 8092).
+/// Path attribute type codes the dump writes (RFC 4271 §5, 4760, 1997,
+/// 8092).
 const ORIGIN: u8 = 1;
 const AS_PATH: u8 = 2;
 const NEXT_HOP: u8 = 3;
@@ -77,19 +69,7 @@ const MED: u8 = 4;
 const LOCAL_PREF: u8 = 5;
 const COMMUNITIES: u8 = 8;
 const MP_REACH_NLRI: u8 = 14;
-const AS4_PATH: u8 = 17;
 const LARGE_COMMUNITY: u8 = 32;
-const KEPT: [u8; 9] = [
-    ORIGIN,
-    AS_PATH,
-    NEXT_HOP,
-    MED,
-    LOCAL_PREF,
-    COMMUNITIES,
-    MP_REACH_NLRI,
-    AS4_PATH,
-    LARGE_COMMUNITY,
-];
 
 /// Errors kept in a [`LoadReport`]; later ones are only counted.
 pub const KEPT_ERRORS: usize = 16;
@@ -177,9 +157,14 @@ pub struct LoadReport {
     pub bad_entries: u64,
     /// The first [`KEPT_ERRORS`] of them.
     pub errors: Vec<MrtError>,
-    /// Attribute sets decoded by bgpkit-parser; the other routes reused
-    /// the set of identical attribute bytes seen before.
+    /// Attribute sets decoded (by [`crate::wire`], BMP's decoder too); the
+    /// other routes reused the set of identical attribute bytes seen
+    /// before.
     pub attr_decodes: u64,
+    /// Attributes dropped from a route that was kept (RFC 7606
+    /// "attribute discard": a malformed AGGREGATOR or AS4_PATH, a
+    /// repeated attribute), once per distinct attribute bytes.
+    pub attrs_discarded: u64,
     pub elapsed: Duration,
 }
 
@@ -241,6 +226,13 @@ impl fmt::Display for LoadReport {
                 f,
                 "; skipped {} records and {} entries",
                 self.bad_records, self.bad_entries
+            )?;
+        }
+        if self.attrs_discarded > 0 {
+            write!(
+                f,
+                "; {} malformed attributes dropped from routes kept (RFC 7606)",
+                self.attrs_discarded
             )?;
         }
         Ok(())
@@ -391,6 +383,68 @@ fn nlri_prefix(c: &mut Cur<'_>, v6: bool) -> Result<AnyPrefix, String> {
     prefix.map_err(|e| e.to_string())
 }
 
+/// A PEER_INDEX_TABLE (RFC 6396 §4.3.1): the view (collector BGP ID,
+/// view name) and its peers (index, address, AS, BGP ID) in index order.
+#[allow(clippy::type_complexity)]
+fn peer_index_table_of(
+    body: &[u8],
+) -> Result<((Ipv4Addr, String), Vec<(u16, IpAddr, u32, u32)>), String> {
+    let mut c = Cur { buf: body, at: 0 };
+    let collector = Ipv4Addr::from(c.u32("collector BGP ID")?);
+    let n = usize::from(c.u16("view name length")?);
+    let name = String::from_utf8_lossy(c.take(n, "view name")?).into_owned();
+    let count = c.u16("peer count")?;
+    let mut peers = Vec::with_capacity(usize::from(count));
+    for i in 0..count {
+        let mut peer = || -> Result<(u16, IpAddr, u32, u32), String> {
+            let kind = c.u8("peer type")?;
+            let bgp_id = c.u32("peer BGP ID")?;
+            let address = ip(&mut c, kind & 1 != 0, "peer address")?;
+            let asn = if kind & 2 != 0 {
+                c.u32("peer AS")?
+            } else {
+                u32::from(c.u16("peer AS")?)
+            };
+            Ok((i, address, asn, bgp_id))
+        };
+        peers.push(peer().map_err(|e| format!("peer {i}: {e}"))?);
+    }
+    Ok(((collector, name), peers))
+}
+
+/// A TABLE_DUMP record (RFC 6396 §4.2; subtype 1 IPv4, 2 IPv6): its
+/// prefix, peer address and AS, and attribute bytes.
+fn table_dump_of(subtype: u16, body: &[u8]) -> Result<(AnyPrefix, IpAddr, u32, &[u8]), String> {
+    let v6 = subtype == 2;
+    let mut c = Cur { buf: body, at: 0 };
+    c.u16("view number")?;
+    c.u16("sequence number")?;
+    let net = ip(&mut c, v6, "prefix")?;
+    let len = c.u8("prefix length")?;
+    c.u8("status")?;
+    c.u32("originated time")?;
+    let address = ip(&mut c, v6, "peer address")?;
+    let asn = u32::from(c.u16("peer AS")?);
+    let n = usize::from(c.u16("attribute length")?);
+    let attrs = c.take(n, "attributes")?;
+    if c.rest() != 0 {
+        return Err(format!("{} bytes after the attributes", c.rest()));
+    }
+    let prefix = AnyPrefix::from_ip(net, len, HostBits::Mask).map_err(|e| e.to_string())?;
+    Ok((prefix, address, asn, attrs))
+}
+
+/// An IPv4 or IPv6 address.
+fn ip(c: &mut Cur<'_>, v6: bool, what: &str) -> Result<IpAddr, String> {
+    Ok(if v6 {
+        let b: [u8; 16] = c.take(16, what)?.try_into().expect("16 bytes");
+        IpAddr::from(b)
+    } else {
+        let b: [u8; 4] = c.take(4, what)?.try_into().expect("4 bytes");
+        IpAddr::from(b)
+    })
+}
+
 /// One RIB entry as framed (RFC 6396 §4.3.4, RFC 8050 §4).
 struct RawEntry {
     peer_index: u16,
@@ -462,163 +516,6 @@ fn rib_record(
     Ok(Some((prefix, addpath)))
 }
 
-/// Run `f` (a call into bgpkit-parser and the reading of its result) with
-/// a panic turned into an error: third-party code on arbitrary bytes must
-/// not unwind through our API. Sound to resume after: `f` only writes to
-/// scratch buffers that every use clears first.
-fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(match payload.downcast_ref::<&str>() {
-            Some(s) => format!("the MRT parser panicked: {s}"),
-            None => match payload.downcast_ref::<String>() {
-                Some(s) => format!("the MRT parser panicked: {s}"),
-                None => "the MRT parser panicked".to_string(),
-            },
-        }),
-    }
-}
-
-/// Decoded attributes in buffers reused from route to route.
-#[derive(Default)]
-struct Decoded {
-    as_path: Vec<u32>,
-    communities: Vec<u32>,
-    large: Vec<[u32; 3]>,
-    next_hop: Option<IpAddr>,
-    next_hop_mp: Option<IpAddr>,
-    origin: Option<Origin>,
-    med: Option<u32>,
-    local_pref: Option<u32>,
-}
-
-impl Decoded {
-    fn clear(&mut self) {
-        self.as_path.clear();
-        self.communities.clear();
-        self.large.clear();
-        self.next_hop = None;
-        self.next_hop_mp = None;
-        self.origin = None;
-        self.med = None;
-        self.local_pref = None;
-    }
-
-    /// Take what the RIB keeps from bgpkit-parser's attributes. The first
-    /// of a repeated attribute counts (RFC 7606 §3(g)); one of ours that
-    /// bgpkit-parser could not decode (it keeps such an attribute raw)
-    /// fails the route rather than dropping the attribute silently.
-    fn take(&mut self, attrs: &Attributes) -> Result<(), String> {
-        self.clear();
-        let mut seen = [false; 256];
-        for a in attrs.iter() {
-            let code = a.attr_code();
-            if std::mem::replace(&mut seen[usize::from(code)], true) {
-                continue;
-            }
-            match a {
-                AttributeValue::Origin(o) => {
-                    self.origin = Some(match o {
-                        BgpOrigin::IGP => Origin::Igp,
-                        BgpOrigin::EGP => Origin::Egp,
-                        BgpOrigin::INCOMPLETE => Origin::Incomplete,
-                    })
-                }
-                AttributeValue::AsPath(p) => encode_path(p, &mut self.as_path),
-                AttributeValue::NextHop(ip) => self.next_hop = Some(*ip),
-                AttributeValue::MultiExitDiscriminator(v) => self.med = Some(*v),
-                AttributeValue::LocalPreference(v) => self.local_pref = Some(*v),
-                AttributeValue::Communities(v) => {
-                    self.communities.extend(v.iter().map(|c| match c {
-                        Community::NoExport => 0xFFFF_FF01,
-                        Community::NoAdvertise => 0xFFFF_FF02,
-                        Community::NoExportSubConfed => 0xFFFF_FF03,
-                        Community::Custom(asn, value) => (asn.to_u32() << 16) | u32::from(*value),
-                    }))
-                }
-                AttributeValue::LargeCommunities(v) => self.large.extend(
-                    v.iter()
-                        .map(|l| [l.global_admin, l.local_data[0], l.local_data[1]]),
-                ),
-                AttributeValue::MpReachNlri(n) => {
-                    self.next_hop_mp = n.next_hop.as_ref().map(|h| h.global_addr())
-                }
-                AttributeValue::Raw(r) if KEPT.contains(&r.code) => {
-                    let why = attrs
-                        .validation_warnings()
-                        .iter()
-                        .map(|w| format!("{w:?}"))
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    return Err(format!("attribute {} does not decode: {why}", r.code));
-                }
-                _ => {}
-            }
-        }
-        if seen[usize::from(AS4_PATH)] {
-            if let (Some(p), Some(p4)) = (attrs.as_path(), attrs.as4_path()) {
-                self.as_path.clear();
-                encode_path(&BgpAsPath::merge_aspath_as4path(p, p4), &mut self.as_path);
-            }
-        }
-        Ok(())
-    }
-
-    fn as_ref(&self) -> AttrsRef<'_> {
-        AttrsRef {
-            as_path: &self.as_path,
-            communities: &self.communities,
-            large_communities: &self.large,
-            // The next hop of the address family the record is for: RFC
-            // 4760's when the route came in MP_REACH_NLRI.
-            next_hop: self.next_hop_mp.or(self.next_hop),
-            origin: self.origin.unwrap_or_default(),
-            med: self.med,
-            local_pref: self.local_pref,
-        }
-    }
-}
-
-/// bgpkit-parser's path as [`AsPath`]'s words, sets kept as sets.
-fn encode_path(p: &BgpAsPath, out: &mut Vec<u32>) {
-    out.clear();
-    for s in p.iter_segments() {
-        let (kind, asns) = match s {
-            AsPathSegment::AsSequence(v) => (AS_SEQUENCE, v),
-            AsPathSegment::AsSet(v) => (AS_SET, v),
-            AsPathSegment::ConfedSequence(v) => (AS_CONFED_SEQUENCE, v),
-            AsPathSegment::ConfedSet(v) => (crate::attrs::AS_CONFED_SET, v),
-        };
-        out.push((u32::from(kind) << 16) | (asns.len() as u32 & 0xffff));
-        out.extend(asns.iter().map(|a| a.to_u32()));
-    }
-}
-
-/// Check that `raw` is a whole sequence of path attributes (flags, type,
-/// length, value): bgpkit-parser stops quietly at an attribute whose
-/// length runs past the end.
-fn check_attr_framing(raw: &[u8]) -> Result<(), String> {
-    let mut c = Cur { buf: raw, at: 0 };
-    while c.rest() > 0 {
-        let at = c.at;
-        let flags = c.u8("attribute flags")?;
-        let code = c.u8("attribute type")?;
-        let len = if flags & 0x10 != 0 {
-            usize::from(c.u16("attribute length")?)
-        } else {
-            usize::from(c.u8("attribute length")?)
-        };
-        if len > c.rest() {
-            return Err(format!(
-                "attribute {code} at attribute byte {at}: length {len}, {} bytes left",
-                c.rest()
-            ));
-        }
-        c.at += len;
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------
 // Loading
 // ---------------------------------------------------------------------
@@ -636,7 +533,7 @@ struct Loader<'r> {
     /// Raw attribute bytes (after one byte of context: family) -> set.
     attr_cache: HashMap<Box<[u8]>, Arc<AttrSet>>,
     key: Vec<u8>,
-    decoded: Decoded,
+    update: Update,
     prefixes: HashSet<AnyPrefix>,
     /// One record's routes, announced once the whole record was read.
     pending: Vec<(Arc<PeerInfo>, u32, Arc<AttrSet>)>,
@@ -653,7 +550,7 @@ impl<'r> Loader<'r> {
             legacy_peers: HashMap::new(),
             attr_cache: HashMap::new(),
             key: Vec::new(),
-            decoded: Decoded::default(),
+            update: Update::default(),
             prefixes: HashSet::new(),
             pending: Vec::new(),
         }
@@ -735,26 +632,8 @@ impl<'r> Loader<'r> {
 
     /// RFC 6396 §4.3.1: a new table replaces the one before.
     fn peer_table(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
-        let parsed = guarded(|| {
-            match parse_mrt_body(
-                TABLE_DUMP_V2,
-                PEER_INDEX_TABLE,
-                Bytes::copy_from_slice(body),
-            ) {
-                Ok(MrtMessage::TableDumpV2Message(TableDumpV2Message::PeerIndexTable(t))) => {
-                    let mut peers: Vec<_> = t
-                        .id_peer_map
-                        .iter()
-                        .map(|(&i, p)| (i, p.peer_ip, p.peer_asn.to_u32(), p.peer_bgp_id))
-                        .collect();
-                    peers.sort_unstable_by_key(|p| p.0);
-                    Ok(((t.collector_bgp_id, t.view_name), peers))
-                }
-                Ok(_) => Err("not a PEER_INDEX_TABLE".to_string()),
-                Err(e) => Err(e.to_string()),
-            }
-        });
-        let (view, peers) = parsed.map_err(|reason| self.bad_record(h, reason))?;
+        let (view, peers) =
+            peer_index_table_of(body).map_err(|reason| self.bad_record(h, reason))?;
         // A later dump of the same view (BIRD appends its periodic dumps
         // to one file) supersedes the one before: its peers go down, so
         // the RIB holds the last dump's routes. Dumps of other views (a
@@ -774,7 +653,7 @@ impl<'r> Loader<'r> {
                 distinguisher: 0,
                 address,
                 asn,
-                bgp_id: u32::from(bgp_id),
+                bgp_id,
                 rib: RibKind::Mrt,
             };
             let peer = self.add_peer(h, key)?;
@@ -788,8 +667,41 @@ impl<'r> Loader<'r> {
         Ok(())
     }
 
+    /// Decode `raw` attributes of one route into `self.update`: an error
+    /// when the route must not be kept (RFC 7606 treat-as-withdraw, or
+    /// attributes that do not frame); dropped attributes are counted.
+    fn decode(&mut self, raw: &[u8], four_octet: bool) -> Result<(), String> {
+        let u = &mut self.update;
+        wire::decode_rib_entry_attrs(raw, four_octet, u).map_err(|e| match e {
+            WireError::Truncated {
+                at,
+                what,
+                need,
+                have,
+            } => {
+                format!("attributes: {what} needs {need} bytes at attribute byte {at}, {have} left")
+            }
+            WireError::Malformed { at, what } => {
+                format!("attributes: {what} (attribute byte {at})")
+            }
+        })?;
+        if u.treat_as_withdraw {
+            let e = u
+                .errors
+                .iter()
+                .find(|e| e.action == ErrorAction::TreatAsWithdraw)
+                .map_or_else(
+                    || "malformed".to_string(),
+                    |e| format!("{} (attribute byte {})", e.what, e.at),
+                );
+            return Err(format!("attributes: {e}"));
+        }
+        self.report.attrs_discarded += u.errors.len() as u64;
+        Ok(())
+    }
+
     /// The interned set for `raw` attribute bytes of a route of family
-    /// `v6`: from the cache, else decoded by bgpkit-parser and interned.
+    /// `v6`: from the cache, else decoded and interned.
     fn attrs(&mut self, raw: &[u8], v6: bool, addpath: bool) -> Result<Arc<AttrSet>, String> {
         self.key.clear();
         self.key.push(u8::from(v6) | (u8::from(addpath) << 1));
@@ -797,25 +709,9 @@ impl<'r> Loader<'r> {
         if let Some(a) = self.attr_cache.get(self.key.as_slice()) {
             return Ok(Arc::clone(a));
         }
-        check_attr_framing(raw)?;
-        let afi = if v6 { Afi::Ipv6 } else { Afi::Ipv4 };
-        let decoded = &mut self.decoded;
-        guarded(|| {
-            // No NLRI to attach: the abbreviated MP_REACH_NLRI of RFC 6396
-            // §4.3.4 holds only the next hop.
-            let attrs = parse_attributes(
-                Bytes::copy_from_slice(raw),
-                &AsnLength::Bits32,
-                addpath,
-                Some(afi),
-                Some(Safi::Unicast),
-                Some(&[]),
-            )
-            .map_err(|e| e.to_string())?;
-            decoded.take(&attrs)
-        })?;
+        self.decode(raw, true)?;
         self.report.attr_decodes += 1;
-        let set = self.rib.intern(&self.decoded.as_ref());
+        let set = self.rib.intern(&self.update.attrs());
         if self.attr_cache.len() >= ATTR_CACHE {
             self.attr_cache.clear();
         }
@@ -895,21 +791,10 @@ impl<'r> Loader<'r> {
     /// RFC 6396 §4.2 (deprecated TABLE_DUMP): one route per record, the
     /// peer named in it, 2-byte AS numbers.
     fn table_dump(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
-        let decoded = &mut self.decoded;
-        let parsed = guarded(|| {
-            let m: TableDumpMessage =
-                match parse_mrt_body(TABLE_DUMP, h.subtype, Bytes::copy_from_slice(body)) {
-                    Ok(MrtMessage::TableDumpMessage(m)) => m,
-                    Ok(_) => return Err("not a TABLE_DUMP record".to_string()),
-                    Err(e) => return Err(e.to_string()),
-                };
-            decoded.take(&m.attributes)?;
-            let net = m.prefix.prefix;
-            let prefix = AnyPrefix::from_ip(net.addr(), net.prefix_len(), HostBits::Mask)
-                .map_err(|e| e.to_string())?;
-            Ok((prefix, m.peer_ip, m.peer_asn.to_u32()))
-        });
-        let (prefix, address, asn) = parsed.map_err(|reason| self.bad_record(h, reason))?;
+        let (prefix, address, asn, attrs) =
+            table_dump_of(h.subtype, body).map_err(|reason| self.bad_record(h, reason))?;
+        self.decode(attrs, false)
+            .map_err(|reason| self.bad_record(h, reason))?;
         let peer = match self.legacy_peers.get(&(address, asn)) {
             Some(p) => Arc::clone(p),
             None => {
@@ -926,7 +811,7 @@ impl<'r> Loader<'r> {
                 p
             }
         };
-        let attrs = self.rib.intern(&self.decoded.as_ref());
+        let attrs = self.rib.intern(&self.update.attrs());
         self.pending.clear();
         self.pending.push((peer, 0, attrs));
         self.announce_pending(h, prefix)
@@ -1399,6 +1284,7 @@ fn encode_as_path(p: &AsPath, out: &mut Vec<u8>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attrs::AS_SEQUENCE;
 
     fn path(segments: &[(u8, &[u32])]) -> AsPath {
         AsPath(Arc::from(AsPath::encode(segments.iter().copied())))
@@ -1428,12 +1314,29 @@ mod tests {
         assert!(put_attr(&mut out, 0xc0, 8, &vec![0; 70_000]).is_err());
     }
 
+    /// RIB entry attributes go through BMP's decoder: framing errors and
+    /// RFC 7606 treat-as-withdraw skip the entry, with the offset; an
+    /// attribute discarded is counted and the route kept.
     #[test]
-    fn framing_check_finds_an_attribute_that_runs_past_the_end() {
-        assert!(check_attr_framing(&[0x40, 1, 1, 0]).is_ok());
-        let e = check_attr_framing(&[0x40, 1, 1, 0, 0x40, 2, 9, 1]).unwrap_err();
-        assert!(e.contains("attribute 2 at attribute byte 4"), "{e}");
-        assert!(check_attr_framing(&[0x50, 2, 1]).is_err());
+    fn entry_attributes_errors_skip_or_discard() {
+        let rib = Rib::new();
+        let mut l = Loader::new(Path::new("x.mrt"), &rib);
+        assert!(l.decode(&[0x40, 1, 1, 0], true).is_ok());
+        let e = l.decode(&[0x40, 1, 1, 0, 0x40, 2, 9, 1], true).unwrap_err();
+        assert!(
+            e.contains("runs past the end") && e.contains("(attribute byte 4)"),
+            "{e}"
+        );
+        assert!(l.decode(&[0x50, 2, 1], true).is_err());
+        // ORIGIN 5: treat-as-withdraw, the entry goes.
+        let e = l.decode(&[0x40, 1, 1, 5], true).unwrap_err();
+        assert!(e.contains("ORIGIN 5 (attribute byte 0)"), "{e}");
+        // A malformed AGGREGATOR (length 3): dropped, the route kept.
+        assert!(l
+            .decode(&[0x40, 1, 1, 2, 0xc0, 7, 3, 1, 2, 3], true)
+            .is_ok());
+        assert_eq!(l.report.attrs_discarded, 1);
+        assert_eq!(l.update.origin, crate::attrs::Origin::Incomplete);
     }
 
     #[test]

@@ -118,6 +118,21 @@ pub enum WireError {
     Malformed { at: usize, what: String },
 }
 
+impl WireError {
+    /// The error without the "BGP message" preamble, to nest in another.
+    pub fn brief(&self) -> String {
+        match self {
+            WireError::Truncated {
+                at,
+                what,
+                need,
+                have,
+            } => format!("{what} needs {need} bytes at byte {at}, {have} left"),
+            WireError::Malformed { at, what } => format!("{what} at byte {at}"),
+        }
+    }
+}
+
 /// A cursor over a BGP message that knows its offset.
 #[derive(Clone, Copy)]
 pub(crate) struct Cur<'a> {
@@ -597,7 +612,22 @@ fn merge_as4(as_path: &[u32], as4: &[u32]) -> Vec<u32> {
             }
         }
     }
-    out.extend_from_slice(as4);
+    // AS4_PATH continues the kept part: a sequence meeting a sequence
+    // is one (as every other decoder shows the merged path).
+    let last_seq = AsPath(std::sync::Arc::from(&out[..]))
+        .segments()
+        .last()
+        .filter(|s| s.kind == AS_SEQUENCE)
+        .map(|s| s.asns.len());
+    match (last_seq, as4.first()) {
+        (Some(n), Some(&h)) if h >> 16 == u32::from(AS_SEQUENCE) => {
+            let head = out.len() - n - 1;
+            let joined = n as u32 + (h & 0xffff);
+            out[head] = (u32::from(AS_SEQUENCE) << 16) | joined;
+            out.extend_from_slice(&as4[1..]);
+        }
+        _ => out.extend_from_slice(as4),
+    }
     out
 }
 
@@ -652,25 +682,32 @@ fn action_for(code: u8) -> ErrorAction {
     }
 }
 
-/// Decode one UPDATE (whole message, header included) into `u`.
-///
-/// Errors (session reset, RFC 7606 §3-5): the message framing (lengths
-/// that overrun the message, withdrawn routes or NLRI that cannot be
-/// parsed), a repeated or unparsable MP_REACH/MP_UNREACH, an MP_REACH
-/// next hop of a length that hides where its NLRI start. Every other
-/// attribute error is noted in `u.errors` and handled by its action.
-pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(), WireError> {
-    u.clear();
-    let (kind, mut c, _) = bgp_message(buf)?;
-    if kind != UPDATE {
-        return Err(c.bad(format!("expected an UPDATE (type 2), got type {kind}")));
-    }
-    let wlen = c.u16("withdrawn routes length")? as usize;
-    let withdrawn = c.sub(wlen, "withdrawn routes")?;
-    nlri(withdrawn, 1, cfg.addpath_v4, &mut u.withdrawn)?;
-    let alen = c.u16("path attributes length")? as usize;
-    let mut attrs = c.sub(alen, "path attributes")?;
-    let announced = c;
+/// Where path attributes come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// An UPDATE; whether conventional NLRI follow the attributes.
+    Update { nlri_follow: bool },
+    /// An MRT RIB entry (RFC 6396 §4.3.4): no NLRI around them.
+    RibEntry,
+}
+
+/// What the attribute walk tells the rest of an UPDATE's decoding.
+struct AttrScan {
+    /// Attribute types present.
+    seen: [bool; 256],
+    /// An MP_UNREACH with AFI and SAFI alone (End-of-RIB, RFC 4724 §2).
+    mp_unreach_empty: bool,
+}
+
+/// Walk path attributes into `u` (RFC 4271 §4.3, 4760, 6793, 1997, 8092),
+/// handling errors as RFC 7606 says (see [`decode_update`]); the one
+/// attribute decoder of BMP's UPDATEs and MRT's RIB entries.
+fn attributes(
+    mut attrs: Cur<'_>,
+    cfg: &WireConfig,
+    form: Form,
+    u: &mut Update,
+) -> Result<AttrScan, WireError> {
     let mut mp_unreach_empty = false;
     let mut mp_seen = false;
     let mut seen = [false; 256];
@@ -679,6 +716,8 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
         // RFC 7606 §4: an attribute header or length that overruns the
         // path attributes. The NLRI field is still where the total length
         // says; MP_REACH NLRI are located only if it came before.
+        // Its type, for the message should it overrun.
+        let code_here = attrs.buf.get(1).copied();
         let header = (|| {
             let flags = attrs.u8("attribute flags")?;
             let code = attrs.u8("attribute type")?;
@@ -693,14 +732,28 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
         let (flags, code, len, mut v) = match header {
             Ok(h) => h,
             Err(e) => {
-                if !mp_seen && announced.left() == 0 {
+                // No NLRI to withdraw (a RIB entry has none around it):
+                // nothing to save.
+                let nlri_follow = matches!(form, Form::Update { nlri_follow: true });
+                if form == Form::RibEntry {
+                    return Err(WireError::Malformed {
+                        at: start,
+                        what: match code_here {
+                            Some(code) => {
+                                format!("attribute {code} runs past the end: {}", e.brief())
+                            }
+                            None => format!("a path attribute runs past the end: {}", e.brief()),
+                        },
+                    });
+                }
+                if !mp_seen && !nlri_follow {
                     return Err(e);
                 }
                 u.error(
                     ErrorAction::TreatAsWithdraw,
                     0,
                     start,
-                    format!("path attributes overrun: {e}"),
+                    format!("path attributes overrun: {}", e.brief()),
                 );
                 break;
             }
@@ -769,7 +822,7 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             2 => {
                 if let Err(e) = as_path(v, cfg.four_octet, &mut u.as_path) {
                     u.as_path.clear();
-                    u.error(action_for(2), 2, start, format!("AS_PATH: {e}"));
+                    u.error(action_for(2), 2, start, format!("AS_PATH: {}", e.brief()));
                 }
             }
             3 => {
@@ -783,6 +836,23 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
                     u.communities.push(v.u32("community")?);
                 }
             }
+            // A RIB entry's MP_REACH carries the next hop alone (RFC 6396
+            // §4.3.4, unless a writer kept the whole attribute: it then
+            // begins with an AFI, whose first byte is 0, where the
+            // abbreviated form has the next hop's length); MP_UNREACH
+            // means nothing there.
+            14 if form == Form::RibEntry => {
+                u.next_hop_mp = match v.buf {
+                    [0] => None,
+                    [0, ..] => {
+                        let afi = v.u16("MP_REACH AFI")?;
+                        v.u8("MP_REACH SAFI")?;
+                        next_hop(&mut v, afi)?
+                    }
+                    _ => next_hop(&mut v, 0)?,
+                };
+            }
+            15 if form == Form::RibEntry => {}
             14 | 15 => {
                 mp_seen = true;
                 let reach = code == 14;
@@ -845,7 +915,12 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
                 // §4.1: AS4_PATH from a NEW speaker is ignored).
                 if let Err(e) = as_path(v, true, &mut u.as4_path) {
                     u.as4_path.clear();
-                    u.error(action_for(17), 17, start, format!("AS4_PATH: {e}"));
+                    u.error(
+                        action_for(17),
+                        17,
+                        start,
+                        format!("AS4_PATH: {}", e.brief()),
+                    );
                 }
             }
             32 => {
@@ -860,6 +935,64 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             _ => {}
         }
     }
+    Ok(AttrScan {
+        seen,
+        mp_unreach_empty,
+    })
+}
+
+/// Decode the path attributes of an MRT RIB entry (RFC 6396 §4.3.4) into
+/// `u`'s attribute fields: AS numbers of 4 bytes (TABLE_DUMP_V2) or 2
+/// (TABLE_DUMP). An AS4_PATH is merged in either way (RFC 6793 §4.2.3: a
+/// TABLE_DUMP_V2 AS_PATH still holds AS_TRANS where a collector stored
+/// what a 2-byte peer sent; bgpkit-parser and mrtparse merge too). Errors as for an
+/// UPDATE: an attribute that overruns the others is an `Err`; attribute
+/// errors are in `u.errors`, and `u.treat_as_withdraw` says the route
+/// must not be kept. Mandatory attributes are not required (dumps omit
+/// NEXT_HOP for routes whose next hop is in MP_REACH).
+pub fn decode_rib_entry_attrs(
+    raw: &[u8],
+    four_octet: bool,
+    u: &mut Update,
+) -> Result<(), WireError> {
+    u.clear();
+    let cfg = WireConfig {
+        four_octet,
+        ..WireConfig::default()
+    };
+    attributes(Cur::new(raw, 0), &cfg, Form::RibEntry, u)?;
+    if !u.as4_path.is_empty() {
+        u.as_path = merge_as4(&u.as_path, &u.as4_path);
+    }
+    Ok(())
+}
+
+/// Decode one UPDATE (whole message, header included) into `u`.
+///
+/// Errors (session reset, RFC 7606 §3-5): the message framing (lengths
+/// that overrun the message, withdrawn routes or NLRI that cannot be
+/// parsed), a repeated or unparsable MP_REACH/MP_UNREACH, an MP_REACH
+/// next hop of a length that hides where its NLRI start. Every other
+/// attribute error is noted in `u.errors` and handled by its action.
+pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(), WireError> {
+    u.clear();
+    let (kind, mut c, _) = bgp_message(buf)?;
+    if kind != UPDATE {
+        return Err(c.bad(format!("expected an UPDATE (type 2), got type {kind}")));
+    }
+    let wlen = c.u16("withdrawn routes length")? as usize;
+    let withdrawn = c.sub(wlen, "withdrawn routes")?;
+    nlri(withdrawn, 1, cfg.addpath_v4, &mut u.withdrawn)?;
+    let alen = c.u16("path attributes length")? as usize;
+    let attrs = c.sub(alen, "path attributes")?;
+    let announced = c;
+    let form = Form::Update {
+        nlri_follow: announced.left() > 0,
+    };
+    let AttrScan {
+        seen,
+        mp_unreach_empty,
+    } = attributes(attrs, cfg, form, u)?;
     nlri(announced, 1, cfg.addpath_v4, &mut u.announced)?;
     // §3(d): missing well-known mandatory attributes, when there are
     // routes to announce (NEXT_HOP only for conventional NLRI).
@@ -968,6 +1101,46 @@ mod tests {
         assert_eq!(u.communities, vec![(65001 << 16) | 100]);
         assert_eq!(u.large_communities, vec![[65001, 1, 2]]);
         assert!(!u.end_of_rib);
+    }
+
+    /// MRT RIB entries (RFC 6396 §4.3.4): MP_REACH abbreviated to its next
+    /// hop, or kept whole by some writers; 2-byte AS paths merged with
+    /// AS4_PATH; no mandatory attributes required.
+    #[test]
+    fn rib_entry_attributes() {
+        let v6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        let mut short = vec![16];
+        short.extend_from_slice(&v6.octets());
+        let mut whole = vec![0, 2, 1, 16];
+        whole.extend_from_slice(&v6.octets());
+        whole.extend([0, 32, 0x20, 0x01, 0x0d, 0xb8]);
+        let mut u = Update::default();
+        for mp in [&short, &whole] {
+            let mut a = attr(0x40, 1, &[0]);
+            a.extend(attr(0x40, 2, &[2, 1, 0, 0, 0xfd, 0xe8]));
+            a.extend(attr(0x80, 14, mp));
+            decode_rib_entry_attrs(&a, true, &mut u).unwrap();
+            assert_eq!(u.attrs().next_hop, Some(IpAddr::V6(v6)));
+            assert_eq!(u.as_path, vec![(2 << 16) | 1, 65000]);
+            assert!(u.announced.is_empty() && u.errors.is_empty());
+        }
+        // No next hop in it (a length byte of 0).
+        decode_rib_entry_attrs(&attr(0x80, 14, &[0]), true, &mut u).unwrap();
+        assert_eq!(u.attrs().next_hop, None);
+        // 2-byte AS_PATH 65000 23456 (AS_TRANS) with AS4_PATH 196608.
+        let mut a = attr(0x40, 2, &[2, 2, 0xfd, 0xe8, 0x5b, 0xa0]);
+        a.extend(attr(0xc0, 17, &[2, 1, 0, 3, 0, 0]));
+        decode_rib_entry_attrs(&a, false, &mut u).unwrap();
+        assert_eq!(
+            u.as_path,
+            vec![(2 << 16) | 2, 65000, 196_608],
+            "one sequence"
+        );
+        // An attribute running past the end is an error with its offset.
+        let mut a = attr(0x40, 1, &[0]);
+        a.extend([0x40, 2, 9, 1]);
+        let e = decode_rib_entry_attrs(&a, true, &mut u).unwrap_err();
+        assert!(e.to_string().contains("byte 4"), "{e}");
     }
 
     #[test]
