@@ -235,6 +235,12 @@ pub struct SessionStats {
 pub struct SessionLimits {
     pub max_peers: Option<usize>,
     pub max_routes_per_peer: Option<u64>,
+    /// RIB peers the session's live neighbours may have in all: one per
+    /// (neighbour, RIB kind, route distinguisher). VPN routes register one
+    /// per distinguisher, so without it `max_peers` neighbours times
+    /// [`MAX_RIB_PEERS_PER_NEIGHBOUR`] could fill the RIB's whole peer
+    /// registry and lock every other router out.
+    pub max_rib_peers: Option<usize>,
 }
 
 /// One RFC 7606 error, for the log (the service rate-limits the lines).
@@ -281,6 +287,21 @@ pub struct Session {
     pub limit_notes: Vec<String>,
     peers_capped: bool,
     prefix_full_noted: bool,
+    /// RIB peers of the live neighbours (see [`SessionLimits::max_rib_peers`]).
+    rib_peers: RibPeerRoom,
+}
+
+/// How many RIB peers a session holds, against its limit.
+#[derive(Default)]
+struct RibPeerRoom {
+    used: usize,
+    max: Option<usize>,
+    /// Refused since the last note: the session's limit, the RIB's
+    /// registry full.
+    over_limit: bool,
+    registry_full: bool,
+    /// Whether each was noted (once per session).
+    noted: [bool; 2],
 }
 
 /// The longest string kept from the wire (Initiation sysName, sysDescr;
@@ -324,6 +345,7 @@ impl Session {
             limit_notes: Vec::new(),
             peers_capped: false,
             prefix_full_noted: false,
+            rib_peers: RibPeerRoom::default(),
         }
     }
 
@@ -400,6 +422,7 @@ impl Session {
                         for p in n.ribs.values() {
                             self.rib.peer_down(p.id);
                         }
+                        self.rib_peers.used -= n.ribs.len();
                     }
                     None => self.stats.peer_down_unknown += 1,
                 }
@@ -508,6 +531,7 @@ impl Session {
                     for p in old.ribs.values() {
                         self.rib.peer_down(p.id);
                     }
+                    self.rib_peers.used -= old.ribs.len();
                 }
             }
             None => {}
@@ -608,10 +632,7 @@ impl Session {
         let over_limit = |peer: &PeerInfo, prefix: AnyPrefix, path_id: u32| {
             max_routes.is_some_and(|max| {
                 peer.routes.load(std::sync::atomic::Ordering::Relaxed) >= max
-                    && !rib
-                        .routes(&prefix)
-                        .iter()
-                        .any(|r| r.peer.id == peer.id && r.path_id == path_id)
+                    && !rib.holds(peer.id, &prefix, path_id)
             })
         };
         let mut dropped = 0u64;
@@ -640,7 +661,11 @@ impl Session {
         }
         // Routes dropped because their neighbour has its most RIB peers.
         let mut no_peer = 0u64;
-        let mut peer_of = |rd: u64, class: Nlri| rib_peer(rib, session, n, rib_kind, rd, class);
+        let room = &mut self.rib_peers;
+        room.max = self.limits.max_rib_peers;
+        let mut peer_of = |rd: u64, class: Nlri| {
+            Ok::<_, RibError>(rib_peer(rib, session, n, rib_kind, rd, class, room))
+        };
         st.withdrawn +=
             (u.withdrawn.len() + u.labeled_withdrawn.len() + u.vpn_withdrawn.len()) as u64;
         let (mp, conventional) = u.announced.split_at(u.mp_announced);
@@ -702,6 +727,31 @@ impl Session {
         let announced = u.announced.len() + u.labeled_announced.len() + u.vpn_announced.len();
         st.announced += (announced as u64).saturating_sub(dropped + no_peer + prefix_full);
         st.peers_over_limit += no_peer;
+        let room = &mut self.rib_peers;
+        for (i, (hit, what)) in [
+            (
+                room.over_limit,
+                format!(
+                    "RIB peers (RIB kinds x route distinguishers) reached their limit \
+                     ({MAX_RIB_PEERS_PER_NEIGHBOUR} per neighbour, {} per session): routes \
+                     needing another are dropped",
+                    room.max.map_or("no limit".to_string(), |m| m.to_string())
+                ),
+            ),
+            (
+                room.registry_full,
+                "the RIB's peer registry is full: routes needing a new RIB peer are dropped"
+                    .to_string(),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if hit && !room.noted[i] {
+                room.noted[i] = true;
+                self.limit_notes.push(what);
+            }
+        }
         st.routes_prefix_full += prefix_full;
         if let Some(prefix) = full.filter(|_| !self.prefix_full_noted) {
             self.prefix_full_noted = true;
@@ -788,15 +838,19 @@ fn rib_peer(
     kind: RibKind,
     rd: u64,
     class: Nlri,
-) -> Result<Option<Arc<PeerInfo>>, BmpError> {
+    room: &mut RibPeerRoom,
+) -> Option<Arc<PeerInfo>> {
     if let Some(p) = n.ribs.get(&(kind, rd, class)) {
-        return Ok(Some(Arc::clone(p)));
+        return Some(Arc::clone(p));
     }
-    if n.ribs.len() >= MAX_RIB_PEERS_PER_NEIGHBOUR {
-        return Ok(None);
+    if n.ribs.len() >= MAX_RIB_PEERS_PER_NEIGHBOUR || room.max.is_some_and(|m| room.used >= m) {
+        room.over_limit = true;
+        return None;
     }
     let hh = &n.header;
-    let p = rib.add_peer(
+    // A full registry drops the routes (counted) rather than ending the
+    // session: the router's other peers keep working.
+    let Ok(p) = rib.add_peer(
         session,
         PeerKey {
             // A VPN route belongs to its distinguisher's instance, never
@@ -813,12 +867,16 @@ fn rib_peer(
             bgp_id: hh.bgp_id,
             rib: kind,
         },
-    )?;
+    ) else {
+        room.registry_full = true;
+        return None;
+    };
+    room.used += 1;
     if let Some(t) = &n.table_name {
         let _ = p.table_name.set(t.clone());
     }
     n.ribs.insert((kind, rd, class), Arc::clone(&p));
-    Ok(Some(p))
+    Some(p)
 }
 
 /// A BGP OPEN inside a Peer Up: its length comes from its own header.
@@ -941,6 +999,49 @@ mod tests {
     /// bit; RD 0:0 from a global peer is not the global instance; VPN and
     /// labeled routes never replace the peer's unicast route of the same
     /// prefix; withdrawals register no RIB peer.
+    #[test]
+    fn a_session_holds_at_most_its_rib_peers() {
+        let rib = Arc::new(Rib::new());
+        let mut s = Session::new(1, Arc::clone(&rib));
+        s.limits.max_rib_peers = Some(50);
+        // MP (1,128), no ADD-PATH.
+        let caps = [1, 4, 0, 1, 0, 128];
+        // VPN 10.1.0.0/16 under distinguisher `rd`: one RIB peer each.
+        let vpn = |rd: u32| {
+            let mut mp = vec![0, 1, 128, 12, 0, 0, 0, 0, 0, 0, 0, 0, 192, 0, 2, 1, 0];
+            mp.extend([24 + 64 + 16, 0, 1, 1, 0, 0]);
+            mp.extend(rd.to_be_bytes());
+            mp.extend([0, 0, 10, 1]);
+            mp_update(14, &mp)
+        };
+        // Two neighbours of 40 distinguishers each: 50 RIB peers at most.
+        for addr in [[192, 0, 2, 1], [192, 0, 2, 2]] {
+            let h = peer_header(0, 0, addr);
+            s.handle(&peer_up(&h, &caps)).unwrap();
+            for rd in 0..40 {
+                s.handle(&rm(&h, &vpn(rd))).unwrap();
+            }
+        }
+        assert_eq!(s.live_peers().len(), 50);
+        assert_eq!(s.stats.peers_over_limit, 30);
+        assert_eq!(rib.routes(&"10.1.0.0/16".parse().unwrap()).len(), 50);
+        assert!(
+            s.limit_notes.iter().any(|n| n.contains("50 per session")),
+            "{:?}",
+            s.limit_notes
+        );
+        // A neighbour's Peer Down gives its room back.
+        let mut down = peer_header(0, 0, [192, 0, 2, 1]);
+        down.push(2);
+        s.handle(&bmp(PEER_DOWN, &down)).unwrap();
+        let h = peer_header(0, 0, [192, 0, 2, 3]);
+        s.handle(&peer_up(&h, &caps)).unwrap();
+        for rd in 0..45 {
+            s.handle(&rm(&h, &vpn(rd))).unwrap();
+        }
+        assert_eq!(s.live_peers().len(), 50);
+    }
+
     #[test]
     fn vpn_routes_keep_to_their_instances() {
         let rib = Arc::new(Rib::new());

@@ -292,6 +292,11 @@ struct Inner {
     counters: RibCounters,
     /// See [`MAX_ROUTES_PER_PREFIX`].
     max_routes_per_prefix: AtomicUsize,
+    /// Held for a whole sweep: the public call waits for the thread's,
+    /// so that when it returns every dead peer is swept and freed (two
+    /// sweeps side by side could each leave the other's last steps, a
+    /// peer's registry count, undone for an instant).
+    sweeping: Mutex<()>,
 }
 
 /// New prefixes a writer thread puts in the map between two attempts to
@@ -595,28 +600,38 @@ impl Inner {
             List::Tree(_) => routes
                 .iter()
                 .filter(|e| fits(e))
-                .min_by(|a, b| self.prefer(a, b)),
+                .min_by_key(|e| self.pref_key(e)),
         }
     }
 
-    /// Order of entries within a prefix: `Less` if `a` is preferred to `b`.
-    fn prefer(&self, a: &Entry, b: &Entry) -> std::cmp::Ordering {
-        let rank = |e: &Entry| self.peers.with(e.peer, |p| p.key.rib.rank()).unwrap_or(3);
-        let key = |e: &Entry| {
-            let x = &e.attrs;
-            (
-                rank(e),
-                std::cmp::Reverse(x.local_pref.unwrap_or(100)),
-                x.as_path.selection_len(),
-                x.origin,
-                x.med.unwrap_or(0),
-                e.peer,
-                e.path_id,
-            )
-        };
-        key(a).cmp(&key(b))
+    /// Order of entries within a prefix: the least key is the most
+    /// preferred. A peer freed by the sweeper ranks last (its entries are
+    /// gone from every current list by then; a reader's older copy may
+    /// still hold them, which is why sorts compute each key once).
+    fn pref_key(&self, e: &Entry) -> PrefKey {
+        let x = &e.attrs;
+        (
+            self.peers.with(e.peer, |p| p.key.rib.rank()).unwrap_or(3),
+            std::cmp::Reverse(x.local_pref.unwrap_or(100)),
+            x.as_path.selection_len(),
+            x.origin,
+            x.med.unwrap_or(0),
+            e.peer,
+            e.path_id,
+        )
     }
 }
+
+/// See [`Inner::pref_key`].
+type PrefKey = (
+    u8,
+    std::cmp::Reverse<u32>,
+    u32,
+    crate::attrs::Origin,
+    u32,
+    u32,
+    u32,
+);
 
 /// How a write changed a prefix.
 #[derive(Default, Clone, Copy)]
@@ -655,6 +670,7 @@ impl Rib {
             lens_v6: Default::default(),
             counters: RibCounters::default(),
             max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
+            sweeping: Mutex::new(()),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,
@@ -925,7 +941,7 @@ impl Rib {
             if full {
                 return None;
             }
-            let (list, old) = list.upsert(new.clone(), &|a, b| inner.prefer(a, b));
+            let (list, old) = list.upsert(new.clone(), &|e| inner.pref_key(e));
             // A replaced route let go of its attribute set.
             Some((list, old.is_none(), old.is_some()))
         })?;
@@ -944,6 +960,19 @@ impl Rib {
         }
         inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Whether peer `peer` holds a route `(prefix, path_id)` (up or not):
+    /// O(log n) in the prefix's routes, no allocation.
+    pub fn holds(&self, peer: u32, prefix: &AnyPrefix, path_id: u32) -> bool {
+        let Some(&id) = self.inner.ids.pin().get(prefix) else {
+            return false;
+        };
+        self.inner.slot(id).is_some_and(|s| {
+            s.load()
+                .as_ref()
+                .is_some_and(|r| r.prefix == *prefix && r.get(peer, path_id).is_some())
+        })
     }
 
     /// Remove `peer`'s route `(prefix, path_id)`; whether it existed.
@@ -1000,7 +1029,7 @@ impl Rib {
             .edit(prefix, false, |list| {
                 // Nothing removed: nothing to publish.
                 let k = entry_key(peer.id, path_id);
-                let (list, _) = list.remove(k, &|a, b| self.inner.prefer(a, b))?;
+                let (list, _) = list.remove(k, &|e| self.inner.pref_key(e))?;
                 Some((list, false, true))
             })
             .unwrap_or_default();
@@ -1309,11 +1338,18 @@ impl Rib {
         let Some(r) = guard.as_ref().filter(|r| r.prefix == prefix) else {
             return Vec::new();
         };
-        r.list
-            .sorted(&|a, b| self.inner.prefer(a, b))
-            .filter(|e| self.inner.peers.is_live(e.peer) && self.inner.peer_fits(e, q))
-            .filter_map(|e| self.route_of(r.prefix, e.clone()))
-            .collect()
+        let fits = |e: &&Entry| self.inner.peers.is_live(e.peer) && self.inner.peer_fits(e, q);
+        let route = |e: &Entry| self.route_of(r.prefix, e.clone());
+        match &r.list {
+            // Already in preference order.
+            List::Flat(v) => v.iter().filter(fits).filter_map(route).collect(),
+            // The fitting entries only, each key computed once.
+            List::Tree(_) => {
+                let mut v: Vec<&Entry> = r.iter().filter(fits).collect();
+                v.sort_by_cached_key(|e| self.inner.pref_key(e));
+                v.into_iter().filter_map(route).collect()
+            }
+        }
     }
 
     /// Routes of `prefix` and, per `m`, of its more or less specific
@@ -1470,7 +1506,7 @@ impl Rib {
     #[doc(hidden)]
     pub fn validate_route_lists(&self) {
         self.for_each_prefix(|r| {
-            r.list.validate(&|a, b| self.inner.prefer(a, b), &|e| {
+            r.list.validate(&|e| self.inner.pref_key(e), &|e| {
                 self.inner.peers.is_live(e.peer)
             });
             assert_eq!(
@@ -1666,6 +1702,7 @@ fn lower_priority() {
 }
 
 fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
+    let _one_at_a_time = inner.sweeping.lock().unwrap_or_else(|e| e.into_inner());
     let dead: Vec<u32> = inner
         .peers
         .all()
@@ -1702,7 +1739,7 @@ fn sweep(inner: &Inner, send: &dyn Fn(FibEvent)) -> (usize, u64) {
             let r = cur.as_ref()?;
             let list = r
                 .list
-                .retain(|e| !is_target(e.peer), &|a, b| inner.prefer(a, b));
+                .retain(|e| !is_target(e.peer), &|e| inner.pref_key(e));
             gone = (r.len() - list.len()) as u64;
             emptied = (list.is_empty() && !r.is_empty()).then_some(r.prefix);
             Some(Arc::new(Routes::tagged(r.prefix, list, r.tag)))

@@ -13,9 +13,8 @@
 //! the prefix's best route stays known after any change in O(log n).
 //!
 //! Order of [`List::iter`]: preference order while flat, key order as a
-//! tree; callers that need preference order sort ([`List::sorted`]).
+//! tree; callers that need preference order sort.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// What the list holds: an item with a unique key (a route's peer and
@@ -43,8 +42,11 @@ const MAX_DEPTH: usize = 16;
 /// to grow before a split, far from a merge.
 const BUILD: usize = B * 3 / 4;
 
-/// `Less` if `a` is preferred to `b`; a total order.
-pub type Prefer<'p, T> = &'p dyn Fn(&T, &T) -> Ordering;
+/// An item's preference key: the least is the most preferred. A key (not
+/// a comparator) so that a sort computes each item's key once: what it
+/// reads (a peer's RIB kind) may change while the sort runs, and a
+/// comparator that changes its mind makes the standard sort panic.
+pub type Prefer<'p, T, K> = &'p dyn Fn(&T) -> K;
 
 /// The routes of one prefix (see the module docs).
 #[derive(Clone, Debug)]
@@ -63,9 +65,9 @@ impl<T> Default for List<T> {
 
 impl<T: Keyed> List<T> {
     /// A list of `items` in any order (keys unique).
-    pub fn from_vec(mut items: Vec<T>, prefer: Prefer<T>) -> List<T> {
+    pub fn from_vec<K: Ord>(mut items: Vec<T>, prefer: Prefer<T, K>) -> List<T> {
         if items.len() <= FLAT_MAX {
-            items.sort_by(|a, b| prefer(a, b));
+            items.sort_by_cached_key(|x| prefer(x));
             List::Flat(items.into_boxed_slice())
         } else {
             items.sort_by_key(T::key);
@@ -108,29 +110,17 @@ impl<T: Keyed> List<T> {
         }
     }
 
-    /// Every item in preference order (a tree's are sorted: O(n log n)
-    /// and an allocation; a flat list's are read in place).
-    pub fn sorted(&self, prefer: Prefer<T>) -> Iter<'_, T> {
-        match self {
-            List::Flat(v) => Iter::Flat(v.iter()),
-            List::Tree(t) => {
-                let mut v: Vec<&T> = t.iter().collect();
-                v.sort_by(|a, b| prefer(a, b));
-                Iter::Sorted(v.into_iter())
-            }
-        }
-    }
-
     /// The list with `item` added, or replacing the item with its key
     /// (returned).
-    pub fn upsert(&self, item: T, prefer: Prefer<T>) -> (List<T>, Option<T>) {
+    pub fn upsert<K: Ord>(&self, item: T, prefer: Prefer<T, K>) -> (List<T>, Option<T>) {
         match self {
             List::Flat(v) => {
                 let k = item.key();
                 let mut v = v.to_vec();
                 let old = v.iter().position(|x| x.key() == k).map(|i| v.remove(i));
                 if v.len() < FLAT_MAX {
-                    let at = v.partition_point(|x| prefer(x, &item).is_lt());
+                    let k = prefer(&item);
+                    let at = v.partition_point(|x| prefer(x) < k);
                     v.insert(at, item);
                     (List::Flat(v.into_boxed_slice()), old)
                 } else {
@@ -147,7 +137,7 @@ impl<T: Keyed> List<T> {
 
     /// The list without the item with key `k` (returned); `None` when
     /// there is none.
-    pub fn remove(&self, k: u64, prefer: Prefer<T>) -> Option<(List<T>, T)> {
+    pub fn remove<K: Ord>(&self, k: u64, prefer: Prefer<T, K>) -> Option<(List<T>, T)> {
         match self {
             List::Flat(v) => {
                 let i = v.iter().position(|x| x.key() == k)?;
@@ -168,7 +158,7 @@ impl<T: Keyed> List<T> {
     }
 
     /// The items `keep` keeps (a rebuild: O(n)).
-    pub fn retain(&self, keep: impl Fn(&T) -> bool, prefer: Prefer<T>) -> List<T> {
+    pub fn retain<K: Ord>(&self, keep: impl Fn(&T) -> bool, prefer: Prefer<T, K>) -> List<T> {
         let kept: Vec<T> = self.iter().filter(|x| keep(x)).cloned().collect();
         match self {
             // Still in preference order.
@@ -185,7 +175,6 @@ impl<T: Keyed> List<T> {
 pub enum Iter<'a, T> {
     Flat(std::slice::Iter<'a, T>),
     Tree(TreeIter<'a, T>),
-    Sorted(std::vec::IntoIter<&'a T>),
 }
 
 impl<'a, T> Iterator for Iter<'a, T> {
@@ -196,7 +185,6 @@ impl<'a, T> Iterator for Iter<'a, T> {
         match self {
             Iter::Flat(i) => i.next(),
             Iter::Tree(i) => i.next(),
-            Iter::Sorted(i) => i.next(),
         }
     }
 }
@@ -238,7 +226,7 @@ impl<T> Node<T> {
     }
 }
 
-fn leaf<T: Keyed>(items: Vec<T>, prefer: Prefer<T>) -> Child<T> {
+fn leaf<T: Keyed, K: Ord>(items: Vec<T>, prefer: Prefer<T, K>) -> Child<T> {
     let best = most_preferred(items.iter(), prefer);
     Child {
         last: items.last().expect("leaves are not empty").key(),
@@ -248,7 +236,7 @@ fn leaf<T: Keyed>(items: Vec<T>, prefer: Prefer<T>) -> Child<T> {
     }
 }
 
-fn inner<T: Keyed>(children: Vec<Child<T>>, prefer: Prefer<T>) -> Child<T> {
+fn inner<T: Keyed, K: Ord>(children: Vec<Child<T>>, prefer: Prefer<T, K>) -> Child<T> {
     let best = most_preferred(children.iter().map(|c| &c.best), prefer);
     Child {
         last: children.last().expect("inner nodes are not empty").last,
@@ -258,14 +246,19 @@ fn inner<T: Keyed>(children: Vec<Child<T>>, prefer: Prefer<T>) -> Child<T> {
     }
 }
 
-fn most_preferred<'a, T: Clone + 'a>(
+fn most_preferred<'a, T: Clone + 'a, K: Ord>(
     mut items: impl Iterator<Item = &'a T>,
-    prefer: Prefer<T>,
+    prefer: Prefer<T, K>,
 ) -> T {
     let first = items.next().expect("nodes are not empty");
-    items
-        .fold(first, |a, b| if prefer(b, a).is_lt() { b } else { a })
-        .clone()
+    let mut best = (prefer(first), first);
+    for x in items {
+        let k = prefer(x);
+        if k < best.0 {
+            best = (k, x);
+        }
+    }
+    best.1.clone()
 }
 
 /// `v` in one node, or two halves when it holds more than `B`.
@@ -292,7 +285,7 @@ fn chunks<X>(v: Vec<X>) -> Vec<Vec<X>> {
 
 impl<T: Keyed> Tree<T> {
     /// A tree of `items` (non-empty, in strictly increasing key order).
-    fn from_sorted(items: Vec<T>, prefer: Prefer<T>) -> Tree<T> {
+    fn from_sorted<K: Ord>(items: Vec<T>, prefer: Prefer<T, K>) -> Tree<T> {
         let mut level: Vec<Child<T>> = chunks(items).into_iter().map(|c| leaf(c, prefer)).collect();
         while level.len() > 1 {
             level = chunks(level)
@@ -319,7 +312,7 @@ impl<T: Keyed> Tree<T> {
         }
     }
 
-    fn upsert(&self, item: T, prefer: Prefer<T>) -> (Tree<T>, Option<T>) {
+    fn upsert<K: Ord>(&self, item: T, prefer: Prefer<T, K>) -> (Tree<T>, Option<T>) {
         let (a, b, old) = upsert(&self.root, item, prefer);
         let root = match b {
             Some(b) => inner(vec![a, b], prefer),
@@ -334,7 +327,7 @@ impl<T: Keyed> Tree<T> {
     }
 
     /// `None` when `k` is absent; `Some((None, _))` when the tree emptied.
-    fn remove(&self, k: u64, prefer: Prefer<T>) -> Option<(Option<Tree<T>>, T)> {
+    fn remove<K: Ord>(&self, k: u64, prefer: Prefer<T, K>) -> Option<(Option<Tree<T>>, T)> {
         let (mut root, gone) = remove(&self.root, k, prefer)?;
         // A root with one child gives way to it.
         while let Some(Child {
@@ -368,10 +361,10 @@ impl<T: Keyed> Tree<T> {
 
 /// `c` with `item` in it: one node, or two after a split; the item
 /// replaced.
-fn upsert<T: Keyed>(
+fn upsert<T: Keyed, K: Ord>(
     c: &Child<T>,
     item: T,
-    prefer: Prefer<T>,
+    prefer: Prefer<T, K>,
 ) -> (Child<T>, Option<Child<T>>, Option<T>) {
     let k = item.key();
     match &c.node {
@@ -404,7 +397,11 @@ fn upsert<T: Keyed>(
 
 /// `c` without the item with key `k`: `None` when absent; the node left
 /// (`None` if it emptied) and the item.
-fn remove<T: Keyed>(c: &Child<T>, k: u64, prefer: Prefer<T>) -> Option<(Option<Child<T>>, T)> {
+fn remove<T: Keyed, K: Ord>(
+    c: &Child<T>,
+    k: u64,
+    prefer: Prefer<T, K>,
+) -> Option<(Option<Child<T>>, T)> {
     match &c.node {
         Node::Leaf(v) => {
             let i = v.binary_search_by_key(&k, T::key).ok()?;
@@ -436,7 +433,7 @@ fn remove<T: Keyed>(c: &Child<T>, k: u64, prefer: Prefer<T>) -> Option<(Option<C
 }
 
 /// Two neighbouring nodes of one level as one, or two when too wide.
-fn merge<T: Keyed>(a: &Child<T>, b: &Child<T>, prefer: Prefer<T>) -> Vec<Child<T>> {
+fn merge<T: Keyed, K: Ord>(a: &Child<T>, b: &Child<T>, prefer: Prefer<T, K>) -> Vec<Child<T>> {
     match (&a.node, &b.node) {
         (Node::Leaf(x), Node::Leaf(y)) => {
             let (p, q) = fit([&x[..], &y[..]].concat());
@@ -503,13 +500,13 @@ impl<T: Keyed + std::fmt::Debug> List<T> {
     /// widths. Preference is checked among the items `stable` accepts
     /// only (a route whose peer was freed since ranks otherwise than when
     /// it was placed; the RIB never places one).
-    pub fn validate(&self, prefer: Prefer<T>, stable: &dyn Fn(&T) -> bool) {
+    pub fn validate<K: Ord>(&self, prefer: Prefer<T, K>, stable: &dyn Fn(&T) -> bool) {
         match self {
             List::Flat(v) => {
                 assert!(v.len() <= FLAT_MAX);
                 let kept: Vec<&T> = v.iter().filter(|x| stable(x)).collect();
                 for w in kept.windows(2) {
-                    assert!(prefer(w[0], w[1]).is_lt(), "flat list out of order");
+                    assert!(prefer(w[0]) < prefer(w[1]), "flat list out of order");
                 }
             }
             List::Tree(t) => {
@@ -522,13 +519,13 @@ impl<T: Keyed + std::fmt::Debug> List<T> {
     }
 }
 
-fn check<T: Keyed + std::fmt::Debug>(
+fn check<T: Keyed + std::fmt::Debug, K: Ord>(
     c: &Child<T>,
     root: bool,
     depth: usize,
     leaf_depth: &mut Option<usize>,
     prev: &mut Option<u64>,
-    prefer: Prefer<T>,
+    prefer: Prefer<T, K>,
     stable: &dyn Fn(&T) -> bool,
 ) -> bool {
     let w = c.node.width();
@@ -591,8 +588,8 @@ mod tests {
         }
     }
 
-    fn prefer(a: &It, b: &It) -> Ordering {
-        (a.rank, a.key).cmp(&(b.rank, b.key))
+    fn prefer(x: &It) -> (u32, u64) {
+        (x.rank, x.key)
     }
 
     /// A small deterministic generator (no dependency).
@@ -617,8 +614,11 @@ mod tests {
             .iter()
             .map(|(&key, &rank)| It { key, rank })
             .collect();
-        want.sort_by(prefer);
-        let got: Vec<It> = list.sorted(&prefer).cloned().collect();
+        want.sort_by_key(prefer);
+        let mut got: Vec<It> = list.iter().cloned().collect();
+        if let List::Tree(_) = list {
+            got.sort_by_key(prefer);
+        }
         assert_eq!(got, want);
         assert_eq!(list.best(), want.first());
         let mut keys: Vec<u64> = list.iter().map(|x| x.key).collect();
@@ -695,6 +695,44 @@ mod tests {
                 .collect();
             agree(&kept, &want);
             assert_eq!(matches!(kept, List::Tree(_)), want.len() > FLAT_MAX);
+        }
+    }
+
+    /// A key that changes between calls (a peer freed while a reader
+    /// sorts its copy) never makes a sort or a conversion panic: each
+    /// item's key is taken once per sort. (With a comparator, the standard
+    /// sort panics on such an order: seen under hostile churn.)
+    #[test]
+    fn a_changing_key_never_panics() {
+        let calls = std::cell::Cell::new(0u64);
+        let chaotic = |x: &It| {
+            calls.set(
+                calls
+                    .get()
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(x.key | 1),
+            );
+            calls.get() >> 40
+        };
+        for n in [40u64, 300, 2_000, 20_000] {
+            let items: Vec<It> = (0..n).map(|k| It { key: k, rank: 0 }).collect();
+            let list = List::from_vec(items, &chaotic);
+            assert_eq!(list.len() as u64, n);
+            let list = list.retain(|x| x.key % 3 != 0, &chaotic);
+            let (list, _) = list.upsert(
+                It {
+                    key: n + 1,
+                    rank: 1,
+                },
+                &chaotic,
+            );
+            let mut list = list;
+            for k in 0..n {
+                if let Some((next, _)) = list.remove(k, &chaotic) {
+                    list = next;
+                }
+            }
+            assert_eq!(list.len(), 1);
         }
     }
 

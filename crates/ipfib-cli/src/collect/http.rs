@@ -552,7 +552,11 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
                 .into_response()
         }
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
+    // A dump that does not finish (an error, a panic) ends the body with
+    // an error: the connection is cut before the last chunk, so a client
+    // never takes a partial dump for a whole one.
+    let failed = tx.clone();
     let out = ChannelWriter {
         tx,
         rt: tokio::runtime::Handle::current(),
@@ -561,7 +565,15 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     let rib = Arc::clone(&ctx.rib);
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        match ipfib_rib::mrt::dump_with(&rib, out, &opts) {
+        let dumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ipfib_rib::mrt::dump_with(&rib, out, &opts)
+        }))
+        .unwrap_or_else(|_| Err(std::io::Error::other("the dump panicked")));
+        if let Err(e) = &dumped {
+            let _ = failed.blocking_send(Err(std::io::Error::other(e.to_string())));
+        }
+        drop(failed);
+        match dumped {
             Err(e) => tracing::info!(error = %e, "MRT dump not finished"),
             Ok(r) if r.peers_over_limit > 0 => tracing::warn!(
                 peers = r.peers_over_limit,
@@ -571,9 +583,8 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
             Ok(_) => {}
         }
     });
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
-    });
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
     let mut answer = (
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
@@ -598,7 +609,7 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 /// response body through a small channel; a client that does not take it
 /// within `stall`, or went away, fails the write and so ends the dump.
 struct ChannelWriter {
-    tx: tokio::sync::mpsc::Sender<Bytes>,
+    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
     rt: tokio::runtime::Handle,
     stall: Duration,
 }
@@ -606,7 +617,7 @@ struct ChannelWriter {
 impl std::io::Write for ChannelWriter {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         use std::io::{Error, ErrorKind};
-        let send = self.tx.send(Bytes::copy_from_slice(b));
+        let send = self.tx.send(Ok(Bytes::copy_from_slice(b)));
         match self.rt.block_on(tokio::time::timeout(self.stall, send)) {
             Ok(Ok(())) => Ok(b.len()),
             Ok(Err(_)) => Err(Error::new(ErrorKind::BrokenPipe, "the client went away")),

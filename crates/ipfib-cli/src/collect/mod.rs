@@ -79,10 +79,17 @@ pub struct Args {
     /// routes are dropped and counted (like BGP maximum-prefix).
     #[arg(long, default_value_t = 4_000_000)]
     max_routes_per_peer: u64,
+    /// RIB peers one BMP session's live neighbours may have in all, one
+    /// per (neighbour, RIB kind, route distinguisher) (0: no limit); past
+    /// it routes needing another are dropped and counted. VPN routes make
+    /// one per distinguisher: this keeps one session from filling the
+    /// peer registry (about a million) that every router shares.
+    #[arg(long, default_value_t = 16_384)]
+    max_rib_peers_per_session: usize,
     /// Routes one prefix may hold, over every peer, instance and RIB kind
     /// (0: no limit); past it new routes of the prefix are dropped and
     /// counted. Bounds what one prefix announced by many invented peers
-    /// costs (each change copies the prefix's route list).
+    /// holds, and what a lookup restricted to a peer or next hop scans.
     #[arg(long, default_value_t = ipfib_rib::rib::MAX_ROUTES_PER_PREFIX)]
     max_routes_per_prefix: usize,
     /// Most concurrent HTTP connections; past it new ones get a short 503.
@@ -216,6 +223,8 @@ pub fn run(args: Args) -> CmdResult {
         limits: ipfib_rib::bmp::SessionLimits {
             max_peers: (args.max_peers_per_session > 0).then_some(args.max_peers_per_session),
             max_routes_per_peer: (args.max_routes_per_peer > 0).then_some(args.max_routes_per_peer),
+            max_rib_peers: (args.max_rib_peers_per_session > 0)
+                .then_some(args.max_rib_peers_per_session),
         },
         http: server::HttpLimits {
             max_conns: args.http_max_conns.max(1),
