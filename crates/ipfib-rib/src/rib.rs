@@ -126,7 +126,8 @@ pub const MAX_PREFIX_IDS: u64 = 1 << ID_BITS;
 /// sets another). A change costs O(log n) whatever the bound (past 512
 /// routes a prefix's list is a persistent B-tree, see [`Routes`]); the
 /// bound caps what one prefix holds (256 KiB of entries) and what a
-/// lookup restricted to a peer, instance or next hop scans on it. A
+/// lookup none of whose preferred routes fits (a peer, instance or next
+/// hop that few routes have) searches on it. A
 /// further new route of a full prefix is dropped ([`Rib::announce`]
 /// returns `false`) and counted ([`RibCounters::over_prefix_limit`]);
 /// changes to and withdrawals of the routes held still apply. A dropped
@@ -317,7 +318,7 @@ thread_local! {
 /// retry) or intern attributes in the same shard.
 ///
 /// Route preference, used when a lookup does not name a next hop (or no
-/// route has it) — the order of each prefix's entries:
+/// route has it) — the order in which a prefix's routes are preferred:
 /// 1. RIB kind: Loc-RIB, then post-policy, then pre-policy and MRT (the
 ///    closer to the router's own decision, the better);
 /// 2. highest LOCAL_PREF (missing: 100);
@@ -559,8 +560,7 @@ impl Inner {
             }
     }
 
-    /// The entry a lookup chooses among `routes` (already in preference
-    /// order).
+    /// The entry a lookup chooses among `routes`.
     #[inline]
     fn choose<'r>(&self, routes: &'r Routes, q: &Query) -> Option<&'r Entry> {
         if q.peer.is_none() && q.next_hop.is_none() {
@@ -586,9 +586,9 @@ impl Inner {
         })
     }
 
-    /// The most preferred entry `fits` takes: the first in a flat list, the
-    /// least of every fitting one in a tree (a scan: only prefixes of more
-    /// than 512 routes are trees).
+    /// The most preferred entry `fits` takes: the first in a flat list; in
+    /// a tree (only prefixes of more than 512 routes), a best-first search
+    /// over the subtrees' best entries ([`List::first_fitting`]).
     #[inline]
     fn first_preferred<'r>(
         &self,
@@ -597,15 +597,12 @@ impl Inner {
     ) -> Option<&'r Entry> {
         match &routes.list {
             List::Flat(v) => v.iter().find(|e| fits(e)),
-            List::Tree(_) => routes
-                .iter()
-                .filter(|e| fits(e))
-                .min_by_key(|e| self.pref_key(e)),
+            List::Tree(_) => routes.list.first_fitting(&|e| self.pref_key(e), &fits),
         }
     }
 
     /// Order of entries within a prefix: the least key is the most
-    /// preferred. A peer freed by the sweeper ranks last (its entries are
+    /// preferred. A peer freed by the sweeper ranks 3 (its entries are
     /// gone from every current list by then; a reader's older copy may
     /// still hold them, which is why sorts compute each key once).
     fn pref_key(&self, e: &Entry) -> PrefKey {

@@ -1,4 +1,5 @@
-//! The routes of one prefix: an immutable list that each change copies.
+//! The routes of one prefix: an immutable list; a change makes a new
+//! version (a copy of the array, or of one path of the tree).
 //!
 //! A prefix usually holds a few dozen routes (one per peer, path id and
 //! RIB kind): a flat array in preference order, which a change copies
@@ -99,6 +100,26 @@ impl<T: Keyed> List<T> {
         match self {
             List::Flat(v) => v.iter().find(|x| x.key() == k),
             List::Tree(t) => t.get(k),
+        }
+    }
+
+    /// The most preferred item `fits` takes. Flat: the first that fits.
+    /// Tree: a best-first search over the subtrees' summaries, skipping
+    /// any subtree whose most preferred item is no better than the best
+    /// fitting one found so far: O(log n) nodes when one of the first
+    /// few preferred items fits, every item when none does.
+    pub fn first_fitting<K: Ord>(
+        &self,
+        prefer: Prefer<T, K>,
+        fits: &dyn Fn(&T) -> bool,
+    ) -> Option<&T> {
+        match self {
+            List::Flat(v) => v.iter().find(|x| fits(x)),
+            List::Tree(t) => {
+                let mut found = None;
+                search(&t.root, prefer, fits, &mut found);
+                found.map(|(_, x)| x)
+            }
         }
     }
 
@@ -432,6 +453,44 @@ fn remove<T: Keyed, K: Ord>(
     }
 }
 
+/// See [`List::first_fitting`]: `found` is the best fitting item so far.
+fn search<'a, T: Keyed, K: Ord>(
+    c: &'a Child<T>,
+    prefer: Prefer<T, K>,
+    fits: &dyn Fn(&T) -> bool,
+    found: &mut Option<(K, &'a T)>,
+) {
+    let beaten = |k: &K, found: &Option<(K, &'a T)>| found.as_ref().is_some_and(|(f, _)| f <= k);
+    match &c.node {
+        Node::Leaf(v) => {
+            for x in v.iter() {
+                if fits(x) {
+                    let k = prefer(x);
+                    if !beaten(&k, found) {
+                        *found = Some((k, x));
+                    }
+                }
+            }
+        }
+        Node::Inner(v) => {
+            // Children by their best item, most preferred first.
+            let mut order: Vec<(K, usize)> = v
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (prefer(&c.best), i))
+                .collect();
+            order.sort_by(|a, b| a.0.cmp(&b.0));
+            for (k, i) in order {
+                if beaten(&k, found) {
+                    // The rest are no better either.
+                    break;
+                }
+                search(&v[i], prefer, fits, found);
+            }
+        }
+    }
+}
+
 /// Two neighbouring nodes of one level as one, or two when too wide.
 fn merge<T: Keyed, K: Ord>(a: &Child<T>, b: &Child<T>, prefer: Prefer<T, K>) -> Vec<Child<T>> {
     match (&a.node, &b.node) {
@@ -621,6 +680,14 @@ mod tests {
         }
         assert_eq!(got, want);
         assert_eq!(list.best(), want.first());
+        for m in [2u64, 3, 7, 1_000_003] {
+            let fits = |x: &It| x.key % m == 1;
+            assert_eq!(
+                list.first_fitting(&prefer, &fits),
+                want.iter().find(|x| fits(x)),
+                "mod {m}"
+            );
+        }
         let mut keys: Vec<u64> = list.iter().map(|x| x.key).collect();
         keys.sort_unstable();
         assert!(keys.iter().copied().eq(oracle.keys().copied()));

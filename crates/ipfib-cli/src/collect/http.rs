@@ -205,7 +205,7 @@ pub fn host_allowed(hosts: &[String], value: &str) -> bool {
         });
     } else {
         match value.rsplit_once(':') {
-            Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) => n,
+            Some((n, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => n,
             _ => value.as_str(),
         }
     };
@@ -672,6 +672,8 @@ mod tests {
             "[::1].evil.example",
             "[::1]:",
             "[::1]:80x",
+            "localhost:",
+            "a.localhost:",
         ] {
             assert!(!host_allowed(&lo, no), "{no}");
         }
