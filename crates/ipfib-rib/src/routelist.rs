@@ -473,19 +473,17 @@ fn search<'a, T: Keyed, K: Ord>(
             }
         }
         Node::Inner(v) => {
-            // Children by their best item, most preferred first.
-            let mut order: Vec<(K, usize)> = v
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (prefer(&c.best), i))
-                .collect();
-            order.sort_by(|a, b| a.0.cmp(&b.0));
-            for (k, i) in order {
-                if beaten(&k, found) {
-                    // The rest are no better either.
-                    break;
+            // The child holding the subtree's best first (the likeliest to
+            // hold a fitting item early), then the others that could still
+            // beat what was found. No allocation: lookups run this.
+            let first = (0..v.len())
+                .min_by_key(|&i| prefer(&v[i].best))
+                .expect("inner nodes are not empty");
+            search(&v[first], prefer, fits, found);
+            for (i, c) in v.iter().enumerate() {
+                if i != first && !beaten(&prefer(&c.best), found) {
+                    search(c, prefer, fits, found);
                 }
-                search(&v[i], prefer, fits, found);
             }
         }
     }
