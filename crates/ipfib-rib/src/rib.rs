@@ -547,17 +547,19 @@ impl Inner {
         if q.peer.is_none() && q.instance == Instance::All && q.ribs == RibSet::ALL {
             return true;
         }
-        let Some(p) = self.peers.get(e.peer) else {
-            return false;
-        };
-        let k = &p.key;
-        q.ribs.has(k.rib)
-            && q.instance.fits(k.peer_type, k.distinguisher)
-            && match &q.peer {
-                None => true,
-                Some(PeerFilter::Id(id)) => e.peer == *id,
-                Some(PeerFilter::Address(a)) => unmap(k.address) == unmap(*a),
-            }
+        // No reference taken: this runs for every entry a lookup scans.
+        self.peers
+            .with(e.peer, |p| {
+                let k = &p.key;
+                q.ribs.has(k.rib)
+                    && q.instance.fits(k.peer_type, k.distinguisher)
+                    && match &q.peer {
+                        None => true,
+                        Some(PeerFilter::Id(id)) => e.peer == *id,
+                        Some(PeerFilter::Address(a)) => unmap(k.address) == unmap(*a),
+                    }
+            })
+            .unwrap_or(false)
     }
 
     /// The entry a lookup chooses among `routes`.
