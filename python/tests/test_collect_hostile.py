@@ -575,7 +575,7 @@ def test_peer_and_route_limits_drop_and_count() -> None:
 # --- HTTP access ---------------------------------------------------------------
 
 
-def requests_total(c, auth: dict) -> float:
+def requests_total(c: Collector, auth: dict[str, str]) -> float:
     """`ipfib_http_requests_total` now (the /metrics request counts too)."""
     _, text, _ = fetch(c, "/metrics", headers=auth)
     lines = text.decode().splitlines()
@@ -623,11 +623,11 @@ def test_token_host_and_headers(tmp_path: Path) -> None:
                 assert first.startswith(b"HTTP/1.1 400"), (hosts, first)
         # HTTP/1.1 without Host is a 400 (RFC 9112 §3.2); HTTP/1.0 may omit
         # it and meets the allow-list (no name: refused on loopback).
-        for version, want in [("1.1", b"400"), ("1.0", b"421")]:
+        for version, code in [("1.1", b"400"), ("1.0", b"421")]:
             with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as s:
                 s.sendall(f"GET / HTTP/{version}\r\nConnection: close\r\n\r\n".encode())
                 first = s.recv(64).split(b"\r\n")[0]
-                assert first.split(b" ")[1] == want, (version, first)
+                assert first.split(b" ")[1] == code, (version, first)
 
         # A repeated parameter is refused, not answered for one of them, and
         # counted with every other request (here: it and one /metrics).
