@@ -100,6 +100,7 @@
     )
 )]
 
+pub mod bgp;
 mod damage;
 mod error;
 mod format;

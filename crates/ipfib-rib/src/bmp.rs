@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use crate::attrs::AttrSet;
+use crate::attrs::{AttrSet, AttrsRef};
 use crate::peers::{PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
-use crate::wire::{self, Cur, ErrorAction, OpenCaps, Update, WireConfig, WireError};
 use ipfib::prefix::AnyPrefix;
+use ipfib_io::bgp::{self as wire, Cur, ErrorAction, OpenCaps, Update, WireConfig, WireError};
 
 /// BMP message types (RFC 7854 §4.1).
 pub const ROUTE_MONITORING: u8 = 0;
@@ -684,9 +684,9 @@ impl Session {
             if nlri.is_empty() && vpn.is_none_or(|v| v.is_empty()) {
                 continue;
             }
-            let wanted = crate::attrs::AttrsRef {
+            let wanted = AttrsRef {
                 next_hop,
-                ..u.attrs()
+                ..AttrsRef::from(u)
             };
             let attrs = match &self.last_attrs {
                 Some(a) if wanted.matches(a) => Arc::clone(a),

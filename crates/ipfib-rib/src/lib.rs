@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  BMP bytes --> bmp::Framer --> bmp::Session (one per connection) --+
-//!                                  wire:: decodes BGP UPDATE / OPEN   |
+//!                          ipfib_io::bgp decodes BGP UPDATE / OPEN   |
 //!  MRT dump  --> mrt::load ---------------------------------------------+--> Rib
 //!                                                                      |    (rib.rs)
 //!  lookups, routes(prefix), peers  <-----------------------------------+
@@ -14,8 +14,9 @@
 //! - `rib.rs`: the RIB itself (data layout, concurrency, lookup).
 //! - `attrs.rs`: interned path attributes; `peers.rs`: peer ids and the
 //!   dead-peer bitmap; `seg.rs`: the append-only id -> element tables.
-//! - `wire.rs`: BGP message decoding (RFC 4271, 4760, 6793, 7911, 1997,
-//!   8092); `bmp.rs`: BMP framing and per-session state (RFC 7854, 9069).
+//! - `bmp.rs`: BMP framing and per-session state (RFC 7854, 9069); BGP
+//!   messages are decoded by `ipfib_io::bgp`, the one BGP decoder BMP and
+//!   MRT share.
 
 pub mod attrs;
 pub mod bmp;
@@ -27,7 +28,6 @@ pub mod rib;
 mod routelist;
 pub mod seg;
 mod walk;
-pub mod wire;
 
 pub use attrs::{AsPath, AttrSet, Origin};
 pub use instance::{Instance, RibSet};

@@ -43,11 +43,11 @@ use std::time::{Duration, Instant};
 use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
 use ipfib_io::{Damage, Frame, Framer, ReadError};
 
-use crate::attrs::{AsPath, AttrSet, AS_SET};
+use crate::attrs::{AsPath, AttrSet, AttrsRef, AS_SET};
 use crate::instance::{Instance, RibSet};
 use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
-use crate::wire::{self, ErrorAction, Update, WireError};
+use ipfib_io::bgp::{self as wire, ErrorAction, Update, WireError};
 
 /// MRT types and subtypes (RFC 6396 §4, RFC 8050 §3).
 const TABLE_DUMP: u16 = 12;
@@ -711,7 +711,7 @@ impl<'r> Loader<'r> {
         }
         self.decode(raw, true)?;
         self.report.attr_decodes += 1;
-        let set = self.rib.intern(&self.update.attrs());
+        let set = self.rib.intern(&AttrsRef::from(&self.update));
         if self.attr_cache.len() >= ATTR_CACHE {
             self.attr_cache.clear();
         }
@@ -811,7 +811,7 @@ impl<'r> Loader<'r> {
                 p
             }
         };
-        let attrs = self.rib.intern(&self.update.attrs());
+        let attrs = self.rib.intern(&AttrsRef::from(&self.update));
         self.pending.clear();
         self.pending.push((peer, 0, attrs));
         self.announce_pending(h, prefix)

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ipfib::prefix::{AnyPrefix, HostBits};
+use ipfib_io::bgp::{decode_update, Update, WireConfig};
 use ipfib_rib::bmp::Session;
-use ipfib_rib::wire::{decode_update, Update, WireConfig};
 use ipfib_rib::{AsPath, AttrSet, Rib, RibKind};
 use routecore::bgp::message::{SessionConfig, UpdateMessage};
 use routecore::bgp::nlri::afisafi::{IsPrefix, Nlri};

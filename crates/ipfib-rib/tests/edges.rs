@@ -7,9 +7,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Barrier};
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
+use ipfib_io::bgp::{decode_open, decode_update, Update, WireConfig};
 use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
 use ipfib_rib::bmp::{frame, Session};
-use ipfib_rib::wire::{decode_open, decode_update, Update, WireConfig};
 use ipfib_rib::{PeerKey, Query, Rib, RibKind};
 
 fn key(i: u8) -> PeerKey {
