@@ -5,8 +5,8 @@
 //!  load:  file ─ open_maybe_compressed ─► Framer (RFC 6396 §2: header, bound, offset)
 //!           PEER_INDEX_TABLE (§4.3.1) ──► one RIB peer per entry (RibKind::Mrt)
 //!           RIB_IPV4/IPV6_UNICAST[_ADDPATH], RIB_GENERIC unicast
-//!             entries framed here (RFC 6396 §4.3.2-4, RFC 8050 §4)
-//!             attributes: raw bytes seen before? ─ no ─► wire.rs ─► rib.intern
+//!             entries framed by ipfib_io::bgp::mrt (RFC 6396 §4.3.2-4, RFC 8050 §4)
+//!             attributes: raw bytes seen before? ─ no ─► ipfib_io::bgp ─► rib.intern
 //!             ─► rib.announce(peer, prefix, path id, attributes)
 //!           TABLE_DUMP (§4.2) ──► peers by (address, AS), one route each
 //!  dump:  PEER_INDEX_TABLE of the live peers, then per prefix one RIB record
@@ -14,14 +14,15 @@
 //!         attributes by our own encoder (RFC 4271 §4.3, RFC 6396 §4.3.4)
 //! ```
 //!
-//! Every record is framed here, and path attributes go through the BGP
-//! decoder BMP uses (`wire::decode_rib_entry_attrs`): one decoder and
-//! one set of RFC 7606 error classes for both inputs. A bad entry is
-//! skipped and reported with its record and byte offset, the rest of its
-//! record kept; attribute bytes seen before (every prefix a peer learnt
-//! over one path shares them) go to the interned set without being
-//! decoded again. bgpkit-parser, which this module used before, is the
-//! independent decoder the tests compare the real dumps with.
+//! Record bodies are read by `ipfib_io::bgp::mrt` and path attributes by
+//! `ipfib_io::bgp::decode_rib_entry_attrs`: the decoder BMP uses, and the
+//! one ipfib-io's table readers use, so one decoder and one set of RFC
+//! 7606 error classes serve every input. A bad entry is skipped and
+//! reported with its record and byte offset, the rest of its record kept;
+//! attribute bytes seen before (every prefix a peer learnt over one path
+//! shares them) go to the interned set without being decoded again.
+//! bgpkit-parser is the independent decoder the tests compare the real
+//! dumps with.
 //!
 //! Damage: the shared dumps are the first N MiB of real files, cut inside
 //! a record. Framing stops at the first incomplete or unframeable record
@@ -40,25 +41,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
+use ipfib::prefix::AnyPrefix;
 use ipfib_io::{Damage, Frame, Framer, ReadError};
 
 use crate::attrs::{AsPath, AttrSet, AttrsRef, AS_SET};
 use crate::instance::{Instance, RibSet};
 use crate::peers::{unix_now, PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
+use ipfib_io::bgp::mrt::{
+    self, PEER_INDEX_TABLE, RIB_IPV4_UNICAST, RIB_IPV4_UNICAST_ADDPATH, RIB_IPV6_UNICAST,
+    RIB_IPV6_UNICAST_ADDPATH, TABLE_DUMP, TABLE_DUMP_V2,
+};
 use ipfib_io::bgp::{self as wire, ErrorAction, Update, WireError};
-
-/// MRT types and subtypes (RFC 6396 §4, RFC 8050 §3).
-const TABLE_DUMP: u16 = 12;
-const TABLE_DUMP_V2: u16 = 13;
-const PEER_INDEX_TABLE: u16 = 1;
-const RIB_IPV4_UNICAST: u16 = 2;
-const RIB_IPV6_UNICAST: u16 = 4;
-const RIB_GENERIC: u16 = 6;
-const RIB_IPV4_UNICAST_ADDPATH: u16 = 8;
-const RIB_IPV6_UNICAST_ADDPATH: u16 = 10;
-const RIB_GENERIC_ADDPATH: u16 = 12;
 
 /// Path attribute type codes the dump writes (RFC 4271 §5, 4760, 1997,
 /// 8092).
@@ -157,7 +151,7 @@ pub struct LoadReport {
     pub bad_entries: u64,
     /// The first [`KEPT_ERRORS`] of them.
     pub errors: Vec<MrtError>,
-    /// Attribute sets decoded (by [`crate::wire`], BMP's decoder too); the
+    /// Attribute sets decoded (by `ipfib_io::bgp`, BMP's decoder too); the
     /// other routes reused the set of identical attribute bytes seen
     /// before.
     pub attr_decodes: u64,
@@ -324,199 +318,6 @@ impl Header {
 }
 
 // ---------------------------------------------------------------------
-// Reading bodies
-// ---------------------------------------------------------------------
-
-/// A bounds-checked reader over a record body that knows its offset.
-struct Cur<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cur<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-        let Some(b) = self.buf.get(self.at..self.at + n) else {
-            return Err(format!(
-                "{what} needs {n} bytes at body byte {}, {} left",
-                self.at,
-                self.buf.len().saturating_sub(self.at)
-            ));
-        };
-        self.at += n;
-        Ok(b)
-    }
-    fn u8(&mut self, what: &str) -> Result<u8, String> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u16(&mut self, what: &str) -> Result<u16, String> {
-        let b = self.take(2, what)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn rest(&self) -> usize {
-        self.buf.len().saturating_sub(self.at)
-    }
-}
-
-/// A prefix in NLRI encoding (length, then the bytes that hold it); host
-/// bits past the length are cleared, as RFC 4271 §4.3 makes them
-/// irrelevant.
-fn nlri_prefix(c: &mut Cur<'_>, v6: bool) -> Result<AnyPrefix, String> {
-    let len = c.u8("prefix length")?;
-    let max = if v6 { 128 } else { 32 };
-    if len > max {
-        return Err(format!("prefix length {len} > {max}"));
-    }
-    let bytes = c.take(usize::from(len).div_ceil(8), "prefix")?;
-    let prefix = if v6 {
-        let mut a = [0u8; 16];
-        a[..bytes.len()].copy_from_slice(bytes);
-        Prefix::new_masked(u128::from_be_bytes(a), len).map(AnyPrefix::V6)
-    } else {
-        let mut a = [0u8; 4];
-        a[..bytes.len()].copy_from_slice(bytes);
-        Prefix::new_masked(u32::from_be_bytes(a), len).map(AnyPrefix::V4)
-    };
-    prefix.map_err(|e| e.to_string())
-}
-
-/// A PEER_INDEX_TABLE (RFC 6396 §4.3.1): the view (collector BGP ID,
-/// view name) and its peers (index, address, AS, BGP ID) in index order.
-#[allow(clippy::type_complexity)]
-fn peer_index_table_of(
-    body: &[u8],
-) -> Result<((Ipv4Addr, String), Vec<(u16, IpAddr, u32, u32)>), String> {
-    let mut c = Cur { buf: body, at: 0 };
-    let collector = Ipv4Addr::from(c.u32("collector BGP ID")?);
-    let n = usize::from(c.u16("view name length")?);
-    let name = String::from_utf8_lossy(c.take(n, "view name")?).into_owned();
-    let count = c.u16("peer count")?;
-    let mut peers = Vec::with_capacity(usize::from(count));
-    for i in 0..count {
-        let mut peer = || -> Result<(u16, IpAddr, u32, u32), String> {
-            let kind = c.u8("peer type")?;
-            let bgp_id = c.u32("peer BGP ID")?;
-            let address = ip(&mut c, kind & 1 != 0, "peer address")?;
-            let asn = if kind & 2 != 0 {
-                c.u32("peer AS")?
-            } else {
-                u32::from(c.u16("peer AS")?)
-            };
-            Ok((i, address, asn, bgp_id))
-        };
-        peers.push(peer().map_err(|e| format!("peer {i}: {e}"))?);
-    }
-    Ok(((collector, name), peers))
-}
-
-/// A TABLE_DUMP record (RFC 6396 §4.2; subtype 1 IPv4, 2 IPv6): its
-/// prefix, peer address and AS, and attribute bytes.
-fn table_dump_of(subtype: u16, body: &[u8]) -> Result<(AnyPrefix, IpAddr, u32, &[u8]), String> {
-    let v6 = subtype == 2;
-    let mut c = Cur { buf: body, at: 0 };
-    c.u16("view number")?;
-    c.u16("sequence number")?;
-    let net = ip(&mut c, v6, "prefix")?;
-    let len = c.u8("prefix length")?;
-    c.u8("status")?;
-    c.u32("originated time")?;
-    let address = ip(&mut c, v6, "peer address")?;
-    let asn = u32::from(c.u16("peer AS")?);
-    let n = usize::from(c.u16("attribute length")?);
-    let attrs = c.take(n, "attributes")?;
-    if c.rest() != 0 {
-        return Err(format!("{} bytes after the attributes", c.rest()));
-    }
-    let prefix = AnyPrefix::from_ip(net, len, HostBits::Mask).map_err(|e| e.to_string())?;
-    Ok((prefix, address, asn, attrs))
-}
-
-/// An IPv4 or IPv6 address.
-fn ip(c: &mut Cur<'_>, v6: bool, what: &str) -> Result<IpAddr, String> {
-    Ok(if v6 {
-        let b: [u8; 16] = c.take(16, what)?.try_into().expect("16 bytes");
-        IpAddr::from(b)
-    } else {
-        let b: [u8; 4] = c.take(4, what)?.try_into().expect("4 bytes");
-        IpAddr::from(b)
-    })
-}
-
-/// One RIB entry as framed (RFC 6396 §4.3.4, RFC 8050 §4).
-struct RawEntry {
-    peer_index: u16,
-    path_id: u32,
-    /// Where its attributes are in the body.
-    attrs: (usize, usize),
-    /// Offset of the entry within the body.
-    at: usize,
-}
-
-/// A unicast RIB record (RFC 6396 §4.3.2; RIB_GENERIC §4.3.3 with AFI 1
-/// or 2 and SAFI 1): its prefix and entries, or `None` for a RIB_GENERIC
-/// of another family.
-fn rib_record(
-    subtype: u16,
-    body: &[u8],
-    entries: &mut Vec<RawEntry>,
-) -> Result<Option<(AnyPrefix, bool)>, String> {
-    let mut c = Cur { buf: body, at: 0 };
-    c.u32("sequence number")?;
-    let (v6, addpath) = match subtype {
-        RIB_IPV4_UNICAST => (false, false),
-        RIB_IPV6_UNICAST => (true, false),
-        RIB_IPV4_UNICAST_ADDPATH => (false, true),
-        RIB_IPV6_UNICAST_ADDPATH => (true, true),
-        RIB_GENERIC | RIB_GENERIC_ADDPATH => {
-            let afi = c.u16("AFI")?;
-            let safi = c.u8("SAFI")?;
-            let v6 = match (afi, safi) {
-                (1, 1) => false,
-                (2, 1) => true,
-                _ => return Ok(None),
-            };
-            (v6, subtype == RIB_GENERIC_ADDPATH)
-        }
-        _ => return Ok(None),
-    };
-    let prefix = nlri_prefix(&mut c, v6)?;
-    let count = c.u16("entry count")?;
-    entries.clear();
-    for i in 0..count {
-        let at = c.at;
-        let mut entry = || -> Result<RawEntry, String> {
-            let peer_index = c.u16("peer index")?;
-            c.u32("originated time")?;
-            let path_id = if addpath {
-                c.u32("path identifier")?
-            } else {
-                0
-            };
-            let len = usize::from(c.u16("attribute length")?);
-            let start = c.at;
-            c.take(len, "attributes")?;
-            Ok(RawEntry {
-                peer_index,
-                path_id,
-                attrs: (start, start + len),
-                at,
-            })
-        };
-        entries.push(entry().map_err(|e| format!("entry {i}: {e}"))?);
-    }
-    if c.rest() != 0 {
-        return Err(format!(
-            "{} bytes after the {count} entries the record declares",
-            c.rest()
-        ));
-    }
-    Ok(Some((prefix, addpath)))
-}
-
-// ---------------------------------------------------------------------
 // Loading
 // ---------------------------------------------------------------------
 
@@ -573,15 +374,13 @@ impl<'r> Loader<'r> {
             let body: &[u8] = &frame.body;
             let result = match (h.entry_type, h.subtype) {
                 (TABLE_DUMP_V2, PEER_INDEX_TABLE) => self.peer_table(&h, body),
-                (TABLE_DUMP_V2, s) => match rib_record(s, body, &mut entries) {
-                    Ok(Some((prefix, addpath))) => {
-                        self.rib_entries(&h, body, prefix, addpath, &entries)
-                    }
+                (TABLE_DUMP_V2, s) => match mrt::rib_record(s, body, &mut entries) {
+                    Ok(Some(r)) => self.rib_entries(&h, body, r.prefix, r.addpath, &entries),
                     Ok(None) => {
                         self.report.unsupported((h.entry_type, h.subtype));
                         Ok(())
                     }
-                    Err(reason) => Err(self.bad_record(&h, reason)),
+                    Err(e) => Err(self.bad_record(&h, e.brief())),
                 },
                 (TABLE_DUMP, 1 | 2) => self.table_dump(&h, body),
                 key => {
@@ -632,8 +431,8 @@ impl<'r> Loader<'r> {
 
     /// RFC 6396 §4.3.1: a new table replaces the one before.
     fn peer_table(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
-        let (view, peers) =
-            peer_index_table_of(body).map_err(|reason| self.bad_record(h, reason))?;
+        let t = mrt::peer_index_table(body).map_err(|e| self.bad_record(h, e.brief()))?;
+        let view = (t.collector, t.view);
         // A later dump of the same view (BIRD appends its periodic dumps
         // to one file) supersedes the one before: its peers go down, so
         // the RIB holds the last dump's routes. Dumps of other views (a
@@ -645,19 +444,18 @@ impl<'r> Loader<'r> {
                 }
             }
         }
-        let len = peers.last().map_or(0, |p| usize::from(p.0) + 1);
-        let mut table = vec![None; len];
-        for (i, address, asn, bgp_id) in peers {
+        let mut table = vec![None; t.peers.len()];
+        for p in t.peers {
             let key = PeerKey {
                 peer_type: 0,
                 distinguisher: 0,
-                address,
-                asn,
-                bgp_id,
+                address: p.addr,
+                asn: p.asn,
+                bgp_id: p.bgp_id,
                 rib: RibKind::Mrt,
             };
             let peer = self.add_peer(h, key)?;
-            if let Some(slot) = table.get_mut(usize::from(i)) {
+            if let Some(slot) = table.get_mut(usize::from(p.index)) {
                 *slot = Some(peer);
             }
         }
@@ -726,7 +524,7 @@ impl<'r> Loader<'r> {
         body: &[u8],
         prefix: AnyPrefix,
         addpath: bool,
-        entries: &[RawEntry],
+        entries: &[mrt::RibEntry],
     ) -> Result<(), MrtError> {
         let v6 = prefix.family() == 6;
         self.pending.clear();
@@ -744,7 +542,7 @@ impl<'r> Loader<'r> {
                     e.peer_index
                 )),
                 Some(peer) => {
-                    let raw = body.get(e.attrs.0..e.attrs.1).unwrap_or_default();
+                    let raw = body.get(e.attrs.clone()).unwrap_or_default();
                     self.attrs(raw, v6, addpath).map(|a| (peer, a))
                 }
             };
@@ -791,8 +589,18 @@ impl<'r> Loader<'r> {
     /// RFC 6396 §4.2 (deprecated TABLE_DUMP): one route per record, the
     /// peer named in it, 2-byte AS numbers.
     fn table_dump(&mut self, h: &Header, body: &[u8]) -> Result<(), MrtError> {
-        let (prefix, address, asn, attrs) =
-            table_dump_of(h.subtype, body).map_err(|reason| self.bad_record(h, reason))?;
+        let t = mrt::table_dump(h.subtype, body).map_err(|e| self.bad_record(h, e.brief()))?;
+        let Some(mrt::TableDump {
+            prefix,
+            peer_addr: address,
+            peer_asn: asn,
+            attrs,
+            ..
+        }) = t
+        else {
+            self.report.unsupported((h.entry_type, h.subtype));
+            return Ok(());
+        };
         self.decode(attrs, false)
             .map_err(|reason| self.bad_record(h, reason))?;
         let peer = match self.legacy_peers.get(&(address, asn)) {
@@ -1344,13 +1152,13 @@ mod tests {
         let mut entries = Vec::new();
         // Sequence, /24 prefix, one entry whose attributes are cut.
         let body = [0, 0, 0, 1, 24, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 1];
-        let e = rib_record(RIB_IPV4_UNICAST, &body, &mut entries)
-            .err()
-            .unwrap();
+        let e = mrt::rib_record(RIB_IPV4_UNICAST, &body, &mut entries)
+            .unwrap_err()
+            .brief();
         assert!(e.contains("entry 0: attributes needs 9 bytes"), "{e}");
-        let e = rib_record(RIB_IPV4_UNICAST, &[0, 0, 0, 1, 33, 0], &mut entries)
-            .err()
-            .unwrap();
+        let e = mrt::rib_record(RIB_IPV4_UNICAST, &[0, 0, 0, 1, 33, 0], &mut entries)
+            .unwrap_err()
+            .brief();
         assert!(e.contains("prefix length 33"), "{e}");
     }
 }

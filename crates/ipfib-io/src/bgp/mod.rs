@@ -24,10 +24,13 @@
 //! Files: `cursor.rs` (the bounds-checked cursor and the errors),
 //! `open.rs` (OPEN capabilities), `nlri.rs` (prefixes), `attrs.rs` (the
 //! path attribute walk), `path.rs` (AS paths and ORIGIN), `update.rs`
-//! ([`Update`], [`decode_update`], [`decode_rib_entry_attrs`]).
+//! ([`Update`], [`decode_update`], [`decode_rib_entry_attrs`]), `mrt.rs`
+//! (the MRT record bodies that carry BGP: peer tables, RIB records,
+//! TABLE_DUMP, BGP4MP).
 
 mod attrs;
 mod cursor;
+pub mod mrt;
 mod nlri;
 mod open;
 mod path;

@@ -1,21 +1,27 @@
-//! MRT (RFC 6396) through bgpkit-parser: RIB dumps (TABLE_DUMP,
-//! TABLE_DUMP_V2) and update streams (BGP4MP) as route tables, and BGP4MP
-//! as typed update events.
+//! MRT (RFC 6396): RIB dumps (TABLE_DUMP, TABLE_DUMP_V2) and update
+//! streams (BGP4MP) as route tables, and BGP4MP as typed update events.
 //!
 //! ```text
 //!  bytes ─► frame.rs ─► body.rs ──────────► rib.rs ──────────► Vec<Route>
-//!           header,     parse_mrt_body      per-peer routes     one value per prefix
-//!           bound,      (bgpkit-parser);    to a value          (policy.rs)
-//!           offsets     RIB_GENERIC rewrite     ▲
+//!           header,     crate::bgp::mrt     per-peer routes     one value per prefix
+//!           bound,      (record bodies),    to a value          (policy.rs)
+//!           offsets     crate::bgp (attrs)      ▲
 //!                              └─► updates.rs ──┘ (BGP4MP replayed)
 //! ```
+//!
+//! Records and their BGP content go through [`crate::bgp`], the decoder
+//! the RIB's BMP sessions and MRT loader use: one decoder, one set of
+//! RFC 7606 error classes. A RIB entry whose attributes cannot be
+//! located, or that RFC 7606 treats as withdrawn, is left out of the
+//! table and counted ([`MrtStats::entries_skipped`]); the rest of its
+//! record is kept.
 //!
 //! Damage: a record whose framing is fine but whose body does not parse is
 //! skipped and counted ([`Report::bad`], its error kept with its offset);
 //! a header that breaks framing stops the read there ([`Report::damage`]).
-//! Strict mode turns either into an error. A panic inside bgpkit-parser on
-//! a record's body is caught ([`body::guarded`]) and treated like a body
-//! that does not parse, as [`ReadError::ParserPanic`].
+//! Strict mode turns either into an error. A panic while decoding a
+//! record's body (a bug) is caught ([`body::guarded`]) and treated like a
+//! body that does not decode, as [`ReadError::ParserPanic`].
 
 mod body;
 mod frame;
@@ -26,13 +32,13 @@ pub(crate) use frame::known_type;
 pub use frame::{Frame, Framer, MAX_BODY};
 pub use rib::{PeerInfo, ReduceStats};
 
+use crate::bgp::{self, AS_SEQUENCE, AS_SET};
 use crate::damage::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::policy::{Origin, Origins, ValuePolicy};
 use crate::read::Route;
 use crate::update::{Change, Event, ESTABLISHED};
-use bgpkit_parser::models::{AsPathSegment, Attributes};
 use body::{Body, RecordError};
 use rib::{PeerRoute, RibBuilder};
 use std::io::BufRead;
@@ -49,6 +55,9 @@ pub struct MrtStats {
     pub announcements: u64,
     pub withdrawals: u64,
     pub state_changes: u64,
+    /// RIB entries left out: attributes that could not be located, or an
+    /// error RFC 7606 answers with "treat-as-withdraw".
+    pub entries_skipped: u64,
     pub reduce: ReduceStats,
 }
 
@@ -63,12 +72,9 @@ pub(crate) fn load(
     let mut rib = Replayer::new(policy);
     let mut scratch = Vec::new();
     let mut events = Vec::new();
-    let mut dump_routes = Vec::new();
+    let mut entries = Vec::new();
+    let mut u = bgp::Update::default();
     let mut framer = Framer::new(reader);
-    let kept = body::kept_attributes(
-        policy == ValuePolicy::OriginAsn,
-        matches!(policy, ValuePolicy::NextHop(_)),
-    );
     while let Some(frame) = framer.next_frame() {
         let frame = match frame {
             Ok(f) => f,
@@ -85,9 +91,9 @@ pub(crate) fn load(
         };
         report.records += 1;
         let record = report.records;
-        // bgpkit-parser runs inside `guarded`: the parse, and every read of
-        // the attributes it returned (`route`, `updates::events`).
-        let applied = body::guarded(|| match body::parse(&frame, &kept)? {
+        // The decoding runs inside `guarded`, and every read of what it
+        // returned (`route`, `updates::events`).
+        let applied = body::guarded(|| match body::parse(&frame, &mut entries)? {
             Body::Unsupported => {
                 report.unsupported((frame.entry_type, frame.subtype));
                 Ok(())
@@ -99,42 +105,41 @@ pub(crate) fn load(
             }
             Body::Rib { prefix, entries } => {
                 scratch.clear();
-                for e in &entries {
+                for e in entries {
+                    let attrs = frame.body.get(e.attrs.clone()).unwrap_or_default();
                     let peer = u32::from(e.peer_index);
-                    let path_id = e.path_id.unwrap_or(0);
                     let family = prefix.family();
-                    scratch.push(route(
+                    match route(
                         &mut rib.builder,
+                        &mut u,
                         peer,
-                        path_id,
-                        &e.attributes,
+                        e.path_id,
+                        attrs,
+                        true,
                         family,
-                    ));
+                    ) {
+                        Some(r) => scratch.push(r),
+                        None => rib.stats.entries_skipped += 1,
+                    }
                 }
                 rib.builder.add_rib(prefix, record, &scratch);
                 Ok(())
             }
-            Body::TableDump(messages) => {
-                // Every message read before any is announced, so a record
-                // that fails (or panics) part way is skipped whole.
-                dump_routes.clear();
-                for m in messages {
-                    let prefix = body::prefix_of(&m.prefix.prefix)?;
-                    let peer = rib.builder.peer(PeerInfo {
-                        addr: m.peer_ip,
-                        asn: m.peer_asn.to_u32(),
-                    });
-                    let r = route(&mut rib.builder, peer, 0, &m.attributes, prefix.family());
-                    dump_routes.push((prefix, r));
-                }
-                for (prefix, r) in dump_routes.drain(..) {
-                    rib.builder.announce(prefix, record, r);
+            Body::TableDump(t) => {
+                let peer = rib.builder.peer(PeerInfo {
+                    addr: t.peer_addr,
+                    asn: t.peer_asn,
+                });
+                let family = t.prefix.family();
+                match route(&mut rib.builder, &mut u, peer, 0, t.attrs, false, family) {
+                    Some(r) => rib.builder.announce(t.prefix, record, r),
+                    None => rib.stats.entries_skipped += 1,
                 }
                 Ok(())
             }
             Body::Bgp4mp(m) => {
                 events.clear();
-                updates::events(&frame, m, &mut events)?;
+                updates::events(&frame, m, &mut u, &mut events)?;
                 for ev in &events {
                     rib.apply(record, ev);
                 }
@@ -268,63 +273,64 @@ impl Replayer {
     }
 }
 
-/// A RIB entry's route, reading only what the policy needs.
+/// A RIB entry's route, reading only what the policy needs; `None` when
+/// its attributes cannot be located or RFC 7606 treats it as withdrawn.
+/// `four_octet`: AS numbers of 4 bytes (TABLE_DUMP_V2) or 2 (TABLE_DUMP).
 fn route(
     builder: &mut RibBuilder,
+    u: &mut bgp::Update,
     peer: u32,
     path_id: u32,
-    attrs: &Attributes,
+    attrs: &[u8],
+    four_octet: bool,
     family: u8,
-) -> PeerRoute {
+) -> Option<PeerRoute> {
+    bgp::decode_rib_entry_attrs(attrs, four_octet, u).ok()?;
+    if u.treat_as_withdraw {
+        return None;
+    }
     let origin = if builder.wants_origin() {
         let peer_asn = builder.peer_asn(peer);
-        origin_of(attrs, peer_asn, &mut builder.origins)
+        origin_of(&u.as_path, peer_asn, &mut builder.origins)
     } else {
         Origin::Asn(0)
     };
-    let next_hop = if builder.is_selected(peer) {
-        updates::next_hop_of(attrs, family)
-    } else {
+    // IPv6 routes carry their next hop in MP_REACH_NLRI, IPv4 routes in
+    // NEXT_HOP (RFC 8950 routes in MP_REACH).
+    let next_hop = if !builder.is_selected(peer) {
         None
+    } else if family == 6 {
+        u.next_hop_mp.or(u.next_hop_v4)
+    } else {
+        u.next_hop_v4.or(u.next_hop_mp)
     };
-    PeerRoute {
+    Some(PeerRoute {
         peer,
         path_id,
         origin,
         next_hop,
-    }
+    })
 }
 
 /// The origin of a route (see `policy.rs`): the last AS of the last
-/// non-empty AS_SEQUENCE or AS_SET (confederation segments skipped), after
-/// the RFC 6793 merge when AS4_PATH is present; else the peer's AS.
-fn origin_of(attrs: &Attributes, peer_asn: Option<u32>, origins: &mut Origins) -> Origin {
-    let merged;
-    let path = match (attrs.as_path(), attrs.as4_path()) {
-        (Some(p), None) | (None, Some(p)) => p,
-        (None, None) => return Origin::Asn(peer_asn.unwrap_or(0)),
-        (Some(_), Some(_)) => match attrs.effective_as_path() {
-            Some(p) => {
-                merged = p;
-                &merged
-            }
-            None => return Origin::Asn(peer_asn.unwrap_or(0)),
-        },
-    };
-    for segment in path.iter_segments().rev() {
-        match segment {
-            AsPathSegment::AsSequence(v) => {
-                if let Some(a) = v.last() {
-                    return Origin::Asn(a.to_u32());
-                }
-            }
-            AsPathSegment::AsSet(v) if !v.is_empty() => {
-                return origins.set(v.iter().map(|a| a.to_u32()).collect());
-            }
+/// non-empty AS_SEQUENCE or AS_SET (confederation segments skipped) of the
+/// path (RFC 6793 merge of AS4_PATH done by the decoder); else the peer's
+/// AS.
+fn origin_of(words: &[u32], peer_asn: Option<u32>, origins: &mut Origins) -> Origin {
+    let path = bgp::AsPath(words.into());
+    let mut origin = None;
+    for s in path.segments() {
+        match s.kind {
+            AS_SEQUENCE if !s.asns.is_empty() => origin = Some((AS_SEQUENCE, s.asns)),
+            AS_SET if !s.asns.is_empty() => origin = Some((AS_SET, s.asns)),
             _ => {}
         }
     }
-    Origin::Asn(peer_asn.unwrap_or(0))
+    match origin {
+        Some((AS_SEQUENCE, asns)) => Origin::Asn(asns.last().copied().unwrap_or(0)),
+        Some((_, asns)) => origins.set(asns.to_vec()),
+        None => Origin::Asn(peer_asn.unwrap_or(0)),
+    }
 }
 
 /// [`origin_of`] for a path already converted to ours (update events).
@@ -355,6 +361,8 @@ pub(crate) struct MrtEvents<R> {
     framer: Framer<R>,
     pending: std::collections::VecDeque<Event>,
     buf: Vec<Event>,
+    entries: Vec<bgp::mrt::RibEntry>,
+    update: Box<bgp::Update>,
     pub report: Report,
     path: std::path::PathBuf,
     strict: bool,
@@ -367,6 +375,8 @@ impl<R: BufRead> MrtEvents<R> {
             framer: Framer::new(reader),
             pending: Default::default(),
             buf: Vec::new(),
+            entries: Vec::new(),
+            update: Box::default(),
             report: Report::new(Format::Mrt),
             path: path.to_path_buf(),
             strict,
@@ -405,8 +415,9 @@ impl<R: BufRead> MrtEvents<R> {
             self.buf.clear();
             // Update streams carry no RIB entries to cut.
             let (buf, report) = (&mut self.buf, &mut self.report);
-            let result = body::guarded(|| match body::parse(&frame, &[])? {
-                Body::Bgp4mp(m) => Ok(updates::events(&frame, m, buf)?),
+            let (entries, u) = (&mut self.entries, &mut self.update);
+            let result = body::guarded(|| match body::parse(&frame, entries)? {
+                Body::Bgp4mp(m) => Ok(updates::events(&frame, m, u, buf)?),
                 Body::Unsupported => {
                     report.unsupported((frame.entry_type, frame.subtype));
                     Ok(())
@@ -448,8 +459,8 @@ mod tests {
         }
     }
 
-    /// No input found so far makes bgpkit-parser 0.23 panic through our
-    /// framing, so the panic is injected where `body::parse` calls it.
+    /// The decoders do not panic on any input found (fuzzed), so the
+    /// panic is injected where `body::parse` decodes.
     #[test]
     fn a_panic_inside_the_mrt_parser_becomes_an_error_naming_file_and_offset() {
         let (bytes, starts) = fixtures::small_rib();
@@ -482,7 +493,7 @@ mod tests {
             e.to_string(),
             format!(
                 "rib.mrt: MRT record 2 at byte {} (type 13, subtype 2): the MRT parser \
-                 panicked: injected panic standing in for bgpkit-parser",
+                 panicked: injected panic standing in for a decoder bug",
                 starts[1]
             )
         );

@@ -1,119 +1,137 @@
 //! BGP4MP records (RFC 6396 §4.4) as typed [`Event`]s: one per announced
 //! or withdrawn unicast prefix (NLRI fields and MP_REACH / MP_UNREACH
 //! alike), one per state change. OPEN, KEEPALIVE, NOTIFICATION and
-//! ROUTE-REFRESH messages carry no routes and yield nothing.
+//! ROUTE-REFRESH messages carry no routes and yield nothing. The message
+//! is decoded by [`crate::bgp::decode_update`], the decoder BMP uses; an
+//! UPDATE with attribute errors is handled as RFC 7606 says (its routes
+//! withdrawn, or the attribute ignored).
 
-use super::body::prefix_of;
 use super::frame::Frame;
+use crate::bgp::{self, mrt::Bgp4mp, AsPath as Words, AS_CONFED_SEQUENCE, AS_SEQUENCE, AS_SET};
 use crate::update::{AsPath, AsSegment, Change, Event, PeerId, Update};
-use bgpkit_parser::models::{
-    AsPathSegment, Attributes, Bgp4MpEnum, BgpMessage, NetworkPrefix, Safi,
-};
-use std::net::IpAddr;
 use std::sync::Arc;
 
-/// Append the events of one BGP4MP record to `out`. A prefix that cannot be
-/// ours (a length beyond its family) fails the record.
-pub(crate) fn events(frame: &Frame, msg: Bgp4MpEnum, out: &mut Vec<Event>) -> Result<(), String> {
+/// Append the events of one BGP4MP record to `out`, decoding its message
+/// in `u` (reused from record to record). A message that cannot be
+/// decoded (the errors RFC 7606 answers with a session reset) fails the
+/// record.
+pub(crate) fn events(
+    frame: &Frame,
+    msg: Bgp4mp<'_>,
+    u: &mut bgp::Update,
+    out: &mut Vec<Event>,
+) -> Result<(), String> {
     let timestamp = frame.timestamp;
-    match msg {
-        Bgp4MpEnum::StateChange(s) => out.push(Event::PeerState {
+    let (peer_addr, peer_asn, config, message) = match msg {
+        Bgp4mp::StateChange {
+            peer_addr,
+            peer_asn,
+            old,
+            new,
+        } => {
+            out.push(Event::PeerState {
+                timestamp,
+                peer: PeerId {
+                    addr: Some(peer_addr),
+                    asn: Some(peer_asn),
+                },
+                old,
+                new,
+            });
+            return Ok(());
+        }
+        Bgp4mp::Message {
+            peer_addr,
+            peer_asn,
+            config,
+            message,
+            ..
+        } => (peer_addr, peer_asn, config, message),
+    };
+    let (kind, _, _) = bgp::bgp_message(message).map_err(|e| e.to_string())?;
+    if kind != bgp::UPDATE {
+        return Ok(());
+    }
+    // Some writers (BIRD's older MRT dumps) put path identifiers in the
+    // NLRI of plain BGP4MP_MESSAGE records instead of using the _ADDPATH
+    // subtypes (RFC 8050 §3). A message that does not decode without path
+    // identifiers but does with them is read with them; any other failure
+    // is reported as the plain decoding found it.
+    let mut config = config;
+    if let Err(e) = bgp::decode_update(message, &config, u) {
+        let addpath = bgp::WireConfig {
+            addpath_v4: true,
+            addpath_v6: true,
+            addpath_more: 0x3f,
+            ..config
+        };
+        if addpath == config || bgp::decode_update(message, &addpath, u).is_err() {
+            return Err(e.to_string());
+        }
+        config = addpath;
+    }
+    let peer = PeerId {
+        addr: Some(peer_addr),
+        asn: Some(peer_asn),
+    };
+    let update = |prefix, path_id: u32, change| {
+        Event::Update(Update {
             timestamp,
-            peer: PeerId {
-                addr: Some(s.peer_ip),
-                asn: Some(s.peer_asn.to_u32()),
-            },
-            old: s.old_state as u16,
-            new: s.new_state as u16,
-        }),
-        Bgp4MpEnum::Message(m) => {
-            let BgpMessage::Update(u) = m.bgp_message else {
-                return Ok(());
+            microseconds: frame.microseconds,
+            peer,
+            prefix,
+            path_id: config.addpath(prefix_afi(&prefix), 1).then_some(path_id),
+            change,
+        })
+    };
+    for &(prefix, path_id) in &u.withdrawn {
+        out.push(update(prefix, path_id, Change::Withdraw));
+    }
+    if u.announced.is_empty() {
+        return Ok(());
+    }
+    let as_path = segments(&u.as_path);
+    // Conventional NLRI (after the MP_REACH ones in `announced`) take
+    // NEXT_HOP, MP_REACH's take its own next hop (RFC 4760 §3).
+    let (mp, conventional) = u.announced.split_at(u.mp_announced.min(u.announced.len()));
+    for (routes, next_hop) in [
+        (conventional, u.next_hop_v4),
+        (mp, u.next_hop_mp.or(u.next_hop_v4)),
+    ] {
+        for &(prefix, path_id) in routes {
+            let change = Change::Announce {
+                next_hop,
+                as_path: Some(Arc::clone(&as_path)),
             };
-            let peer = PeerId {
-                addr: Some(m.peer_ip),
-                asn: Some(m.peer_asn.to_u32()),
-            };
-            let update = |p: &NetworkPrefix, change: Change| -> Result<Event, String> {
-                Ok(Event::Update(Update {
-                    timestamp,
-                    microseconds: frame.microseconds,
-                    peer,
-                    prefix: prefix_of(&p.prefix)?,
-                    path_id: p.path_id,
-                    change,
-                }))
-            };
-            let attrs = &u.attributes;
-            let unreach = attrs
-                .get_unreachable_nlri()
-                .filter(|n| n.safi == Safi::Unicast);
-            for p in u
-                .withdrawn_prefixes
-                .iter()
-                .chain(unreach.into_iter().flat_map(|n| n.prefixes.iter()))
-            {
-                out.push(update(p, Change::Withdraw)?);
-            }
-            let reach = attrs
-                .get_reachable_nlri()
-                .filter(|n| n.safi == Safi::Unicast);
-            if u.announced_prefixes.is_empty() && reach.is_none() {
-                return Ok(());
-            }
-            let as_path = as_path(attrs);
-            let classic_next_hop = attrs.next_hop();
-            for p in &u.announced_prefixes {
-                let change = Change::Announce {
-                    next_hop: classic_next_hop,
-                    as_path: as_path.clone(),
-                };
-                out.push(update(p, change)?);
-            }
-            if let Some(n) = reach {
-                let next_hop = n.next_hop.map(|h| h.global_addr()).or(classic_next_hop);
-                for p in &n.prefixes {
-                    let change = Change::Announce {
-                        next_hop,
-                        as_path: as_path.clone(),
-                    };
-                    out.push(update(p, change)?);
-                }
-            }
+            out.push(update(prefix, path_id, change));
         }
     }
     Ok(())
 }
 
-/// The effective AS path (RFC 6793 §4.2.3 merge of AS4_PATH) as ours.
-fn as_path(attrs: &Attributes) -> Option<AsPath> {
-    let path = attrs.effective_as_path()?;
-    let asns = |v: &[bgpkit_parser::models::Asn]| v.iter().map(|a| a.to_u32()).collect();
-    let segments: Vec<AsSegment> = path
-        .iter_segments()
-        .map(|s| match s {
-            AsPathSegment::AsSequence(v) => AsSegment::Sequence(asns(v)),
-            AsPathSegment::AsSet(v) => AsSegment::Set(asns(v)),
-            AsPathSegment::ConfedSequence(v) => AsSegment::ConfedSequence(asns(v)),
-            AsPathSegment::ConfedSet(v) => AsSegment::ConfedSet(asns(v)),
-        })
-        .collect();
-    Some(Arc::from(segments))
+fn prefix_afi(p: &ipfib::prefix::AnyPrefix) -> u16 {
+    if p.family() == 6 {
+        2
+    } else {
+        1
+    }
 }
 
-/// The next hop of a RIB entry's route for a prefix of `family`: IPv6
-/// routes carry it in MP_REACH_NLRI (global address preferred to a link
-/// local one), IPv4 routes in NEXT_HOP (RFC 5549 routes in MP_REACH).
-pub(crate) fn next_hop_of(attrs: &Attributes, family: u8) -> Option<IpAddr> {
-    let mp = || {
-        attrs
-            .get_reachable_nlri()
-            .and_then(|n| n.next_hop)
-            .map(|h| h.global_addr())
-    };
-    if family == 6 {
-        mp().or_else(|| attrs.next_hop())
-    } else {
-        attrs.next_hop().or_else(mp)
-    }
+/// A decoded AS path (RFC 6793 merge of AS4_PATH done) as update events
+/// carry it.
+fn segments(words: &[u32]) -> AsPath {
+    let path = Words(Arc::from(words));
+    let segments: Vec<AsSegment> = path
+        .segments()
+        .map(|s| {
+            let asns = s.asns.to_vec();
+            match s.kind {
+                AS_SEQUENCE => AsSegment::Sequence(asns),
+                AS_SET => AsSegment::Set(asns),
+                AS_CONFED_SEQUENCE => AsSegment::ConfedSequence(asns),
+                _ => AsSegment::ConfedSet(asns),
+            }
+        })
+        .collect();
+    Arc::from(segments)
 }
