@@ -103,8 +103,8 @@ pub enum ReadError {
         reason: String,
     },
 
-    /// bgpkit-parser panicked on one MRT record's body (hostile or
-    /// unexpected bytes). Caught and handled like [`ReadError::BadRecord`]:
+    /// Decoding one MRT record's body panicked (a bug in the decoder,
+    /// which is written not to). Caught and handled like [`ReadError::BadRecord`]:
     /// the record is skipped and counted, or in strict mode the read stops
     /// here. `message` is the panic's message.
     #[error(

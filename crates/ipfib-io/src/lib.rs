@@ -4,7 +4,7 @@
 //!  path ─► input.rs ─► sniff.rs ─┬─► read.rs + parse.rs ──────────► Vec<Route>
 //!          gzip/bzip2/  --format  │   text, ipasn, pfx2as lines      (one value per prefix)
 //!          zstd by      auto      ├─► mrt/ (frame, body, rib) ─────►    + Report
-//!          magic bytes            │   MRT via bgpkit-parser,           (damage, skipped,
+//!          magic bytes            │   MRT via bgp/ (our decoder),      (damage, skipped,
 //!                                 │   policy.rs picks the value         MRT stats)
 //!                                 ├─► mmdb/ (tree, decode, render) ─► Vec<Route>
 //!                                 │   MaxMind DB, read whole            (record JSON or a field)
@@ -24,8 +24,11 @@
 //! - `read.rs`, `parse.rs`: the line loop and the text / ipasn / pfx2as
 //!   line grammars.
 //! - `mrt/`: `frame.rs` (our own framing: offsets, bounded lengths),
-//!   `body.rs` (bgpkit-parser's `parse_mrt_body`), `rib.rs` (per-peer routes
+//!   `body.rs` (bodies sorted for the loops), `rib.rs` (per-peer routes
 //!   to one value), `updates.rs` (BGP4MP to events), `mod.rs` (the loops).
+//! - `bgp/`: the one BGP decoder (UPDATE, OPEN, NLRI, path attributes, AS
+//!   paths; MRT bodies that carry BGP), used by the MRT readers here and by
+//!   the RIB's BMP sessions and MRT loader ([`bgp`]).
 //! - `policy.rs`: [`ValuePolicy`]: origin-asn, next-hop of a peer, peer-count.
 //! - `linx.rs`: `UNIXTIME a|w PREFIX NEXTHOP` update lines.
 //! - `mmdb/`: MaxMind DB files: `tree.rs` (metadata, the search tree walked
@@ -80,11 +83,11 @@
 //! [`MAX_BODY`], grown as bytes arrive; lines at most [`MAX_LINE_BYTES`],
 //! in every line reader: tables, update streams, text traces). Our own code
 //! is held to that by lints (no `unwrap`, `expect`, `panic!` or unchecked
-//! indexing outside tests; the test command runs clippy). bgpkit-parser is
-//! third-party code: each call into it runs under `catch_unwind`, and a
-//! panic on a record becomes [`ReadError::ParserPanic`] with the file and
-//! the record's byte offset (the record is skipped, or in strict mode the
-//! read stops). The panic hook still prints the panic to stderr; with
+//! indexing outside tests; the test command runs clippy). Each MRT record's
+//! decoding still runs under `catch_unwind`, so a bug that slipped through
+//! costs one record: a panic becomes [`ReadError::ParserPanic`] with the
+//! file and the record's byte offset (the record is skipped, or in strict
+//! mode the read stops). The panic hook still prints the panic to stderr; with
 //! `panic = "abort"` it cannot be caught.
 //! Errors name the file and the 1-based line (text) or the byte offset in
 //! the decompressed stream (MRT). Everything is plain data, `Send`; the

@@ -1,6 +1,5 @@
 //! MRT framing (RFC 6396 §2): the common header, a bounded length, the
-//! body. We frame records ourselves, rather than through bgpkit-parser's
-//! reader, so that every record has its exact byte offset in the
+//! body. We frame records ourselves so that every record has its exact byte offset in the
 //! decompressed stream and framing damage is told apart from a body that
 //! does not parse.
 //!
@@ -16,7 +15,7 @@ use std::io::{self, BufRead, Read};
 
 /// The largest body we accept: a PEER_INDEX_TABLE of 65,535 IPv6 peers is
 /// under 3 MiB, a RIB record of every peer's route for one prefix far less,
-/// a BGP message at most 64 KiB (RFC 8654); bgpkit-parser uses 16 MiB too.
+/// a BGP message at most 64 KiB (RFC 8654).
 pub const MAX_BODY: u64 = 16 << 20;
 
 /// Body bytes reserved before any arrive; more is allocated as they do.
