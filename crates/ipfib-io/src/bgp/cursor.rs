@@ -1,7 +1,7 @@
 //! The byte cursor every decoder here reads through, the errors it
 //! returns, and the BGP message header.
 
-/// action, "session reset", is a [`WireError`] from [`decode_update`]).
+/// action, "session reset", is a [`WireError`] from [`decode_update`](super::decode_update)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorAction {
     /// The attribute is ignored; the routes stand.

@@ -82,7 +82,7 @@ pub struct Update {
     /// same peer too), taking MP_REACH's next hop.
     pub labeled_announced: Vec<(AnyPrefix, u32)>,
     pub labeled_withdrawn: Vec<(AnyPrefix, u32)>,
-    /// AS path in [`AsPath`]'s encoding.
+    /// AS path in [`AsPath`](super::AsPath)'s encoding.
     pub as_path: Vec<u32>,
     pub communities: Vec<u32>,
     pub large_communities: Vec<[u32; 3]>,
