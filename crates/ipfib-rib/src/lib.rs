@@ -26,6 +26,7 @@ pub mod peers;
 pub mod rib;
 mod routelist;
 pub mod seg;
+pub mod target;
 mod walk;
 pub mod wire;
 

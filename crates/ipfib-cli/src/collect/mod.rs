@@ -153,16 +153,11 @@ pub struct Ctx {
 /// A network (`192.0.2.0/24`, host bits must be clear) or an address alone
 /// (its host prefix); IPv4-mapped IPv6 addresses count as IPv4.
 fn parse_cidr(t: &str) -> Result<ipfib::prefix::AnyPrefix, String> {
-    use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
-    if t.contains('/') {
-        return AnyPrefix::parse(t, HostBits::Reject).map_err(|e| e.to_string());
-    }
-    let a = t
-        .parse::<std::net::IpAddr>()
-        .map_err(|e| format!("not an address or network: {e}"))?;
-    let a = AnyAddr::unmapped(a).to_ip();
-    let len = if a.is_ipv4() { 32 } else { 128 };
-    AnyPrefix::from_ip(a, len, HostBits::Reject).map_err(|e| e.to_string())
+    use ipfib_rib::target::{parse_prefix_or_addr, TargetError};
+    parse_prefix_or_addr(t).map_err(|e| match e {
+        TargetError::Address(e) => format!("not an address or network: {e}"),
+        e => e.to_string(),
+    })
 }
 
 /// The token file's first line, trimmed; empty is an error.
