@@ -1,12 +1,25 @@
-//! `ipfib collect`: the BMP collector service (ARCHITECTURE §4).
+//! The BMP collector as a library: a multi-peer RIB fed by BMP sessions,
+//! served over HTTP (the `ipfib collect` command is argument parsing
+//! around [`run`]; ARCHITECTURE §4 pins its routes, JSON and metrics).
 //!
 //! ```text
 //!  BMP senders --TCP--> ingest::listen --one task per connection--> Rib
 //!  HTTP clients -----> http::router (lookup, routes, peers, metrics, /)
 //! ```
+//!
+//! Where to start reading:
+//! - `lib.rs`: [`Config`], [`run`]: runtimes, MRT bootstrap, listeners,
+//!   shutdown;
+//! - `ingest.rs`: BMP accept (allow-list, per-source and session caps),
+//!   one task per session, framing and timeouts;
+//! - `server.rs`: the HTTP connection loop under the collector's limits;
+//! - `http.rs`: routes, parameters, the guard (token, `Host`), the page;
+//! - `json.rs`: routes and peers as JSON; `paging.rs`: `routes` pages and
+//!   cursors; `metrics.rs`: counters and their Prometheus text.
+//!
 //! Shutdown: SIGINT or SIGTERM flips one watch channel; the listeners stop
 //! accepting, sessions end, the HTTP server finishes in-flight requests,
-//! and the process exits 0 within a bounded time.
+//! and [`run`] returns within a bounded time.
 
 mod http;
 mod ingest;
@@ -16,132 +29,101 @@ mod paging;
 mod server;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ipfib_rib::mrt::LoadReport;
 use ipfib_rib::Rib;
 use tokio::sync::watch;
 
-use crate::{CmdResult, Outcome};
+pub use http::allowed_hosts;
+pub use ingest::DEFAULT_MAX_MESSAGE;
+pub use server::HttpLimits;
 
-/// Run the BMP collector: a multi-peer RIB fed by BMP sessions, served
-/// over HTTP.
-#[derive(clap::Args)]
-pub struct Args {
-    /// Address to accept BMP sessions on (port 0: any free port).
-    #[arg(long, default_value = "127.0.0.1:11019")]
-    bmp: SocketAddr,
-    /// Address of the HTTP API and looking-glass page (port 0: any free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    http: SocketAddr,
-    /// MRT RIB dumps to load before sessions arrive (each MRT peer becomes
-    /// a peer of kind "mrt").
-    #[arg(long)]
-    mrt: Vec<PathBuf>,
-    /// Seconds a closed session's routes stay before its peers go down.
-    #[arg(long, default_value_t = 30.0)]
-    grace: f64,
-    /// Seconds without any data before a session is closed.
-    #[arg(long, default_value_t = 600.0)]
-    idle_timeout: f64,
-    /// Seconds a started message may take to arrive whole.
-    #[arg(long, default_value_t = 60.0)]
-    slow_timeout: f64,
-    /// Largest BMP message accepted, in bytes (a larger one ends its
-    /// session); the default fits the largest legal message.
-    #[arg(long, default_value_t = ingest::DEFAULT_MAX_MESSAGE)]
-    max_message: usize,
-    /// Most concurrent BMP sessions; more are refused.
-    #[arg(long, default_value_t = 1024)]
-    max_sessions: usize,
-    /// Accept BMP connections only from this network (repeatable; an
-    /// address alone is its host prefix). Without it, any source.
-    #[arg(long = "bmp-allow", value_name = "CIDR")]
-    bmp_allow: Vec<String>,
-    /// Most concurrent BMP sessions from one IPv4 address (0 is taken as
-    /// 1); an IPv6 /64 may hold 8 times as many.
-    #[arg(long, default_value_t = 8)]
-    max_sessions_per_source: usize,
-    /// Seconds a new BMP connection has to deliver its first complete
-    /// message (the Initiation) before it is closed.
-    #[arg(long, default_value_t = 10.0)]
-    initiation_timeout: f64,
-    /// Bytes of unfinished BMP messages held over all sessions; a session
-    /// whose read would go past it is closed.
-    #[arg(long, default_value_t = 64 << 20)]
-    max_buffered: usize,
-    /// Monitored neighbours one BMP session may have (0: no limit);
-    /// messages of further ones are dropped and counted.
-    #[arg(long, default_value_t = 2048)]
-    max_peers_per_session: usize,
-    /// Routes one BMP peer may hold (0: no limit); past it the peer's new
-    /// routes are dropped and counted (like BGP maximum-prefix).
-    #[arg(long, default_value_t = 4_000_000)]
-    max_routes_per_peer: u64,
-    /// RIB peers one BMP session's live neighbours may have in all, one
-    /// per (neighbour, RIB kind, route distinguisher) (0: no limit); past
-    /// it routes needing another are dropped and counted. VPN routes make
-    /// one per distinguisher: this keeps one session from filling the
-    /// peer registry (about a million) that every router shares.
-    #[arg(long, default_value_t = 16_384)]
-    max_rib_peers_per_session: usize,
-    /// Routes one prefix may hold, over every peer, instance and RIB kind
-    /// (0: no limit); past it new routes of the prefix are dropped and
-    /// counted. Bounds what one prefix announced by many invented peers
-    /// holds, and what a lookup restricted to a peer or next hop scans.
-    #[arg(long, default_value_t = ipfib_rib::rib::MAX_ROUTES_PER_PREFIX)]
-    max_routes_per_prefix: usize,
-    /// Most concurrent HTTP connections; past it new ones get a short 503.
-    #[arg(long, default_value_t = 256)]
-    http_max_conns: usize,
-    /// Seconds an HTTP client has to send a request head (also the idle
-    /// time allowed between keep-alive requests).
-    #[arg(long, default_value_t = 10.0)]
-    http_header_timeout: f64,
-    /// Seconds a request may take to get its answer's head.
-    #[arg(long, default_value_t = 30.0)]
-    http_request_timeout: f64,
-    /// Seconds a client may stop reading an answer before its connection
-    /// is closed.
-    #[arg(long, default_value_t = 30.0)]
-    http_write_stall: f64,
-    /// A file whose first line is a bearer token every API request must
-    /// carry (`Authorization: Bearer TOKEN`); `/` and `/metrics` included.
-    #[arg(long, value_name = "FILE")]
-    http_token_file: Option<PathBuf>,
-    /// Host names (optionally with :port) the HTTP API answers to
-    /// (repeatable), against DNS rebinding. Default: loopback names and
-    /// addresses when --http is a loopback address, any otherwise.
-    #[arg(long = "http-host", value_name = "NAME")]
-    http_host: Vec<String>,
-    /// Worker threads of the runtime.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
-    /// Log level: error, warn, info, debug.
-    #[arg(long, default_value = "info")]
-    log_level: String,
+/// Why the collector could not run. `Display` is the whole message.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A listener, the RIB, a signal handler or an MRT dump could not be
+    /// set up; the message names which.
+    #[error("{0}")]
+    Start(String),
+    /// The runtime or a socket failed at the system level.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
+impl From<String> for Error {
+    fn from(s: String) -> Self {
+        Error::Start(s)
+    }
+}
+
+/// What the collector tells its caller as it starts: the caller decides
+/// how to show it (the command prints one line each on stderr).
+pub enum Event<'a> {
+    /// An MRT dump of [`Config::mrt`] is loaded (`report.damage`: where a
+    /// truncated dump was cut; what precedes it is loaded).
+    MrtLoaded {
+        path: &'a Path,
+        report: &'a LoadReport,
+    },
+    /// Both listeners are bound (port 0 resolved): sessions and requests
+    /// are accepted from now on.
+    Listening { bmp: SocketAddr, http: SocketAddr },
+}
+
+/// Limits and policies of the sessions and the HTTP API.
 pub struct Opts {
+    /// How long a closed session's routes stay before its peers go down.
     pub grace: Duration,
+    /// A session without any data this long is closed.
     pub idle_timeout: Duration,
+    /// How long a started message may take to arrive whole.
     pub slow_timeout: Duration,
+    /// Largest BMP message accepted, in bytes.
     pub max_message: usize,
+    /// Most concurrent BMP sessions.
     pub max_sessions: usize,
+    /// BMP sources accepted (empty: any).
     pub bmp_allow: Vec<ipfib::prefix::AnyPrefix>,
+    /// Most concurrent sessions from one IPv4 address (an IPv6 /64 may
+    /// hold 8 times as many); at least 1.
     pub max_per_source: usize,
+    /// Time a new connection has to deliver its Initiation message.
     pub initiation_timeout: Duration,
+    /// Bytes of unfinished messages held over all sessions.
     pub max_buffered: usize,
+    /// Per-session caps on peers and routes.
     pub limits: ipfib_rib::bmp::SessionLimits,
-    pub http: server::HttpLimits,
+    /// The HTTP server's limits.
+    pub http: HttpLimits,
+    /// The bearer token every request must carry, if any.
     pub token: Option<String>,
     /// Allowed `Host` header values (lowercase); empty: any.
     pub hosts: Vec<String>,
 }
 
+/// Everything [`run`] needs.
+pub struct Config {
+    /// Where to accept BMP sessions (port 0: any free port).
+    pub bmp: SocketAddr,
+    /// Where to serve the HTTP API and the looking-glass page.
+    pub http: SocketAddr,
+    /// MRT RIB dumps loaded before sessions arrive.
+    pub mrt: Vec<PathBuf>,
+    /// Worker threads of the BMP ingest runtime (at least 1).
+    pub threads: usize,
+    /// Routes one prefix may hold over every peer, as
+    /// `Rib::set_max_routes_per_prefix` takes it.
+    pub max_routes_per_prefix: usize,
+    pub opts: Opts,
+    /// Called as the collector starts (see [`Event`]); from any thread.
+    pub on_event: Arc<dyn Fn(Event<'_>) + Send + Sync>,
+}
+
 /// What every task shares.
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub rib: Arc<Rib>,
     /// `/api/v1/dump.mrt` builds one dump at a time.
     pub dump_lock: Arc<tokio::sync::Semaphore>,
@@ -150,86 +132,20 @@ pub struct Ctx {
     pub opts: Opts,
 }
 
-/// A network (`192.0.2.0/24`, host bits must be clear) or an address alone
-/// (its host prefix); IPv4-mapped IPv6 addresses count as IPv4.
-fn parse_cidr(t: &str) -> Result<ipfib::prefix::AnyPrefix, String> {
-    use ipfib_rib::target::{parse_prefix_or_addr, TargetError};
-    parse_prefix_or_addr(t).map_err(|e| match e {
-        TargetError::Address(e) => format!("not an address or network: {e}"),
-        e => e.to_string(),
-    })
-}
-
-/// The token file's first line, trimmed; empty is an error.
-fn read_token(f: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(f)
-        .map_err(|e| format!("--http-token-file {}: {e}", f.display()))?;
-    let t = text.lines().next().unwrap_or("").trim().to_string();
-    if t.is_empty() {
-        return Err(format!(
-            "--http-token-file {}: the first line is empty",
-            f.display()
-        ));
-    }
-    Ok(t)
-}
-
-fn secs(name: &str, v: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(v).map_err(|_| format!("--{name} {v}: expected seconds >= 0"))
-}
-
-pub fn run(args: Args) -> CmdResult {
-    let level = match args.log_level.as_str() {
-        "error" => tracing::Level::ERROR,
-        "warn" => tracing::Level::WARN,
-        "info" => tracing::Level::INFO,
-        "debug" => tracing::Level::DEBUG,
-        other => {
-            return Err(
-                format!("--log-level {other:?}: expected error, warn, info or debug").into(),
-            )
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(false)
-        .init();
-    let bmp_allow = args
-        .bmp_allow
-        .iter()
-        .map(|t| parse_cidr(t).map_err(|e| format!("--bmp-allow {t:?}: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let token = match &args.http_token_file {
-        None => None,
-        Some(f) => Some(read_token(f)?),
-    };
-    let opts = Opts {
-        grace: secs("grace", args.grace)?,
-        idle_timeout: secs("idle-timeout", args.idle_timeout)?,
-        slow_timeout: secs("slow-timeout", args.slow_timeout)?,
-        max_message: args.max_message.max(64),
-        max_sessions: args.max_sessions,
-        bmp_allow,
-        max_per_source: args.max_sessions_per_source.max(1),
-        initiation_timeout: secs("initiation-timeout", args.initiation_timeout)?,
-        max_buffered: args.max_buffered,
-        limits: ipfib_rib::bmp::SessionLimits {
-            max_peers: (args.max_peers_per_session > 0).then_some(args.max_peers_per_session),
-            max_routes_per_peer: (args.max_routes_per_peer > 0).then_some(args.max_routes_per_peer),
-            max_rib_peers: (args.max_rib_peers_per_session > 0)
-                .then_some(args.max_rib_peers_per_session),
-        },
-        http: server::HttpLimits {
-            max_conns: args.http_max_conns.max(1),
-            header_timeout: secs("http-header-timeout", args.http_header_timeout)?,
-            request_timeout: secs("http-request-timeout", args.http_request_timeout)?,
-            write_stall: secs("http-write-stall", args.http_write_stall)?,
-        },
-        token,
-        hosts: http::allowed_hosts(&args.http_host, args.http),
-    };
+/// Run the collector until SIGINT or SIGTERM (watched from the start, so
+/// one during the MRT load ends it cleanly too), then shut down within a
+/// bounded time. Blocks the calling thread; builds its own runtimes and
+/// logs through `tracing` (the caller installs a subscriber).
+pub fn run(config: Config) -> Result<(), Error> {
+    let Config {
+        bmp,
+        http,
+        mrt,
+        threads,
+        max_routes_per_prefix,
+        opts,
+        on_event,
+    } = config;
     if let Some((before, after)) = server::raise_nofile() {
         tracing::info!(before, after, "open file limit");
         let need = (opts.max_sessions + opts.http.max_conns + 64) as u64;
@@ -247,7 +163,7 @@ pub fn run(args: Args) -> CmdResult {
     // the median). The HTTP runtime's own thread gets its share of the
     // CPU from the OS scheduler instead.
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
+        .worker_threads(threads.max(1))
         .thread_name("bmp-ingest")
         .enable_all()
         .build()?;
@@ -262,12 +178,14 @@ pub fn run(args: Args) -> CmdResult {
         let mut signals = Signals::new()?;
         let rib =
             Arc::new(Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?);
-        rib.set_max_routes_per_prefix(args.max_routes_per_prefix);
+        rib.set_max_routes_per_prefix(max_routes_per_prefix);
         // The dumps load on a blocking thread while signals are watched: a
         // SIGTERM during a long load ends the process at once (exit 0).
         let load = {
-            let (rib, paths) = (Arc::clone(&rib), args.mrt.clone());
-            tokio::task::spawn_blocking(move || paths.iter().try_for_each(|p| load_mrt(&rib, p)))
+            let (rib, on_event) = (Arc::clone(&rib), Arc::clone(&on_event));
+            tokio::task::spawn_blocking(move || {
+                mrt.iter().try_for_each(|p| load_mrt(&rib, p, &*on_event))
+            })
         };
         tokio::select! {
             done = load => done.map_err(|e| format!("MRT load failed: {e}"))??,
@@ -283,18 +201,25 @@ pub fn run(args: Args) -> CmdResult {
             sessions: ingest::Registry::default(),
             opts,
         });
-        serve(ctx, args.bmp, args.http, http_rt.handle().clone(), signals).await
+        serve(
+            ctx,
+            bmp,
+            http,
+            http_rt.handle().clone(),
+            signals,
+            &*on_event,
+        )
+        .await
     });
     // Session tasks that are still winding down do not hold up the exit.
     http_rt.shutdown_timeout(Duration::from_secs(2));
     rt.shutdown_timeout(Duration::from_secs(2));
-    result?;
-    Ok(Outcome::Ok)
+    result
 }
 
 /// Load one MRT RIB dump into the RIB before sessions arrive; a truncated
 /// dump loads what precedes the cut and says where it was.
-fn load_mrt(rib: &Rib, path: &std::path::Path) -> Result<(), String> {
+fn load_mrt(rib: &Rib, path: &Path, on_event: &dyn Fn(Event<'_>)) -> Result<(), String> {
     let r = ipfib_rib::mrt::load(path, rib).map_err(|e| e.to_string())?;
     // Not a single record read: not an MRT dump (or an empty one); refuse
     // rather than serve an empty RIB as if the dump were loaded.
@@ -309,20 +234,7 @@ fn load_mrt(rib: &Rib, path: &std::path::Path) -> Result<(), String> {
         ));
     }
     rib.sync();
-    let damage = r
-        .damage
-        .as_ref()
-        .map(|d| format!("; truncated at byte {}, loaded what precedes it", d.offset))
-        .unwrap_or_default();
-    eprintln!(
-        "ipfib collect: {}: {} routes of {} peers, {} IPv4 + {} IPv6 prefixes in {:.2} s{damage}",
-        path.display(),
-        r.routes,
-        r.peers,
-        r.prefixes_v4,
-        r.prefixes_v6,
-        r.elapsed.as_secs_f64()
-    );
+    on_event(Event::MrtLoaded { path, report: &r });
     for e in &r.errors {
         tracing::warn!(file = %path.display(), error = %e, "MRT record skipped");
     }
@@ -335,7 +247,8 @@ async fn serve(
     http: SocketAddr,
     http_rt: tokio::runtime::Handle,
     mut signals: Signals,
-) -> Result<(), Box<dyn std::error::Error>> {
+    on_event: &(dyn Fn(Event<'_>) + Send + Sync),
+) -> Result<(), Error> {
     let bmp_l = tokio::net::TcpListener::bind(bmp)
         .await
         .map_err(|e| format!("cannot listen for BMP on {bmp}: {e}"))?;
@@ -343,8 +256,10 @@ async fn serve(
         .map_err(|e| format!("cannot listen for HTTP on {http}: {e}"))?;
     http_l.set_nonblocking(true)?;
     let (bmp_at, http_at) = (bmp_l.local_addr()?, http_l.local_addr()?);
-    // One line for people and scripts (tests read the ports from it).
-    eprintln!("ipfib collect: BMP on {bmp_at}, HTTP on http://{http_at}/");
+    on_event(Event::Listening {
+        bmp: bmp_at,
+        http: http_at,
+    });
     tracing::info!(bmp = %bmp_at, http = %http_at, "listening");
     let (stop_tx, stop_rx) = watch::channel(false);
     let ingest = tokio::spawn(ingest::listen(bmp_l, Arc::clone(&ctx), stop_rx.clone()));
