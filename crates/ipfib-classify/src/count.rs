@@ -40,11 +40,11 @@ pub const MAX_TRACKED: usize = 1 << 22;
 /// A packet stamped this many seconds before the window in progress is a
 /// jump back in time (a clock step, a bad record), starting a new stretch
 /// of windows; less is reordering, counted in the window in progress.
-const MAX_BEHIND: u64 = 60;
+pub const MAX_BEHIND: u64 = 60;
 /// A gap of more than this many seconds between packets starts a new
 /// stretch too: the seconds between are not part of the span means
 /// divide by (one bad far-future stamp cannot dilute every mean).
-const MAX_GAP: u64 = 86_400;
+pub const MAX_GAP: u64 = 86_400;
 
 pub const DIRECTIONS: [&str; 4] = ["incoming", "outgoing", "internal", "other"];
 const IN: usize = 0;

@@ -27,7 +27,7 @@
 //! traffic stops.
 //!
 //! All of this module's `unsafe` (system calls, the mapping, the shared
-//! status word) is in [`sys`]; frames are read from the block as a byte
+//! status word) is in `sys`; frames are read from the block as a byte
 //! slice with bounds-checked indexing, so a header the kernel never
 //! writes (a bad offset) ends the block's walk instead of reading out of
 //! bounds.
