@@ -28,8 +28,10 @@ mod metrics;
 mod paging;
 mod server;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,6 +139,23 @@ pub(crate) struct Ctx {
 /// bounded time. Blocks the calling thread; builds its own runtimes and
 /// logs through `tracing` (the caller installs a subscriber).
 pub fn run(config: Config) -> Result<(), Error> {
+    start(config, None)
+}
+
+/// [`run`], stopped when `stop` completes instead of by a signal (an
+/// embedding program's own shutdown, a test). `stop` is first polled on
+/// the collector's runtime, so it may use tokio's timers.
+pub fn run_until(
+    config: Config,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    start(config, Some(Box::pin(stop)))
+}
+
+/// What ends the collector: a future, or (`None`) SIGINT or SIGTERM.
+type Stop = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
     let Config {
         bmp,
         http,
@@ -175,7 +194,13 @@ pub fn run(config: Config) -> Result<(), Error> {
     let result = rt.block_on(async {
         // Signals first: a SIGTERM during the MRT load or right after the
         // "listening" line still ends the process cleanly (exit 0).
-        let mut signals = Signals::new()?;
+        let mut stop: Stop = match stop {
+            Some(f) => f,
+            None => {
+                let mut signals = Signals::new()?;
+                Box::pin(async move { signals.wait().await })
+            }
+        };
         let rib =
             Arc::new(Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?);
         rib.set_max_routes_per_prefix(max_routes_per_prefix);
@@ -189,7 +214,7 @@ pub fn run(config: Config) -> Result<(), Error> {
         };
         tokio::select! {
             done = load => done.map_err(|e| format!("MRT load failed: {e}"))??,
-            _ = signals.wait() => {
+            _ = &mut stop => {
                 tracing::info!("stopped during the MRT load");
                 return Ok(());
             }
@@ -201,15 +226,7 @@ pub fn run(config: Config) -> Result<(), Error> {
             sessions: ingest::Registry::default(),
             opts,
         });
-        serve(
-            ctx,
-            bmp,
-            http,
-            http_rt.handle().clone(),
-            signals,
-            &*on_event,
-        )
-        .await
+        serve(ctx, bmp, http, http_rt.handle().clone(), stop, &*on_event).await
     });
     // Session tasks that are still winding down do not hold up the exit.
     http_rt.shutdown_timeout(Duration::from_secs(2));
@@ -246,7 +263,7 @@ async fn serve(
     bmp: SocketAddr,
     http: SocketAddr,
     http_rt: tokio::runtime::Handle,
-    mut signals: Signals,
+    stop: Stop,
     on_event: &(dyn Fn(Event<'_>) + Send + Sync),
 ) -> Result<(), Error> {
     let bmp_l = tokio::net::TcpListener::bind(bmp)
@@ -270,7 +287,7 @@ async fn serve(
         let l = tokio::net::TcpListener::from_std(http_l)?;
         server::serve(l, router, http_ctx, http_stop).await
     });
-    signals.wait().await;
+    stop.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), ingest).await;
@@ -306,5 +323,61 @@ impl Signals {
             _ = self.term.recv() => {}
             _ = self.int.recv() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The collector binds, says where, and returns once `stop` completes.
+    #[test]
+    fn run_until_stops_when_told() {
+        let heard = Arc::new(Mutex::new(None));
+        let config = Config {
+            bmp: "127.0.0.1:0".parse().unwrap(),
+            http: "127.0.0.1:0".parse().unwrap(),
+            mrt: Vec::new(),
+            threads: 1,
+            max_routes_per_prefix: 0,
+            opts: Opts {
+                grace: Duration::from_secs(1),
+                idle_timeout: Duration::from_secs(1),
+                slow_timeout: Duration::from_secs(1),
+                max_message: DEFAULT_MAX_MESSAGE,
+                max_sessions: 4,
+                bmp_allow: Vec::new(),
+                max_per_source: 1,
+                initiation_timeout: Duration::from_secs(1),
+                max_buffered: 1 << 20,
+                limits: ipfib_rib::bmp::SessionLimits::default(),
+                http: HttpLimits {
+                    max_conns: 4,
+                    header_timeout: Duration::from_secs(1),
+                    request_timeout: Duration::from_secs(1),
+                    write_stall: Duration::from_secs(1),
+                },
+                token: None,
+                hosts: Vec::new(),
+            },
+            on_event: {
+                let heard = Arc::clone(&heard);
+                Arc::new(move |e| {
+                    if let Event::Listening { bmp, http } = e {
+                        *heard.lock().unwrap() = Some((bmp, http));
+                    }
+                })
+            },
+        };
+        let started = std::time::Instant::now();
+        run_until(config, async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        })
+        .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let (bmp, http) = heard.lock().unwrap().expect("a Listening event");
+        assert_ne!(bmp.port(), 0);
+        assert_ne!(http.port(), 0);
     }
 }
