@@ -36,6 +36,7 @@ mod passes;
 mod plot;
 mod preset;
 mod report;
+mod rows;
 mod runner;
 pub(crate) mod stats;
 mod summary;

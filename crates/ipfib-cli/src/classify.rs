@@ -1,31 +1,12 @@
-//! `ipfib classify`: FastNetMon's job on a capture file or a live
-//! interface. Every IP packet's source and destination are looked up in a
-//! table of the operator's networks (any table format; a network's value
-//! is its hostgroup), the packet's direction decided, and packets and
-//! bytes counted per network, per hostgroup, per host and per remote
-//! source in 1-second windows, with thresholds on a host's incoming rate
-//! raising alerts.
-//!
-//! - `classify/capture.rs`: pcap and pcapng, streamed, damage located;
-//! - `classify/live.rs`: `--interface`, an AF_PACKET TPACKET_V3 ring (Linux);
-//! - `classify/decode.rs`: link layers and IP headers;
-//! - `classify/count.rs`: the counters, windows, hosts and alerts;
-//! - `classify/report.rs`: the human report and the JSON document;
-//! - `classify/synth.rs`: `--synthetic N`, the in-memory benchmark.
-
-mod capture;
-mod count;
-mod decode;
-mod live;
-mod report;
-mod synth;
+//! `ipfib classify`: the flags, the table loading, the progress bar and
+//! the output streams; the counting itself is the `ipfib-classify` crate.
 
 use crate::load::{load, TableArgs};
-use crate::lookup::answer::Answer;
 use crate::{CmdResult, Outcome};
-use capture::{Capture, ReadError};
-use count::{Classifier, Threshold};
 use ipfib::engine::auto::AutoOptions;
+use ipfib_classify::capture::Capture;
+use ipfib_classify::count::{Classifier, Threshold};
+use ipfib_classify::{count_capture, live, report, synth, Networks};
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -157,14 +138,14 @@ pub fn run(args: Args) -> CmdResult {
     classify(&compiled, &args, thresholds, loaded.had_problems)
 }
 
-fn classify<T: Answer>(
+fn classify<T: Networks>(
     table: &T,
     args: &Args,
     thresholds: Vec<Threshold>,
     table_problems: bool,
 ) -> CmdResult {
     if let Some(n) = args.synthetic {
-        return synth::bench(table, args, n, thresholds);
+        return synthetic(table, args, n, thresholds);
     }
     let alerts = LineSink::open(args.alerts.as_deref())?;
     let windows = LineSink::open(args.windows.as_deref())?;
@@ -199,19 +180,8 @@ fn classify<T: Answer>(
                 let mut c = Classifier::new(table, thresholds);
                 c.top = args.top;
                 hook_sinks(&mut c, &alerts, &windows);
-                let damage = loop {
-                    match cap.next_frame() {
-                        Ok(Some(f)) => c.frame(f.ts_ns, f.wire_len, f.link, f.data),
-                        Ok(None) => break None,
-                        // Not even a whole file header: nothing could run.
-                        Err(ReadError::Damaged(d)) if d.offset == 0 => {
-                            return Err(format!("{}: {d}", path.display()))
-                        }
-                        Err(ReadError::Damaged(d)) => break Some(d),
-                        Err(ReadError::Fatal(e)) => return Err(format!("{}: {e}", path.display())),
-                    }
-                };
-                c.finish();
+                let damage = count_capture(&mut cap, &mut c)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok::<_, String>((c, damage, cap.kind(), cap.links.clone()))
             })();
             drop(done);
@@ -242,8 +212,49 @@ fn classify<T: Answer>(
     })
 }
 
+/// `--synthetic N`: the classifier's rate on an in-memory capture.
+fn synthetic<T: Networks>(
+    table: &T,
+    args: &Args,
+    n: usize,
+    thresholds: Vec<Threshold>,
+) -> CmdResult {
+    let pcap = args
+        .pcap
+        .as_deref()
+        .ok_or("--synthetic takes its addresses from --pcap FILE")?;
+    let rates = synth::bench(table, pcap, n, args.passes, thresholds, |s| {
+        let d = &s.directions;
+        println!(
+            "synthetic capture: {} frames of 64 bytes ({:.1} MB), {:.0}% IPv6; \
+             incoming {}, outgoing {}, internal {}, other {}; {} hosts, {} sources",
+            s.frames,
+            s.bytes as f64 / 1e6,
+            s.v6_share * 100.0,
+            d[0],
+            d[1],
+            d[2],
+            d[3],
+            s.hosts,
+            s.sources
+        );
+    })?;
+    let mut sorted = rates;
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    println!(
+        "classify: {median:.2} M packets/s median [{:.2}-{:.2}] over {} passes \
+         ({:.2} M lookups/s), one thread",
+        sorted[0],
+        sorted[sorted.len() - 1],
+        sorted.len(),
+        median * 2.0
+    );
+    Ok(Outcome::Ok)
+}
+
 /// `--interface`: count a live capture until it is stopped, then report.
-fn live_capture<T: Answer>(
+fn live_capture<T: Networks>(
     table: &T,
     args: &Args,
     interface: &str,
@@ -296,7 +307,7 @@ fn live_capture<T: Answer>(
 
 /// The report as JSON (`-`: stdout, instead of the human report) and/or
 /// the human report on stdout.
-fn output<T: Answer>(doc: &report::Report<'_, '_, T>, json: Option<&Path>) -> Result<(), String> {
+fn output<T: Networks>(doc: &report::Report<'_, '_, T>, json: Option<&Path>) -> Result<(), String> {
     let text = || serde_json::to_string_pretty(&doc.json()).map_err(|e| e.to_string());
     match json {
         Some(p) if p.as_os_str() == "-" => println!("{}", text()?),
@@ -317,7 +328,7 @@ fn output<T: Answer>(doc: &report::Report<'_, '_, T>, json: Option<&Path>) -> Re
 }
 
 /// Stream alerts and closed windows as JSON lines into their sinks.
-fn hook_sinks<'t, T: Answer>(
+fn hook_sinks<'t, T: Networks>(
     c: &mut Classifier<'t, T>,
     alerts: &'t LineSink,
     windows: &'t LineSink,

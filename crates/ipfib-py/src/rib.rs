@@ -5,7 +5,7 @@
 
 use crate::load::{self, DamagedTableWarning, TableFileError};
 use crate::table::text_of;
-use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
+use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::attrs::{AS_CONFED_SET, AS_SET};
 use ipfib_rib::mrt::{self, LoadReport, MrtError};
 use ipfib_rib::{Match, PeerFilter, PeerInfo, Query, Route};
@@ -40,29 +40,11 @@ fn ip_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<IpAddr> {
 /// bits set are an error), or an address alone (its host prefix).
 fn prefix_arg(obj: &Bound<'_, PyAny>) -> PyResult<AnyPrefix> {
     let text = text_of(obj)?;
-    let t = text.trim();
-    let parsed = if t.contains('/') {
-        AnyPrefix::parse(t, HostBits::Reject).map_err(|e| e.to_string())
-    } else {
-        t.parse::<IpAddr>()
-            .map_err(|e| e.to_string())
-            .and_then(|a| {
-                let a = AnyAddr::unmapped(a).to_ip();
-                let len = if a.is_ipv4() { 32 } else { 128 };
-                AnyPrefix::from_ip(a, len, HostBits::Reject).map_err(|e| e.to_string())
-            })
-    };
     // `::ffff:a.b.c.d/96+n` is the IPv4 prefix `a.b.c.d/n` (the mapped
     // rule lookups apply to addresses).
-    let parsed = parsed.map(|p| match p {
-        AnyPrefix::V6(p6) if p6.len() >= 96 && (p6.addr() >> 32) == 0xffff => {
-            ipfib::prefix::Prefix::new_masked(p6.addr() as u32, p6.len() - 96)
-                .map(AnyPrefix::V4)
-                .unwrap_or(p)
-        }
-        other => other,
-    });
-    parsed.map_err(|e| PyValueError::new_err(format!("invalid prefix {text:?}: {e}")))
+    ipfib_rib::target::parse_prefix_or_addr(text.trim())
+        .map(ipfib_rib::target::fold_mapped)
+        .map_err(|e| PyValueError::new_err(format!("invalid prefix {text:?}: {e}")))
 }
 
 /// The `peer=` argument: an int is a peer id, text or an `ipaddress`

@@ -27,6 +27,7 @@ pub mod peers;
 pub mod rib;
 mod routelist;
 pub mod seg;
+pub mod target;
 mod walk;
 
 pub use attrs::{AsPath, AttrSet, Origin};

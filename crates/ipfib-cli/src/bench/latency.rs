@@ -5,37 +5,14 @@
 //! ([`super::tsc`]); one untimed pass over the sample first warms the
 //! caches as the throughput passes are warmed.
 
-use super::report::Subject;
+use super::rows::{LatencyRow, Subject};
 use super::stats::quantile;
 use super::tsc;
-use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
 /// Percentiles of the CDF kept in the JSON (`cdf_ticks[i]` = the i-th
 /// percentile, 0 to 100): enough to redraw the curve.
 const CDF_POINTS: usize = 101;
-
-/// One engine's latency on one trace.
-#[derive(Serialize, Deserialize, Clone, Debug, Default)]
-pub struct LatencyRow {
-    #[serde(flatten)]
-    pub id: Subject,
-    /// Lookups timed.
-    pub samples: usize,
-    pub ticks_mean: f64,
-    pub ticks_p50: f64,
-    pub ticks_p75: f64,
-    pub ticks_p95: f64,
-    pub ticks_p99: f64,
-    pub ticks_max: f64,
-    /// Ticks of an empty measurement (fences and counter reads), included
-    /// in every figure above; subtract it for the lookup alone.
-    pub overhead_ticks: f64,
-    /// `ticks_mean` in nanoseconds at the calibrated counter rate.
-    pub ns_mean: Option<f64>,
-    /// Percentiles 0, 1, ..., 100 of the ticks.
-    pub cdf_ticks: Vec<f64>,
-}
 
 /// Ticks of each single lookup of `sample`, after one untimed pass.
 pub fn measure<A: Copy>(sample: &[A], lookup: impl Fn(A) -> u32) -> Vec<u64> {

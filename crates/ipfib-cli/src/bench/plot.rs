@@ -17,8 +17,7 @@
 //! This file picks what each chart shows from the rows; `plot/draw.rs`
 //! draws it.
 
-use super::latency::LatencyRow;
-use super::report::{Row, Subject};
+use super::rows::{LatencyRow, Row, Subject};
 mod draw;
 
 use draw::{register_font, render};

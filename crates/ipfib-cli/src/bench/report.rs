@@ -2,81 +2,9 @@
 //! (the JSON `results`, ARCHITECTURE §4), latency rows (`latency`), and the
 //! text tables printed from them.
 
-use super::latency::LatencyRow;
 use super::machine::Machine;
-use super::stats::Summary;
+use super::rows::{Cell, LatencyRow, Row};
 use serde::{Deserialize, Serialize};
-
-/// Which engine on which table and trace: what a row (throughput or
-/// latency) is about. Flattened: its fields are the row's own in JSON.
-#[derive(Serialize, Deserialize, Clone, Debug, Default)]
-pub struct Subject {
-    pub engine: String,
-    pub kernel: String,
-    pub family: u8,
-    pub table: String,
-    pub prefixes: usize,
-    pub trace: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default)]
-pub struct Row {
-    #[serde(flatten)]
-    pub id: Subject,
-    pub batch: usize,
-    pub threads: usize,
-    pub mlps_min: f64,
-    pub mlps_median: f64,
-    pub mlps_max: f64,
-    /// Quartiles of MLPS over the timed passes and their distance.
-    #[serde(default)]
-    pub mlps_q1: f64,
-    #[serde(default)]
-    pub mlps_q3: f64,
-    #[serde(default)]
-    pub mlps_iqr: f64,
-    pub build_ms: f64,
-    pub footprint_bytes: usize,
-    pub bytes_per_prefix: f64,
-    /// Growth of the process's resident memory across the build (from
-    /// /proc/self/statm, the heap trimmed first: the engine, plus what the
-    /// allocator kept of the build's temporaries; null for radix, which is
-    /// not built, and where unreadable).
-    #[serde(default)]
-    pub rss_delta_bytes: Option<i64>,
-    /// CPUs the worker threads were pinned to (threads > 1); with one
-    /// thread, the `--pin` CPU or nothing.
-    #[serde(default)]
-    pub cpus: Vec<usize>,
-    pub checksum: u64,
-    /// Poptrie: internal nodes, leaves and bytes of the trie alone
-    /// (direct table, nodes, leaves; `footprint_bytes` adds the route list
-    /// of route-payload variants).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub inodes: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub leaves: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub engine_bytes: Option<usize>,
-    /// `auto`: the engine it chose (`single/batch` when they differ) and
-    /// why.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub chosen: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub chosen_reason: Option<String>,
-}
-
-impl Row {
-    pub fn set_mlps(&mut self, mlps: Vec<f64>) {
-        let s = Summary::of(mlps);
-        self.mlps_min = s.min;
-        self.mlps_q1 = s.q1;
-        self.mlps_median = s.median;
-        self.mlps_q3 = s.q3;
-        self.mlps_max = s.max;
-        self.mlps_iqr = s.iqr();
-    }
-}
 
 #[derive(Serialize, Deserialize, Default)]
 pub struct Report {
@@ -88,7 +16,7 @@ pub struct Report {
     /// Per table, trace, batch and threads: the fastest engine, its ratio
     /// to radix, every engine's ratio to it (`summary.rs`).
     #[serde(default)]
-    pub summary: Vec<super::summary::Cell>,
+    pub summary: Vec<Cell>,
 }
 
 pub fn print_header() {

@@ -3,10 +3,11 @@
 //! samples (`--latency`), and timed passes per batch size and thread
 //! count. Every row's checksum must agree with the first row of its trace.
 
-use super::latency::{self, LatencyRow};
+use super::latency;
 use super::machine::{rss_bytes, trim_heap, worker_cpus};
 use super::passes::time_passes;
-use super::report::{print_row, Row, Subject};
+use super::report::print_row;
+use super::rows::{LatencyRow, Row, Subject};
 use super::trace::TraceSpec;
 use super::tsc;
 use ipfib::compiled::Compiled;

@@ -4,35 +4,7 @@
 //! row of the same table and trace), and every engine as a fraction of the
 //! fastest. Engines are whatever labels the rows carry.
 
-use super::report::Row;
-use serde::{Deserialize, Serialize};
-
-/// One cell of the summary (the JSON `summary` list).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct Cell {
-    pub table: String,
-    pub family: u8,
-    pub prefixes: usize,
-    pub trace: String,
-    pub batch: usize,
-    pub threads: usize,
-    /// The fastest engine's label (`engine` or `engine/kernel` when an
-    /// engine ran several kernels) and its median MLPS.
-    pub fastest: String,
-    pub fastest_mlps: f64,
-    /// Fastest median over radix's median (null when radix did not run).
-    pub vs_radix: Option<f64>,
-    /// Every engine of the cell, fastest first, with its median over the
-    /// fastest's.
-    pub engines: Vec<Ratio>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct Ratio {
-    pub engine: String,
-    pub mlps_median: f64,
-    pub of_fastest: f64,
-}
+use super::rows::{Cell, Ratio, Row};
 
 /// The cells of `rows`, in the order their first row appears.
 pub fn cells(rows: &[Row]) -> Vec<Cell> {
@@ -159,7 +131,7 @@ pub fn print(cells: &[Cell]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::Subject;
+    use crate::bench::rows::Subject;
 
     fn row(engine: &str, kernel: &str, trace: &str, batch: usize, mlps: f64) -> Row {
         Row {

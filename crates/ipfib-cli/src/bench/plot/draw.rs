@@ -2,7 +2,7 @@
 //! panels of lines, one legend strip, an RGB buffer encoded as PNG.
 
 use super::{distinct, Body, Chart, Error, Panel, Point, FONT};
-use crate::bench::report::Row;
+use crate::bench::rows::Row;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

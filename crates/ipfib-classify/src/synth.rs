@@ -12,10 +12,9 @@
 use super::capture::{Capture, ReadError};
 use super::count::{Classifier, Threshold};
 use super::decode::{decode, Packet};
-use super::Args;
-use crate::lookup::answer::Answer;
-use crate::{CmdResult, Outcome};
+use crate::Networks;
 use ipfib::gen::Rng;
+use std::path::Path;
 use std::time::Instant;
 
 #[derive(Clone, Copy)]
@@ -24,14 +23,39 @@ enum A {
     V6(u128),
 }
 
-pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Threshold>) -> CmdResult {
-    let pcap = args
-        .pcap
-        .as_deref()
-        .ok_or("--synthetic takes its addresses from --pcap FILE")?;
+/// The synthetic capture and what its first pass counted.
+pub struct Synthetic {
+    /// Frames in the capture, and its size in bytes.
+    pub frames: usize,
+    pub bytes: usize,
+    /// Share of IPv6 frames (that of the addresses of `pcap`).
+    pub v6_share: f64,
+    /// Packets per direction: incoming, outgoing, internal, other.
+    pub directions: Vec<u64>,
+    /// Hosts and remote sources the counter holds at the end.
+    pub hosts: usize,
+    pub sources: usize,
+}
+
+/// Build `n` synthetic frames from the addresses of the capture `pcap`
+/// and the networks of `table`, classify them `passes` times (at least
+/// once), and return each pass's rate in millions of packets per second.
+/// `first` is told about the capture after the first pass; every later
+/// pass must count the same, or this is an error.
+pub fn bench<T: Networks>(
+    table: &T,
+    pcap: &Path,
+    n: usize,
+    passes: usize,
+    thresholds: Vec<Threshold>,
+    first: impl FnOnce(&Synthetic),
+) -> Result<Vec<f64>, String> {
     let (pool4, pool6) = capture_addresses(pcap)?;
     if pool4.is_empty() && pool6.is_empty() {
-        return Err(format!("{}: no IP packets to take addresses from", pcap.display()).into());
+        return Err(format!(
+            "{}: no IP packets to take addresses from",
+            pcap.display()
+        ));
     }
     let mut rng = Rng::new(42);
     let inside4: Vec<_> = (0..table.routes_v4() as u32)
@@ -99,7 +123,8 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
     }
     let mut rates = Vec::new();
     let mut check = None;
-    for pass in 0..args.passes.max(1) {
+    let mut first = Some(first);
+    for pass in 0..passes.max(1) {
         let start = Instant::now();
         let mut cap = Capture::from_bytes(&bytes).map_err(|e| e.to_string())?;
         let mut c = Classifier::new(table, thresholds.clone());
@@ -107,8 +132,8 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
             match cap.next_frame() {
                 Ok(Some(f)) => c.frame(f.ts_ns, f.wire_len, f.link, f.data),
                 Ok(None) => break,
-                Err(ReadError::Damaged(d)) => return Err(d.to_string().into()),
-                Err(ReadError::Fatal(e)) => return Err(e.into()),
+                Err(ReadError::Damaged(d)) => return Err(d.to_string()),
+                Err(ReadError::Fatal(e)) => return Err(e),
             }
         }
         c.finish();
@@ -116,35 +141,22 @@ pub fn bench<T: Answer>(table: &T, args: &Args, n: usize, thresholds: Vec<Thresh
         let sums: Vec<u64> = c.totals.dir.iter().map(|f| f.total.packets).collect();
         if pass == 0 {
             check = Some(sums.clone());
-            println!(
-                "synthetic capture: {n} frames of 64 bytes ({:.1} MB), {:.0}% IPv6; \
-                 incoming {}, outgoing {}, internal {}, other {}; {} hosts, {} sources",
-                bytes.len() as f64 / 1e6,
-                v6_share * 100.0,
-                sums[0],
-                sums[1],
-                sums[2],
-                sums[3],
-                c.hosts.len(),
-                c.sources_v4.len() + c.sources_v6.len()
-            );
+            if let Some(first) = first.take() {
+                first(&Synthetic {
+                    frames: n,
+                    bytes: bytes.len(),
+                    v6_share,
+                    directions: sums,
+                    hosts: c.hosts.len(),
+                    sources: c.sources_v4.len() + c.sources_v6.len(),
+                });
+            }
         } else if check.as_ref() != Some(&sums) {
             return Err("passes disagree (a bug)".into());
         }
         rates.push(n as f64 / secs / 1e6);
     }
-    let mut sorted = rates.clone();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    println!(
-        "classify: {median:.2} M packets/s median [{:.2}-{:.2}] over {} passes \
-         ({:.2} M lookups/s), one thread",
-        sorted[0],
-        sorted[sorted.len() - 1],
-        sorted.len(),
-        median * 2.0
-    );
-    Ok(Outcome::Ok)
+    Ok(rates)
 }
 
 /// A random host inside `addr/len` (family of `bits` bits).

@@ -7,14 +7,14 @@ use super::count::{
 };
 use super::decode::Skip;
 use super::live;
-use crate::lookup::answer::Answer;
+use crate::Networks;
 use ipfib::prefix::AnyAddr;
 use serde_json::{json, Value};
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-pub struct Report<'a, 't, T: Answer> {
+pub struct Report<'a, 't, T: Networks> {
     pub c: &'a mut Classifier<'t, T>,
     /// The capture file, or `interface IF`.
     pub file: &'a Path,
@@ -120,7 +120,7 @@ fn link_name(l: u16) -> String {
     }
 }
 
-impl<T: Answer> Report<'_, '_, T> {
+impl<T: Networks> Report<'_, '_, T> {
     /// Networks that saw traffic, most packets first.
     fn networks(&self) -> Vec<&Net> {
         let mut v: Vec<&Net> = self.c.nets.iter().collect();

@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits};
+use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::{Instance, Match, PeerFilter, Query, RibSet};
 use serde_json::{json, Value};
 
@@ -312,18 +312,7 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         return bad("missing prefix=P".into());
     };
     // An address alone is its host prefix.
-    let prefix = if text.contains('/') {
-        AnyPrefix::parse(text, HostBits::Reject).map_err(|e| e.to_string())
-    } else {
-        text.parse::<IpAddr>()
-            .map_err(|e| e.to_string())
-            .and_then(|a| {
-                let a = AnyAddr::unmapped(a).to_ip();
-                let len = if a.is_ipv4() { 32 } else { 128 };
-                AnyPrefix::from_ip(a, len, HostBits::Reject).map_err(|e| e.to_string())
-            })
-    };
-    let prefix = match prefix {
+    let prefix = match ipfib_rib::target::parse_prefix_or_addr(text) {
         Ok(p) => p,
         Err(e) => return bad(format!("prefix {text:?}: {e}")),
     };

@@ -27,7 +27,7 @@
 //! traffic stops.
 //!
 //! All of this module's `unsafe` (system calls, the mapping, the shared
-//! status word) is in [`sys`]; frames are read from the block as a byte
+//! status word) is in `sys`; frames are read from the block as a byte
 //! slice with bounds-checked indexing, so a header the kernel never
 //! writes (a bad offset) ends the block's walk instead of reading out of
 //! bounds.
@@ -76,7 +76,7 @@ pub struct Stats {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn capture<T: crate::lookup::answer::Answer>(
+pub fn capture<T: crate::Networks>(
     _c: &mut super::count::Classifier<'_, T>,
     opts: &Options,
 ) -> Result<Stats, String> {
@@ -94,9 +94,9 @@ pub use linux::capture;
 mod linux {
     use super::sys::{self, Ring};
     use super::{Options, Stats, Stop};
-    use crate::classify::capture::{LINK_ETHERNET, LINK_RAW};
-    use crate::classify::count::Classifier;
-    use crate::lookup::answer::Answer;
+    use crate::capture::{LINK_ETHERNET, LINK_RAW};
+    use crate::count::Classifier;
+    use crate::Networks;
     use std::mem::{offset_of, size_of};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -179,7 +179,7 @@ mod linux {
 
     /// Count the frames of one block, at most `budget` of them; how many
     /// were counted.
-    fn walk_block<T: Answer>(
+    fn walk_block<T: Networks>(
         c: &mut Classifier<'_, T>,
         link: &Link,
         block: &[u8],
@@ -232,7 +232,10 @@ mod linux {
         counted
     }
 
-    pub fn capture<T: Answer>(c: &mut Classifier<'_, T>, opts: &Options) -> Result<Stats, String> {
+    pub fn capture<T: Networks>(
+        c: &mut Classifier<'_, T>,
+        opts: &Options,
+    ) -> Result<Stats, String> {
         let name = &opts.interface;
         let mut ring = Ring::open(
             name,

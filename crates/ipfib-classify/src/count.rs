@@ -22,7 +22,7 @@
 //! window, from the first [`SAMPLE_PER_WINDOW`] incoming packets of it.
 
 use super::decode::{decode, Packet, Skip};
-use crate::lookup::answer::Answer;
+use crate::Networks;
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
 use rustc_hash::FxHashMap;
@@ -40,11 +40,11 @@ pub const MAX_TRACKED: usize = 1 << 22;
 /// A packet stamped this many seconds before the window in progress is a
 /// jump back in time (a clock step, a bad record), starting a new stretch
 /// of windows; less is reordering, counted in the window in progress.
-const MAX_BEHIND: u64 = 60;
+pub const MAX_BEHIND: u64 = 60;
 /// A gap of more than this many seconds between packets starts a new
 /// stretch too: the seconds between are not part of the span means
 /// divide by (one bad far-future stamp cannot dilute every mean).
-const MAX_GAP: u64 = 86_400;
+pub const MAX_GAP: u64 = 86_400;
 
 pub const DIRECTIONS: [&str; 4] = ["incoming", "outgoing", "internal", "other"];
 const IN: usize = 0;
@@ -221,7 +221,7 @@ macro_rules! flush_family {
         this.table.$lookup(&b.src[..n], &mut b.so[..n]);
         this.table.$lookup(&b.dst[..n], &mut b.do_[..n]);
         // The per-route slots below are indexed by ordinal: one past the
-        // route count (which `Answer` rules out, and a compiled table
+        // route count (which `Networks` rules out, and a compiled table
         // file's opener refuses) counts as a miss, never as a panic.
         let routes = this.$slot.len();
         for o in b.so[..n].iter_mut().chain(&mut b.do_[..n]) {
@@ -294,7 +294,7 @@ macro_rules! flush_family {
 }
 
 /// Everything counted.
-pub struct Classifier<'t, T: Answer> {
+pub struct Classifier<'t, T: Networks> {
     table: &'t T,
     /// Hostgroup index of each route ordinal, per family.
     group_of_v4: Vec<u32>,
@@ -382,7 +382,7 @@ impl<A: Copy + Default> Batch<A> {
     }
 }
 
-impl<'t, T: Answer> Classifier<'t, T> {
+impl<'t, T: Networks> Classifier<'t, T> {
     pub fn new(table: &'t T, thresholds: Vec<Threshold>) -> Self {
         let mut groups: Vec<String> = Vec::new();
         let mut index: std::collections::HashMap<String, u32> = Default::default();
@@ -736,7 +736,7 @@ fn touch_host(hosts: &mut [Host], touched: &mut Vec<u32>, h: u32, mark: u64, len
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::capture::LINK_RAW;
+    use crate::capture::LINK_RAW;
     use ipfib::engine::auto::AutoOptions;
     use ipfib::prefix::{AnyPrefix, HostBits};
     use std::cell::RefCell;
@@ -829,11 +829,11 @@ mod tests {
         assert_eq!(c.windows(), 3);
     }
 
-    /// A table breaking `Answer`'s contract: every address answers
+    /// A table breaking `Networks`' contract: every address answers
     /// ordinal 5 of a single route.
     struct PastTheRoutes;
 
-    impl Answer for PastTheRoutes {
+    impl Networks for PastTheRoutes {
         fn batch_v4(&self, _: &[u32], ordinals: &mut [u32]) {
             ordinals.fill(5);
         }
