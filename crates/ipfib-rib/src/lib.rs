@@ -6,12 +6,13 @@
 //!  BMP bytes --> bmp::Framer --> bmp::Session (one per connection) --+
 //!                                  wire:: decodes BGP UPDATE / OPEN   |
 //!  MRT dump  --> mrt::load ---------------------------------------------+--> Rib
-//!                                                                      |    (rib.rs)
+//!                                                                      |    (rib/)
 //!  lookups, routes(prefix), peers  <-----------------------------------+
 //! ```
 //!
 //! Where to start reading:
-//! - `rib.rs`: the RIB itself (data layout, concurrency, lookup).
+//! - `rib/`: the RIB itself (data layout, concurrency, lookup; its
+//!   `mod.rs` says which file holds what).
 //! - `attrs.rs`: interned path attributes; `peers.rs`: peer ids and the
 //!   dead-peer bitmap; `seg.rs`: the append-only id -> element tables.
 //! - `wire.rs`: BGP message decoding (RFC 4271, 4760, 6793, 7911, 1997,
@@ -25,7 +26,7 @@ pub mod mrt;
 pub mod peers;
 pub mod rib;
 mod routelist;
-pub mod seg;
+mod seg;
 mod walk;
 pub mod wire;
 
