@@ -237,10 +237,13 @@ impl Rib {
         })
     }
 
+    /// The peers registered (up, or down and not yet swept): look one up
+    /// by id, list them all.
     pub fn peers(&self) -> &Peers {
         &self.inner.peers
     }
 
+    /// The attribute interner (its counts, for metrics).
     pub fn attrs(&self) -> &Attrs {
         &self.inner.attrs
     }
@@ -255,6 +258,7 @@ impl Rib {
             .store(max, Ordering::Relaxed);
     }
 
+    /// What the RIB counted (for metrics; the RIB alone writes them).
     pub fn counters(&self) -> &RibCounters {
         &self.inner.counters
     }

@@ -32,7 +32,10 @@ impl Rib {
 
     /// Remove the entries of every peer that is down and not yet swept;
     /// (peers swept, routes removed). The sweeper thread calls this after
-    /// each Peer Down; it is public for tests and benchmarks.
+    /// each Peer Down.
+    // Hidden: not API; tests and benchmarks call it to sweep now rather
+    // than wait for the thread.
+    #[doc(hidden)]
     pub fn sweep(&self) -> (usize, u64) {
         sweep(&self.inner, &|ev| self.send_fib(ev))
     }
@@ -40,7 +43,7 @@ impl Rib {
 
 /// How long the FIB thread sleeps between drains while changes flow: a
 /// writer's send then finds the thread asleep and wakes nobody (a wake-up
-/// per new prefix cost writers a system call each).
+/// per new prefix would cost writers a system call each).
 const FIB_POLL: Duration = Duration::from_micros(250);
 /// Idle drains before the FIB thread blocks on its channel again.
 const FIB_IDLE_ROUNDS: u32 = 8;
@@ -159,8 +162,8 @@ pub(super) fn sweeper_thread(inner: Arc<Inner>, rx: Receiver<()>, fib_tx: Sender
 /// The sweeper runs at a low priority (nice 10, about a tenth of a core's
 /// share against normal threads): on a busy machine a peer's memory comes
 /// back later, but readers and the sessions' writers keep most of their
-/// CPU time (on 2 cores, a normal-priority sweeper took time slices from
-/// the reader and the other sessions; at nice 19 it starved for minutes).
+/// CPU time. Not the lowest priority (19): there a busy machine can starve
+/// it for minutes, and the memory of downed peers with it.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid has no preconditions; setpriority only changes this

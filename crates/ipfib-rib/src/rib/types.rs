@@ -193,7 +193,8 @@ pub enum RibError {
     PeersExhausted,
 }
 
-/// Counters the service exports.
+/// Counters the service exports: the RIB adds to them, callers read
+/// them (`load`, any ordering).
 #[derive(Default, Debug)]
 pub struct RibCounters {
     pub announcements: AtomicU64,
