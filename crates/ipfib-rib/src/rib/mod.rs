@@ -83,6 +83,8 @@ use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use ipfib::fib::{Fib, FibOptions, FibReader};
+#[cfg(doc)]
+use ipfib::prefix::AnyAddr;
 use ipfib::prefix::AnyPrefix;
 
 use crate::attrs::{AttrSet, Attrs};
