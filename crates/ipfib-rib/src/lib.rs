@@ -14,7 +14,7 @@
 //! - `rib/`: the RIB itself (data layout, concurrency, lookup; its
 //!   `mod.rs` says which file holds what).
 //! - `attrs.rs`: interned path attributes; `peers.rs`: peer ids and the
-//!   dead-peer bitmap; `seg.rs`: the append-only id -> element tables.
+//!   liveness word per peer; `seg.rs`: the append-only id -> element tables.
 //! - `wire.rs`: BGP message decoding (RFC 4271, 4760, 6793, 7911, 1997,
 //!   8092); `bmp.rs`: BMP framing and per-session state (RFC 7854, 9069).
 

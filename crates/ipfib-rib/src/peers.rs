@@ -157,6 +157,8 @@ impl PeerInfo {
 
 /// Bits of a peer id that name its registry slot; the bits above are the
 /// slot's generation (how many peers used the slot before).
+// Hidden: not API (ids are opaque); tests check slot reuse with it.
+#[doc(hidden)]
 pub const SLOT_BITS: u32 = 20;
 /// The most peers registered at once (up, or down and not yet swept).
 pub const MAX_PEERS: u32 = 1 << SLOT_BITS;

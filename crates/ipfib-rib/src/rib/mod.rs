@@ -57,7 +57,8 @@
 //!   route preference;
 //! - `query.rs`: routes by prefix (exact, longer, shorter), ordered walks,
 //!   counts;
-//! - `threads.rs`: the FIB thread (publication) and the sweeper.
+//! - `threads.rs`: the FIB thread (publication) and the sweeper;
+//! - `doctest.rs`: builders the documentation examples share (hidden).
 
 mod lookup;
 mod query;
@@ -65,6 +66,7 @@ mod store;
 mod threads;
 mod types;
 
+// Hidden: the documentation examples' builders, not API.
 #[doc(hidden)]
 pub mod doctest;
 #[cfg(test)]

@@ -168,6 +168,8 @@ impl Rib {
 
     /// Slots ever used (the high-water mark of prefix ids) and ids free
     /// for reuse: `prefix_count() + free` is about `high`.
+    // Hidden: not API; tests and the soak example check id recycling.
+    #[doc(hidden)]
     pub fn prefix_ids(&self) -> (u32, usize) {
         let free = self
             .inner
