@@ -4,7 +4,6 @@
 // which replays the kept inputs and the seeds in the normal test run.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
@@ -93,7 +92,7 @@ pub fn check(rib: &Rib) {
         );
         if p.is_up() {
             assert_eq!(
-                p.routes.load(Ordering::Relaxed),
+                p.route_count(),
                 live.get(&p.id).copied().unwrap_or(0),
                 "peer {}: route counter vs its live entries",
                 p.id

@@ -444,7 +444,7 @@ async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         for p in table.all() {
             if p.is_up() {
                 up += 1;
-                routes += p.routes.load(Ordering::Relaxed);
+                routes += p.route_count();
             } else {
                 down += 1;
             }

@@ -1,7 +1,5 @@
 //! Routes and peers as the HTTP API's JSON (ARCHITECTURE §4).
 
-use std::sync::atomic::Ordering;
-
 use ipfib_rib::attrs::{AS_CONFED_SET, AS_SET};
 use ipfib_rib::instance;
 use ipfib_rib::{PeerInfo, Route};
@@ -68,7 +66,7 @@ pub fn rd(p: &PeerInfo) -> Option<String> {
 }
 
 pub fn peer(p: &PeerInfo) -> Value {
-    let down = p.down_since.load(Ordering::Relaxed);
+    let down = p.down_since();
     json!({
         "id": p.id,
         "session": p.session,
@@ -80,10 +78,10 @@ pub fn peer(p: &PeerInfo) -> Value {
         "asn": p.key.asn,
         "bgp_id": std::net::Ipv4Addr::from(p.key.bgp_id).to_string(),
         "rib": p.key.rib.as_str(),
-        "table_name": p.table_name.get(),
+        "table_name": p.table_name(),
         "state": if down == 0 { "up" } else { "down" },
         "up_since": p.up_since,
         "down_since": (down != 0).then_some(down),
-        "routes": if down == 0 { p.routes.load(Ordering::Relaxed) } else { 0 },
+        "routes": if down == 0 { p.route_count() } else { 0 },
     })
 }

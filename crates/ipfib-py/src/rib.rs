@@ -15,7 +15,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 /// Every route of every peer of an MRT RIB dump (see the stub `_ipfib.pyi`
 /// for the documented Python API).
@@ -206,7 +205,7 @@ pub(crate) fn route_dict<'py>(
 /// One peer as a dict with the keys of the HTTP API's JSON.
 fn peer_dict<'py>(py: Python<'py>, p: &PeerInfo) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    let down = p.down_since.load(Ordering::Relaxed);
+    let down = p.down_since();
     d.set_item("id", p.id)?;
     d.set_item("session", p.session)?;
     d.set_item("peer_type", p.key.peer_type)?;
@@ -215,15 +214,11 @@ fn peer_dict<'py>(py: Python<'py>, p: &PeerInfo) -> PyResult<Bound<'py, PyDict>>
     d.set_item("asn", p.key.asn)?;
     d.set_item("bgp_id", Ipv4Addr::from(p.key.bgp_id).to_string())?;
     d.set_item("rib", p.key.rib.as_str())?;
-    d.set_item("table_name", p.table_name.get())?;
+    d.set_item("table_name", p.table_name())?;
     d.set_item("state", if down == 0 { "up" } else { "down" })?;
     d.set_item("up_since", p.up_since)?;
     d.set_item("down_since", (down != 0).then_some(down))?;
-    let routes = if down == 0 {
-        p.routes.load(Ordering::Relaxed)
-    } else {
-        0
-    };
+    let routes = if down == 0 { p.route_count() } else { 0 };
     d.set_item("routes", routes)?;
     Ok(d)
 }

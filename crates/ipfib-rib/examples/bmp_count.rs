@@ -48,7 +48,7 @@ fn main() {
                 p.id,
                 p.key,
                 p.is_up(),
-                p.routes.load(std::sync::atomic::Ordering::Relaxed)
+                p.route_count()
             );
         }
         println!(

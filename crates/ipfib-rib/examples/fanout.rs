@@ -2,8 +2,8 @@
 //! the prefix's route list grows, and past the per-prefix bound.
 //!
 //! `cargo run --release -p ipfib-rib --example fanout [-- PEERS [MAX]]`
-//! (default 65,600 peers: what an outside review sent, each fake peer
-//! announcing the same /24; MAX: the per-prefix bound, default
+//! (default 65,600 peers, each announcing the same /24: a sender
+//! inventing peers; MAX: the per-prefix bound, default
 //! `MAX_ROUTES_PER_PREFIX`, 0 for none). Prints the time per announcement
 //! in steps of peers, the routes held and the announcements dropped at
 //! the bound.

@@ -441,13 +441,13 @@ fn removal(s: &Scale) {
     let (b50, b99, brate) = window(Duration::from_secs(1));
     println!("before: reader p50 {b50:.0} ns, p99 {b99:.0} ns; other peer's writer {brate:.2} M updates/s");
     let mem0 = LIVE.load(Ordering::Relaxed);
-    let routes0 = s.peers[0].routes.load(Ordering::Relaxed);
+    let routes0 = s.peers[0].route_count();
     let t0 = Instant::now();
     s.rib.peer_down(s.peers[0].id);
     let hidden = t0.elapsed();
     let mut worst99: f64 = 0.0;
     let mut rates = Vec::new();
-    while !s.peers[0].swept.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(60) {
+    while !s.peers[0].is_swept() && t0.elapsed() < Duration::from_secs(60) {
         let (_, p99, rate) = window(Duration::from_millis(50));
         worst99 = worst99.max(p99);
         rates.push(rate);
@@ -475,10 +475,10 @@ fn removal(s: &Scale) {
     s.rib.sync();
     std::thread::sleep(Duration::from_millis(100));
     let mem0 = LIVE.load(Ordering::Relaxed);
-    let routes3 = s.peers[3].routes.load(Ordering::Relaxed);
+    let routes3 = s.peers[3].route_count();
     let t0 = Instant::now();
     s.rib.peer_down(s.peers[3].id);
-    while !s.peers[3].swept.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(60) {
+    while !s.peers[3].is_swept() && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(5));
     }
     let swept = t0.elapsed();

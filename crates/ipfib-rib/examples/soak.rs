@@ -37,6 +37,11 @@ use ipfib::prefix::{AnyPrefix, Prefix};
 use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
 use ipfib_rib::{PeerInfo, PeerKey, Rib, RibKind};
 
+// The integration tests' generator (one copy of it).
+#[path = "../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 /// Resident bytes of this process.
 pub fn rss() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -118,16 +123,6 @@ pub struct Report {
     pub days: Vec<u64>,
     pub churned: Held,
     pub live: Live,
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 fn key(i: u32) -> PeerKey {

@@ -137,9 +137,9 @@ impl Instance {
     }
 }
 
-/// A set of RIB kinds.
+/// A set of RIB kinds (one bit per [`RibKind::index`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RibSet(pub u8);
+pub struct RibSet(u8);
 
 impl RibSet {
     /// Pre-policy, post-policy, Loc-RIB and MRT: what the router received
@@ -151,6 +151,18 @@ impl RibSet {
             | 1 << RibKind::Mrt as u8,
     );
     pub const ALL: RibSet = RibSet(0x3f);
+
+    /// The set of these kinds.
+    ///
+    /// ```
+    /// use ipfib_rib::{RibKind, RibSet};
+    /// let s = RibSet::of([RibKind::LocRib, RibKind::Mrt]);
+    /// assert!(s.has(RibKind::Mrt) && !s.has(RibKind::PrePolicy));
+    /// assert_eq!(RibSet::of(RibKind::ALL), RibSet::ALL);
+    /// ```
+    pub fn of(kinds: impl IntoIterator<Item = RibKind>) -> RibSet {
+        RibSet(kinds.into_iter().fold(0, |s, k| s | 1 << k.index()))
+    }
 
     #[inline]
     pub fn has(self, k: RibKind) -> bool {

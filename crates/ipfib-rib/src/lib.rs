@@ -6,17 +6,19 @@
 //!  BMP bytes --> bmp::Framer --> bmp::Session (one per connection) --+
 //!                          ipfib_io::bgp decodes BGP UPDATE / OPEN   |
 //!  MRT dump  --> mrt::load ---------------------------------------------+--> Rib
-//!                                                                      |    (rib.rs)
+//!                                                                      |    (rib/)
 //!  lookups, routes(prefix), peers  <-----------------------------------+
 //! ```
 //!
 //! Where to start reading:
-//! - `rib.rs`: the RIB itself (data layout, concurrency, lookup).
+//! - `rib/`: the RIB itself (data layout, concurrency, lookup; its
+//!   `mod.rs` says which file holds what).
 //! - `attrs.rs`: interned path attributes; `peers.rs`: peer ids and the
-//!   dead-peer bitmap; `seg.rs`: the append-only id -> element tables.
-//! - `bmp.rs`: BMP framing and per-session state (RFC 7854, 9069); BGP
+//!   liveness word per peer; `seg.rs`: the append-only id -> element tables.
+//! - `bmp/`: BMP framing and per-session state (RFC 7854, 9069); BGP
 //!   messages are decoded by `ipfib_io::bgp`, the one BGP decoder BMP and
-//!   MRT share.
+//!   MRT share. `mrt/`: MRT RIB dumps in and out.
+//! - `target.rs`: "an address or a prefix", as queries name what they ask.
 
 pub mod attrs;
 pub mod bmp;
@@ -26,7 +28,7 @@ pub mod mrt;
 pub mod peers;
 pub mod rib;
 mod routelist;
-pub mod seg;
+mod seg;
 pub mod target;
 mod walk;
 

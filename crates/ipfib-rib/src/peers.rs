@@ -1,12 +1,16 @@
 //! Peers: ids with a generation, liveness in a word per slot.
 //!
-//! A peer is one BGP neighbour as one BMP session reports it, in one RIB
-//! kind: the key is (session, peer type, distinguisher, address, AS, BGP
-//! ID, RIB kind). The same router seen by two sessions, or pre- and
-//! post-policy, are different peers. A peer's id is its registry slot
-//! plus the slot's generation, so a slot freed by a swept peer and reused
-//! gives a new id (see [`Peers`]); Peer Down is one store into the slot's
-//! liveness word.
+//! A peer is one source of routes: a BGP neighbour as one BMP session
+//! reports it, in one RIB kind and instance ([`PeerKey`]), or a peer of an
+//! MRT dump. The same router seen by two sessions, or pre- and
+//! post-policy, are different peers. The registry does not look peers up
+//! by key: every registration makes a new peer with a new id, even for a
+//! key already registered (a BMP session keeps its own map from what it
+//! was told to the peers it registered, and may register two peers with
+//! one key, e.g. a neighbour's unicast and labeled routes). A peer's id is
+//! its registry slot plus the slot's generation, so a slot freed by a
+//! swept peer and reused gives a new id (see [`Peers`]); Peer Down is one
+//! compare-and-swap of the slot's liveness word.
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -103,8 +107,9 @@ pub struct PeerKey {
     pub rib: RibKind,
 }
 
-/// A peer as the RIB knows it. Shared read-only except the counters and
-/// the state.
+/// A peer as the RIB knows it (made by [`crate::Rib::add_peer`]).
+/// Thread-safe: what identifies it never changes; its state and route
+/// count change under the RIB's hand only, and are read through methods.
 #[derive(Debug)]
 pub struct PeerInfo {
     pub id: u32,
@@ -114,23 +119,46 @@ pub struct PeerInfo {
     /// Unix seconds of its Peer Up (or first route).
     pub up_since: i64,
     /// Unix seconds of its Peer Down or session loss; 0 while up.
-    pub down_since: AtomicI64,
+    pub(crate) down_since: AtomicI64,
     /// Live routes (announced, not withdrawn, not swept).
-    pub routes: AtomicU64,
+    pub(crate) routes: AtomicU64,
     /// Whether its routes have been swept out after it went down.
-    pub swept: AtomicBool,
+    pub(crate) swept: AtomicBool,
     /// Table name (RFC 9069 Peer Up TLV 3), when sent.
-    pub table_name: OnceLock<String>,
+    pub(crate) table_name: OnceLock<String>,
 }
 
 impl PeerInfo {
     pub fn is_up(&self) -> bool {
         self.down_since.load(Ordering::Relaxed) == 0
     }
+
+    /// Unix seconds of its Peer Down or session loss; 0 while up.
+    pub fn down_since(&self) -> i64 {
+        self.down_since.load(Ordering::Relaxed)
+    }
+
+    /// Its routes held (announced, not withdrawn, not swept); once it is
+    /// down, what it held until the sweeper removed them (then 0).
+    pub fn route_count(&self) -> u64 {
+        self.routes.load(Ordering::Relaxed)
+    }
+
+    /// Whether the sweeper has removed its routes (it went down before).
+    pub fn is_swept(&self) -> bool {
+        self.swept.load(Ordering::Acquire)
+    }
+
+    /// Its table name (RFC 9069 Peer Up TLV 3), when its router sent one.
+    pub fn table_name(&self) -> Option<&str> {
+        self.table_name.get().map(String::as_str)
+    }
 }
 
 /// Bits of a peer id that name its registry slot; the bits above are the
 /// slot's generation (how many peers used the slot before).
+// Hidden: not API (ids are opaque); tests check slot reuse with it.
+#[doc(hidden)]
 pub const SLOT_BITS: u32 = 20;
 /// The most peers registered at once (up, or down and not yet swept).
 pub const MAX_PEERS: u32 = 1 << SLOT_BITS;
@@ -164,24 +192,21 @@ pub struct Peers {
     free: Mutex<VecDeque<u32>>,
     /// Peers registered and not freed.
     held: AtomicU32,
-    /// Bumped at every Peer Down, for the sweeper.
-    pub(crate) downs: AtomicU64,
 }
 
 impl Peers {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Peers {
             slots: Segmented::new(),
             live: Segmented::new(),
             next: AtomicU32::new(0),
             free: Mutex::new(VecDeque::new()),
             held: AtomicU32::new(0),
-            downs: AtomicU64::new(0),
         }
     }
 
     /// Register a new peer; `None` when [`MAX_PEERS`] are registered.
-    pub fn add(&self, session: u64, key: PeerKey) -> Option<Arc<PeerInfo>> {
+    pub(crate) fn add(&self, session: u64, key: PeerKey) -> Option<Arc<PeerInfo>> {
         let reused = self
             .free
             .lock()
@@ -212,7 +237,12 @@ impl Peers {
             swept: AtomicBool::new(false),
             table_name: OnceLock::new(),
         });
-        // A free slot: nobody else writes it until it is freed again.
+        // Concurrent registrations get distinct ids (the free list is
+        // popped under its lock, unused slots come from one atomic
+        // counter), so no other `add` writes this slot. Its last peer left
+        // it empty (`free` empties a slot before its id joins the free
+        // list), and a late `mark_down` of that peer cannot clear the new
+        // liveness word: its compare-and-swap expects the old id.
         slot.store(Some(Arc::clone(&info)));
         live.store(LIVE | id, Ordering::Release);
         self.held.fetch_add(1, Ordering::Relaxed);
@@ -221,7 +251,7 @@ impl Peers {
 
     /// Mark `id` down: from the next lookup on, its routes are invisible.
     /// Idempotent; whether it was up.
-    pub fn mark_down(&self, id: u32) -> bool {
+    pub(crate) fn mark_down(&self, id: u32) -> bool {
         let Some(info) = self.get(id) else {
             return false;
         };
@@ -236,7 +266,6 @@ impl Peers {
         if let Some(word) = self.live.get(slot_of(id)) {
             let _ = word.compare_exchange(LIVE | id, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
-        self.downs.fetch_add(1, Ordering::Release);
         true
     }
 
@@ -304,12 +333,6 @@ impl Peers {
     pub fn all(&self) -> impl Iterator<Item = Arc<PeerInfo>> + '_ {
         (0..self.next.load(Ordering::Acquire))
             .filter_map(|i| self.slots.get(i).and_then(|s| s.load_full()))
-    }
-}
-
-impl Default for Peers {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

@@ -627,8 +627,14 @@ fn check<T: Keyed + std::fmt::Debug, K: Ord>(
     all_stable
 }
 
+// The integration tests' generator (one copy of it).
+#[cfg(test)]
+#[path = "../tests/common/rng.rs"]
+mod test_rng;
+
 #[cfg(test)]
 mod tests {
+    use super::test_rng::Rng;
     use super::*;
     use std::collections::BTreeMap;
 
@@ -647,20 +653,6 @@ mod tests {
 
     fn prefer(x: &It) -> (u32, u64) {
         (x.rank, x.key)
-    }
-
-    /// A small deterministic generator (no dependency).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
     }
 
     /// Every observable of `list` against a map from key to rank.

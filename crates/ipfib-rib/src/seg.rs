@@ -47,12 +47,6 @@ impl<T: Default> Segmented<T> {
         let (c, i) = split(id);
         self.dir.get(c)?.get()?.get(i)
     }
-
-    /// Bytes held by allocated chunks and the directory.
-    pub fn footprint_bytes(&self) -> usize {
-        let chunks = self.dir.iter().filter(|c| c.get().is_some()).count();
-        chunks * CHUNK * std::mem::size_of::<T>() + DIR * std::mem::size_of::<OnceLock<Box<[T]>>>()
-    }
 }
 
 impl<T: Default> Default for Segmented<T> {

@@ -16,7 +16,6 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -377,7 +376,7 @@ fn rib_view(rib: &Rib) -> BTreeMap<Key, Attrs> {
     });
     for p in rib.peers().all().filter(|p| p.is_up()) {
         assert_eq!(
-            p.routes.load(Ordering::Relaxed),
+            p.route_count(),
             per_peer.get(&p.id).copied().unwrap_or(0),
             "peer {} {:?}: route counter vs live entries",
             p.id,
@@ -460,7 +459,7 @@ fn replay(x: &Expected) {
             .handle(msg)
             .unwrap_or_else(|e| panic!("{} message {i}: {e}", x.file));
         for p in rib.peers().all().filter(|p| p.is_up()) {
-            let n = p.routes.load(Ordering::Relaxed);
+            let n = p.route_count();
             let e = peaks.entry(p.id).or_insert((p.key.rib, 0));
             e.1 = e.1.max(n);
         }
@@ -523,7 +522,7 @@ fn replay(x: &Expected) {
         let live = rib.peers().is_live(p.id);
         if p.key.rib == RibKind::LocRib {
             assert!(live, "{}: the Loc-RIB peer stays up", x.file);
-            assert_eq!(p.routes.load(Ordering::Relaxed), 0, "{}", x.file);
+            assert_eq!(p.route_count(), 0, "{}", x.file);
         } else {
             assert!(!live, "{}: peer {:?} still up", x.file, p.key);
         }

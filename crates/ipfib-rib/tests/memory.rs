@@ -2,6 +2,8 @@
 //! are given back when the routes that held them go, and recycled ids
 //! never let a lookup see one prefix's routes under another.
 
+mod common;
+
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,6 +11,8 @@ use std::sync::Arc;
 use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
 use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE, PURGE_MIN};
 use ipfib_rib::{PeerKey, Query, Rib, RibKind};
+
+use common::rng::Rng;
 
 fn key(i: u32) -> PeerKey {
     PeerKey {
@@ -23,17 +27,6 @@ fn key(i: u32) -> PeerKey {
 
 fn v4(a: u32, len: u8) -> AnyPrefix {
     AnyPrefix::V4(Prefix::new(a, len).unwrap())
-}
-
-/// A tiny deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 #[test]

@@ -17,7 +17,6 @@ use ipfib_rib::Rib;
 use mrt_views::{
     bgpkit_elem_lines, bgpkit_record_lines, data_file, mrtparse_lines, rib_lines, Scratch,
 };
-use std::sync::atomic::Ordering;
 
 /// What a file must load as.
 struct Expect {
@@ -79,11 +78,7 @@ fn check(e: &Expect) {
     );
     assert_eq!(r.bytes, e.damage_at);
     assert_eq!(rib.route_count(), e.routes);
-    let with_routes = rib
-        .peers()
-        .all()
-        .filter(|p| p.routes.load(Ordering::Relaxed) > 0)
-        .count();
+    let with_routes = rib.peers().all().filter(|p| p.route_count() > 0).count();
     assert_eq!(with_routes, e.peers_with_routes, "{}", e.name);
 
     // Every route against bgpkit-parser's elem view (which shows a

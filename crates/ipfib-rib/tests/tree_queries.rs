@@ -4,6 +4,8 @@
 //! exact query and `routes_matching_in` compared with a brute force over
 //! a model of the live routes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -12,18 +14,7 @@ use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::attrs::{AsPath, AttrsRef, Origin, AS_SEQUENCE};
 use ipfib_rib::{Instance, Match, PeerFilter, PeerInfo, PeerKey, Query, Rib, RibKind, RibSet};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::rng::Rng;
 
 #[derive(Clone, Debug)]
 struct M {
@@ -120,8 +111,8 @@ fn tree_queries(seed: u64) -> (usize, usize, usize) {
         for ribs in [
             RibSet::DEFAULT,
             RibSet::ALL,
-            RibSet(1 << RibKind::LocRib.index()),
-            RibSet((1 << RibKind::PrePolicy.index()) | (1 << RibKind::AdjRibOutPost.index())),
+            RibSet::of([RibKind::LocRib]),
+            RibSet::of([RibKind::PrePolicy, RibKind::AdjRibOutPost]),
         ] {
             queries.push(Query {
                 instance: inst,

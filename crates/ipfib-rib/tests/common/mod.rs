@@ -1,7 +1,9 @@
-//! Helpers shared by the BMP tests: the shared recordings and how to cut
-//! them into messages.
+//! Helpers shared by the integration tests: the shared recordings and how
+//! to cut them into messages, and a deterministic random generator.
 
 #![allow(dead_code)]
+
+pub mod rng;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
