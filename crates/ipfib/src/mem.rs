@@ -94,7 +94,7 @@ impl<T: Copy> LookupBuf<T> {
     /// `ptr` must be aligned for `T` and valid for reads of `len` elements
     /// for as long as `owner` lives; the memory must never be written while
     /// any `LookupBuf` borrows it; every bit pattern of those bytes must be
-    /// a valid `T` ([`crate::image::Plain`] types only).
+    /// a valid `T` ([`crate::plain::Plain`] types only).
     pub(crate) unsafe fn borrowed(
         ptr: NonNull<T>,
         len: usize,

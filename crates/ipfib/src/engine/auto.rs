@@ -30,7 +30,6 @@
 use super::planb::BuildError;
 use super::poptrie::{PoptrieError, PoptrieOptions};
 pub use super::registry::{label, AutoError, Built, Kind, Pick};
-use super::registry::{meta_pick, pick_meta};
 use super::{Engine, Family};
 use crate::intervals::Intervals;
 use std::fmt;
@@ -322,62 +321,6 @@ impl<A: Family> AutoEngine<A> {
             forced: self.forced,
         }
     }
-
-    /// Write the choice and the engines (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        let [k1, s1] = pick_meta(self.choice.single);
-        let [k2, s2] = pick_meta(self.choice.batch);
-        w.meta(&[
-            k1,
-            s1,
-            k2,
-            s2,
-            self.choice.intervals as u64,
-            u64::from(self.forced),
-            u64::from(self.batch.is_some()),
-        ]);
-        w.text(self.choice.reason.as_bytes());
-        self.single.save(w);
-        if let Some(b) = &self.batch {
-            b.save(w);
-        }
-    }
-
-    /// Read what `save` wrote; every engine is validated, its answers
-    /// bounded as `answers` says.
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let m = r.meta("auto choice", 7)?;
-        let bad = |why: &str| crate::image::invalid(at, "auto choice", why);
-        let single = meta_pick(m[0], m[1]).ok_or_else(|| bad("unknown single engine"))?;
-        let batch = meta_pick(m[2], m[3]).ok_or_else(|| bad("unknown batch engine"))?;
-        let reason = r.text("auto reason")?;
-        let reason = String::from_utf8_lossy(&reason).into_owned();
-        let first = Built::load(r, answers)?;
-        let second = match m[6] {
-            0 => None,
-            _ => Some(Built::load(r, answers)?),
-        };
-        if first.kind() != single.0
-            || second.as_ref().map_or(single, |b| (b.kind(), batch.1)).0 != batch.0
-        {
-            return Err(bad("the engines stored are not the ones the choice names"));
-        }
-        Ok(AutoEngine {
-            single: first,
-            batch: second,
-            choice: Choice {
-                single,
-                batch,
-                reason,
-                intervals: m[4] as usize,
-            },
-            forced: m[5] != 0,
-        })
-    }
 }
 
 /// What [`AutoEngine`] built for one family, and why.
@@ -463,13 +406,14 @@ impl fmt::Display for Choice {
 /// # Ok::<(), ipfib::engine::auto::AutoError>(())
 /// ```
 pub struct AutoEngine<A: Family> {
-    single: Built<A>,
+    // Fields crate-visible: `image::engines` stores and loads them.
+    pub(crate) single: Built<A>,
     /// `None`: batches use `single`.
-    batch: Option<Built<A>>,
-    choice: Choice,
+    pub(crate) batch: Option<Built<A>>,
+    pub(crate) choice: Choice,
     /// Named explicitly (`AutoOptions::force`, not a reuse): `name()`
     /// then gives the engine's own name, without `auto:`.
-    forced: bool,
+    pub(crate) forced: bool,
 }
 
 impl<A: Family> AutoEngine<A> {
@@ -544,7 +488,7 @@ const PASSES: usize = 3;
 /// Seeded samples of `iv`: addresses inside intervals drawn uniformly (the
 /// "matched" shape of traffic that hits routes) and uniformly random ones.
 fn samples<A: Family>(iv: &Intervals<A>) -> [Vec<A>; 2] {
-    let mut rng = crate::gen::Rng::new(0x6175_746f);
+    let mut rng = crate::rng::Rng::new(0x6175_746f);
     let n = iv.len() as u64;
     let matched = (0..SAMPLE)
         .map(|_| {
@@ -893,7 +837,7 @@ mod tests {
     fn sparse_long_prefixes_get_planb_without_building_a_trie() {
         // One /64 per random /32 inside 2000::/3: every boundary needs its
         // own chain of 32-ary nodes below /18.
-        let mut rng = crate::gen::Rng::new(3);
+        let mut rng = crate::rng::Rng::new(3);
         let routes: Vec<(Prefix<u128>, u32)> = (0..2000)
             .map(|i| {
                 let a = (0x2000u128 << 112) | (rng.next_u128() >> 3);
@@ -1027,7 +971,7 @@ mod tests {
             .into_iter()
             .map(|r| r.0)
             .collect();
-        let mut rng = crate::gen::Rng::new(8);
+        let mut rng = crate::rng::Rng::new(8);
         let sparse: Vec<Prefix<u128>> = (0..20_000)
             .map(|_| {
                 let a = (0x2000u128 << 112) | (rng.next_u128() >> 3);

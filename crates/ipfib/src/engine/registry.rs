@@ -295,49 +295,6 @@ impl<A: Family> Built<A> {
             Built::Flat(_) => Kind::Flat,
         }
     }
-
-    /// Write the engine's kind, then the engine (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[self.kind() as u64]);
-        each!(self, e => e.save(w))
-    }
-
-    /// Read what `save` wrote (each engine validates itself, its answers
-    /// bounded as `answers` says).
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let kind = r.meta("engine kind", 1)?[0];
-        Ok(match kind {
-            k if k == Kind::PlanB as u64 => Built::PlanB(PlanB::load(r, answers)?),
-            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r, answers)?),
-            k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r, answers)?),
-            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r, answers)?),
-            k => {
-                return Err(crate::image::invalid(
-                    at,
-                    "engine kind",
-                    format!("unknown kind {k}"),
-                ))
-            }
-        })
-    }
-}
-
-/// A pick as two scalars (`u64::MAX`: no direct-pointing bits named).
-pub(crate) fn pick_meta(p: Pick) -> [u64; 2] {
-    [p.0 as u64, p.1.map_or(u64::MAX, u64::from)]
-}
-
-pub(crate) fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
-    let kind = Kind::ALL.into_iter().find(|k| *k as u64 == kind)?;
-    let s = match s {
-        u64::MAX => None,
-        s => Some(u8::try_from(s).ok()?),
-    };
-    Some((kind, s))
 }
 
 /// What an engine's payloads are, for the engines that have variants
@@ -838,9 +795,7 @@ mod tests {
             )
             .unwrap();
             assert_eq!(b.kind(), k);
-            assert_eq!(meta_pick(pick_meta((k, Some(4)))[0], 4), Some((k, Some(4))));
         }
-        assert_eq!(meta_pick(Kind::ALL.len() as u64, u64::MAX), None);
         // The tags are the file format: pinned, never renumbered.
         assert_eq!(Kind::ALL.map(|k| k as u64), [0, 1, 2, 3]);
         assert_eq!(

@@ -1,7 +1,7 @@
 //! The table a compiled file holds: per family, two engines (over value
 //! slots, and over route ordinals), the route list and the value text.
 
-use super::{invalid, Answers, ImageError, Reader, Writer};
+use super::codec::{invalid, Answers, ImageError, Reader, Writer};
 use crate::engine::auto::{AutoEngine, AutoOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::compile;
@@ -361,7 +361,7 @@ impl<A: Family> FamilyImage<A> {
         opts: &AutoOptions,
     ) -> Result<(String, String), ImageError>
     where
-        Prefix<A>: super::Plain,
+        Prefix<A>: crate::plain::Plain,
     {
         // Value slots renumbered densely, in order of first use.
         let mut dense: HashMap<u32, u32> = HashMap::new();
@@ -403,7 +403,7 @@ impl<A: Family> FamilyImage<A> {
 
     fn read(r: &mut Reader) -> Result<Self, ImageError>
     where
-        Prefix<A>: super::Plain,
+        Prefix<A>: crate::plain::Plain,
     {
         let at = r.offset_of_next();
         let m = r.meta("family header", 3)?;

@@ -25,7 +25,7 @@ use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 pub use kernel::KERNELS;
-use stage2::Stage2;
+pub(crate) use stage2::Stage2;
 use tree::{build_local, lines_per_node, Desc, Key, Line};
 
 pub use search::BATCH_SIZES;
@@ -243,26 +243,27 @@ impl Family for u128 {
 /// # Ok::<(), ipfib::engine::planb::BuildError>(())
 /// ```
 pub struct PlanB<A: Family> {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// Sorted keys (`start - 1`) plus `LANES` padding keys.
-    leaves: LookupBuf<A::Key>,
+    pub(crate) leaves: LookupBuf<A::Key>,
     /// Internal levels of the buckets' local trees.
-    inner: LookupBuf<Line>,
-    descs: LookupBuf<Desc>,
-    direct: LookupBuf<u32>,
+    pub(crate) inner: LookupBuf<Line>,
+    pub(crate) descs: LookupBuf<Desc>,
+    pub(crate) direct: LookupBuf<u32>,
     /// `BITS - s`.
-    direct_shift: u32,
+    pub(crate) direct_shift: u32,
     /// Sub-tables of heavy buckets, concatenated.
-    sub: LookupBuf<u32>,
+    pub(crate) sub: LookupBuf<u32>,
     /// `64 - BITS + s`: shifts a key (as u64) so its bits after the top
     /// `s` lead.
-    sub_shift: u32,
+    pub(crate) sub_shift: u32,
     /// `payloads[rank]`: payload of the interval of that rank; for IPv6 a
     /// value with bit 31 set (other than `NO_ROUTE`) names a second-stage slot.
-    payloads: LookupBuf<u32>,
-    stage2: Stage2,
-    kernel: Kernel,
-    intervals: usize,
-    max_levels: usize,
+    pub(crate) payloads: LookupBuf<u32>,
+    pub(crate) stage2: Stage2,
+    pub(crate) kernel: Kernel,
+    pub(crate) intervals: usize,
+    pub(crate) max_levels: usize,
 }
 
 impl<A: Family> PlanB<A> {
@@ -351,50 +352,6 @@ impl<A: Family> PlanB<A> {
     /// ```
     pub fn kernel(&self) -> Kernel {
         self.kernel
-    }
-
-    /// Write the engine's scalars and arrays (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[
-            u64::from(self.direct_shift),
-            u64::from(self.sub_shift),
-            self.intervals as u64,
-            self.max_levels as u64,
-        ]);
-        w.array(&self.leaves);
-        w.array(&self.inner);
-        w.array(&self.descs);
-        w.array(&self.direct);
-        w.array(&self.sub);
-        w.array(&self.payloads);
-        self.stage2.save(w);
-    }
-
-    /// Read what `save` wrote, borrowing the arrays in place, with the
-    /// best kernel of this CPU; refused unless
-    /// [`PlanB::validate_below`] passes with the bound `answers` gives.
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let m = r.meta("planb scalars", 4)?;
-        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let e = PlanB {
-            direct_shift: small(m[0]),
-            sub_shift: small(m[1]),
-            intervals: m[2] as usize,
-            max_levels: m[3] as usize,
-            leaves: r.array("planb keys")?,
-            inner: r.array("planb inner lines")?,
-            descs: r.array("planb tree descriptors")?,
-            direct: r.array("planb direct table")?,
-            sub: r.array("planb sub-tables")?,
-            payloads: r.array("planb payloads")?,
-            stage2: Stage2::load(r)?,
-            kernel: KERNELS.detect(),
-        };
-        crate::image::validated(at, "planb engine", e, answers)
     }
 
     /// Direct-pointing bits `s`.
