@@ -24,90 +24,15 @@
 //! # Ok::<(), ipfib::engine::registry::SpecError>(())
 //! ```
 
-use super::auto::AutoOptions;
+use super::auto::options::AutoOptions;
 use super::kernel::KernelSet;
+pub use super::kind::{label, Kind, Pick};
 use super::planb::{BuildError, PlanB, PlanBOptions};
 use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
 use super::{Engine, Family};
 use crate::intervals::Intervals;
 use std::fmt;
 use std::str::FromStr;
-
-/// An engine compiled from intervals: what `auto` chooses among and what
-/// a named engine builds. The discriminant is the engine's tag in
-/// compiled table files: never reuse or renumber one. Non-exhaustive: a
-/// new engine is a new kind, and code outside this crate keeps a default
-/// arm for it.
-///
-/// ```
-/// use ipfib::engine::registry::{EngineSpec, Kind};
-/// assert_eq!(Kind::Poptrie32 as u8, 2); // its tag in compiled files
-/// let spec: EngineSpec = "poptrie32:16".parse()?;
-/// assert_eq!(spec.force(), Some((Kind::Poptrie32, Some(16))));
-/// # Ok::<(), ipfib::engine::registry::SpecError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Kind {
-    /// [`PlanB`]: linearized B+-tree over the intervals.
-    PlanB = 0,
-    /// [`Poptrie`] with the paper's 64-ary nodes.
-    Poptrie = 1,
-    /// [`Poptrie`] with 32-ary nodes ([`Node32`]): one gather per level in
-    /// batches. Named `poptrie5` (5 bits per level) before.
-    Poptrie32 = 2,
-    /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves, one 64-bit
-    /// read per level.
-    Flat = 3,
-}
-
-impl Kind {
-    /// Every kind, in tag order.
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert!(Kind::ALL.iter().enumerate().all(|(i, k)| *k as usize == i));
-    /// ```
-    pub const ALL: [Kind; 4] = [Kind::PlanB, Kind::Poptrie, Kind::Poptrie32, Kind::Flat];
-
-    /// The engine's name (as `--engine` takes it).
-    ///
-    /// ```
-    /// assert_eq!(ipfib::engine::registry::Kind::Flat.name(), "poptrie-flat");
-    /// ```
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::PlanB => "planb",
-            Kind::Poptrie => "poptrie",
-            Kind::Poptrie32 => "poptrie32",
-            Kind::Flat => "poptrie-flat",
-        }
-    }
-
-    /// The engine's kernels (its [`KernelSet`]).
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert_eq!(Kind::Flat.kernels().engine(), "poptrie");
-    /// assert!(Kind::PlanB.kernels().target_features(ipfib::engine::kernel::Kernel::Avx2).is_some());
-    /// ```
-    pub fn kernels(self) -> &'static KernelSet {
-        match self {
-            Kind::PlanB => &super::planb::KERNELS,
-            Kind::Poptrie | Kind::Poptrie32 | Kind::Flat => &poptrie::KERNELS,
-        }
-    }
-
-    /// Whether the engine takes direct-pointing bits (`name:S`).
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert!(Kind::Poptrie.takes_bits() && !Kind::PlanB.takes_bits());
-    /// ```
-    pub fn takes_bits(self) -> bool {
-        self != Kind::PlanB
-    }
-}
 
 /// Every distinct kernel set, with the kinds that use it (in
 /// [`Kind::ALL`] order): what `--kernel` may name and `ipfib engines`
@@ -137,32 +62,6 @@ pub fn kernel_sets() -> Vec<(&'static KernelSet, Vec<Kind>)> {
 /// ```
 pub fn kernel_runs_here(kernel: super::kernel::Kernel) -> bool {
     kernel_sets().iter().any(|(s, _)| s.is_supported(kernel))
-}
-
-/// A built engine's kind and direct-pointing bits (`None`: the engine's
-/// default).
-///
-/// ```
-/// use ipfib::engine::registry::{Built, Kind, Pick};
-/// let pick: Pick = (Kind::Flat, None); // the engine's default bits
-/// let e = Built::<u32>::build(&ipfib::intervals::compile([]), pick, &Default::default())?;
-/// assert!(matches!(e, Built::Flat(f) if f.direct_bits() == 18));
-/// # Ok::<(), ipfib::engine::registry::AutoError>(())
-/// ```
-pub type Pick = (Kind, Option<u8>);
-
-/// `poptrie-flat:18`, `planb`.
-///
-/// ```
-/// use ipfib::engine::registry::{label, Kind};
-/// assert_eq!(label((Kind::Flat, Some(18))), "poptrie-flat:18");
-/// assert_eq!(label((Kind::PlanB, None)), "planb");
-/// ```
-pub fn label(pick: Pick) -> String {
-    match pick.1 {
-        Some(s) => format!("{}:{s}", pick.0.name()),
-        None => pick.0.name().to_string(),
-    }
 }
 
 /// Why an engine could not be built.

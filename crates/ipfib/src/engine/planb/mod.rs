@@ -502,7 +502,7 @@ impl<A: Family> PlanB<A> {
     /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        super::batch_args::<M, A>(addrs, out);
+        super::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, M>(self, addrs, out)
     }
 }

@@ -510,7 +510,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        super::batch_args::<M, A>(addrs, out);
+        super::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, N, Self, M>(self, addrs, out)
     }
 
@@ -657,10 +657,10 @@ fn payloads_fit<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
     }
 }
 
-impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
+impl<A: Chunks, N: Stride> super::contract::Engine<A> for Poptrie<A, N> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-    super::inherent_engine_methods!();
+    super::contract::inherent_engine_methods!();
     fn name(&self) -> String {
         format!(
             "{}[s={},{}{}]",

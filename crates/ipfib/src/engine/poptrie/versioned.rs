@@ -184,7 +184,7 @@ impl<A: Chunks> Version<A> {
     /// batch runs the popcount kernel).
     #[inline]
     pub(crate) fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        crate::engine::batch_args::<M, A>(addrs, out);
+        crate::engine::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, Node, Self, M>(self, addrs, out)
     }
 

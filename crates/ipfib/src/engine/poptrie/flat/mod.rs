@@ -180,7 +180,7 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        crate::engine::batch_args::<M, A>(addrs, out);
+        crate::engine::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, M>(self, addrs, out)
     }
 
@@ -262,10 +262,10 @@ impl<A: Chunks> FlatPoptrie<A> {
     }
 }
 
-impl<A: Chunks> crate::engine::Engine<A> for FlatPoptrie<A> {
+impl<A: Chunks> crate::engine::contract::Engine<A> for FlatPoptrie<A> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-    crate::engine::inherent_engine_methods!();
+    crate::engine::contract::inherent_engine_methods!();
     fn name(&self) -> String {
         format!("poptrie-flat[s={},{}]", self.s, self.kernel)
     }
