@@ -32,7 +32,7 @@ pub enum Kind {
     /// [`Poptrie`] with the paper's 64-ary nodes.
     Poptrie = 1,
     /// [`Poptrie`] with 32-ary nodes ([`Node32`]): one gather per level in
-    /// batches. Named `poptrie5` (5 bits per level) before.
+    /// batches. `poptrie5` (5 bits per level) is accepted as an alias.
     Poptrie32 = 2,
     /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves, one 64-bit
     /// read per level.

@@ -15,7 +15,7 @@
 //! let spec: EngineSpec = "poptrie-flat:16".parse()?;
 //! assert_eq!(spec.force(), Some((Kind::Flat, Some(16))));
 //! assert_eq!(spec.to_string(), "poptrie-flat:16");
-//! // Old names stay accepted and print as the new one.
+//! // An alias parses to its engine and prints as the engine's name.
 //! assert_eq!("poptrie5".parse::<EngineSpec>()?.to_string(), "poptrie32");
 //! // Every engine has a line of description.
 //! assert!(ENGINES.iter().all(|e| !e.summary.is_empty()));
@@ -145,11 +145,9 @@ impl<A: Family> Built<A> {
     }
 
     // `inline(always)` here and in `AutoEngine::lookup`: a caller's loop of
-    // single lookups then sees the match and hoists it. Measured (606K
-    // synthetic IPv4, 2M addresses, Intel Xeon): with plain `inline`,
-    // single lookups through a forced `poptrie:18` ran 13-18% below the
-    // Poptrie itself (141 vs 170 MLPS uniform, 95 vs 109 matched); with
-    // it, 2-4% (160 vs 166, 106 vs 109).
+    // single lookups then sees the match and hoists it, so going through
+    // `Built` costs almost nothing over the engine itself
+    // (docs/benchmark-history.md, "Engine dispatch").
     #[inline(always)]
     pub(crate) fn lookup(&self, addr: A) -> u32 {
         each!(self, e => e.lookup(addr))

@@ -309,6 +309,9 @@ impl<A: Family> FamilyImage<A> {
     /// assert_eq!(values[by_value.lookup(0x0a02_0001) as usize], "ten");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    // Hidden: public only for the Python bindings' snapshot type, which
+    // keeps the parts under its own.
+    #[doc(hidden)]
     #[allow(clippy::type_complexity)]
     pub fn into_parts(
         self,
