@@ -42,12 +42,21 @@
 //!   `validate.rs` (structural check, with the arena after updates),
 //!   `flat/` (the flat layout: one 64-bit read per level; the fastest IPv6
 //!   batches).
-//! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
-//!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
+//! - `engine/contract.rs`: the `Engine` trait every engine implements
+//!   (build from intervals, lookup, lookup_batch, footprint, name);
+//!   `engine/mod.rs`: `Family`; `engine/kind.rs`: `Kind`, `Pick`;
+//!   `engine/registry.rs`: engine names and specs, `Built`;
+//!   `engine/auto/`: the choice (`shape.rs`, `calibrate.rs`, `choice.rs`,
+//!   `options.rs`) and `AutoEngine` (`mod.rs`).
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
+//! - `image/`: compiled table files: `mod.rs` (opening), `codec.rs` (the
+//!   section format), `engines/` (each engine's file form), `table.rs`
+//!   (a table's families, routes and values).
 //! - `fib/`: `Fib<V>`, the dynamic FIB: updates while readers look up
-//!   through snapshots (`mod.rs`: publication, staleness, snapshots;
-//!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
+//!   through snapshots (`mod.rs`: the writer, publication, staleness;
+//!   `snapshot.rs`: readers and snapshots; `options.rs`: options, errors,
+//!   stats; `family.rs`: per-family sides, Poptrie slot updates, value
+//!   slots).
 //! - `oracle.rs` (brute force) and `check/` (differential checks): test
 //!   support, compiled only with the `testing` feature (the workspace's
 //!   tests, benches and fuzz targets turn it on; users never see them).

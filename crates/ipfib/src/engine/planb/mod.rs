@@ -28,7 +28,17 @@ pub use kernel::KERNELS;
 pub(crate) use stage2::Stage2;
 use tree::{build_local, lines_per_node, Desc, Key, Line};
 
-pub use search::BATCH_SIZES;
+/// Batch sizes the tests and benchmarks exercise.
+///
+/// ```
+/// use ipfib::engine::{planb::{PlanB, BATCH_SIZES}, NO_ROUTE};
+/// assert_eq!(BATCH_SIZES, [8, 16, 32, 64]);
+/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default()).unwrap();
+/// let mut out = [0; 3]; // fewer addresses than the batch size: fine
+/// e.lookup_batch::<{ BATCH_SIZES[3] }>(&[1, 2, 3], &mut out);
+/// assert_eq!(out, [NO_ROUTE; 3]);
+/// ```
+pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
 
 /// Direct-pointing entries (one `u32` per bucket of the top `s` bits):
 /// - below `DP_SUB`: the bucket's first rank; one window compare is exact;
@@ -465,45 +475,6 @@ impl<A: Family> PlanB<A> {
             + std::mem::size_of_val(&*self.sub)
             + std::mem::size_of_val(&*self.payloads)
             + self.stage2.footprint_bytes()
-    }
-
-    /// Payload for `addr`, or [`NO_ROUTE`].
-    ///
-    /// ```
-    /// use ipfib::engine::{planb::PlanB, NO_ROUTE};
-    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
-    /// let e = PlanB::build(&iv, &Default::default())?;
-    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
-    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
-    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
-    /// ```
-    #[inline]
-    pub fn lookup(&self, addr: A) -> u32 {
-        search::lookup(self, addr)
-    }
-
-    /// Payloads for `addrs` into `out`, traversing `M` addresses level
-    /// by level ([`crate::engine::Engine::lookup_batch`]'s contract: `M >
-    /// 0` at compile time, a panic when `out` is shorter than `addrs`).
-    /// `M` is any of [`BATCH_SIZES`] or another size; 16 or 32 are usually
-    /// best.
-    ///
-    /// ```
-    /// use ipfib::engine::planb::{PlanB, BATCH_SIZES};
-    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
-    /// let e = PlanB::build(&iv, &Default::default())?;
-    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
-    /// let mut out = vec![0; addrs.len()];
-    /// e.lookup_batch::<{ BATCH_SIZES[1] }>(&addrs, &mut out);
-    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
-    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
-    /// ```
-    #[inline]
-    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        super::contract::batch_args::<M, A>(addrs, out);
-        search::lookup_batch::<A, M>(self, addrs, out)
     }
 }
 
