@@ -81,7 +81,7 @@ mod cpu;
 pub mod engine;
 mod fault;
 pub mod fib;
-/// Seeded synthetic tables and traces (the `gen` feature).
+// Seeded synthetic tables and traces: the `gen` feature.
 #[cfg(any(test, feature = "gen"))]
 pub mod gen;
 pub mod image;

@@ -9,7 +9,7 @@ use crate::prefix::AnyPrefix;
 use crate::values::TooManyValues;
 use std::time::Duration;
 
-/// Which engine a [`Fib`] publishes.
+/// Which engine a [`Fib`](crate::fib::Fib) publishes.
 ///
 /// ```
 /// use ipfib::fib::{Fib, FibEngine, FibOptions};
@@ -75,7 +75,7 @@ impl FibEngine {
     }
 }
 
-/// How a [`Fib`] publishes.
+/// How a [`Fib`](crate::fib::Fib) publishes.
 ///
 /// ```
 /// use ipfib::fib::{Fib, FibOptions};
@@ -92,7 +92,7 @@ pub struct FibOptions {
     pub engine: FibEngine,
     /// Publish once this many changes are pending (at least 1).
     pub max_pending: usize,
-    /// Publish at the first update call (or [`Fib::publish_if_due`]) made
+    /// Publish at the first update call (or [`Fib::publish_if_due`](crate::fib::Fib::publish_if_due)) made
     /// this long after the oldest pending change.
     pub max_delay: Duration,
     pub planb: PlanBOptions,
@@ -147,7 +147,7 @@ impl FibOptions {
 /// The others: a publication failed; readers keep the previously
 /// published version, the route table keeps the changes, which stay
 /// pending, and the next publication (the next change,
-/// [`Fib::publish_if_due`], [`Fib::flush`]) tries again.
+/// [`Fib::publish_if_due`](crate::fib::Fib::publish_if_due), [`Fib::flush`](crate::fib::Fib::flush)) tries again.
 ///
 /// ```
 /// use ipfib::fib::FibError;
@@ -170,7 +170,7 @@ pub enum FibError {
     Invariant(String),
 }
 
-/// One route change for [`Fib::apply`] and [`Fib::apply_batch`].
+/// One route change for [`Fib::apply`](crate::fib::Fib::apply) and [`Fib::apply_batch`](crate::fib::Fib::apply_batch).
 ///
 /// ```
 /// use ipfib::fib::{Fib, FibOptions, FibUpdate};

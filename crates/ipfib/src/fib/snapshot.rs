@@ -15,7 +15,7 @@ pub(crate) struct Published<V> {
     pub(super) v6: Arc<FamilySide<u128, V>>,
 }
 
-/// A reader's handle on a [`Fib`]: cheap to clone, `Send + Sync`.
+/// A reader's handle on a [`Fib`](crate::fib::Fib): cheap to clone, `Send + Sync`.
 ///
 /// ```
 /// use ipfib::fib::{Fib, FibOptions};
@@ -70,7 +70,7 @@ impl<V> FibReader<V> {
     }
 }
 
-/// One published version of a [`Fib`]: every lookup through it answers
+/// One published version of a [`Fib`](crate::fib::Fib): every lookup through it answers
 /// from that version.
 ///
 /// ```

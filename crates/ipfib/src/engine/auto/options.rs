@@ -5,7 +5,7 @@ use super::choice::Choice;
 use crate::engine::kernel::Kernel;
 use crate::engine::kind::Pick;
 
-/// Build options for [`AutoEngine`]: the kernel to use, whichever engine
+/// Build options for [`AutoEngine`](crate::engine::auto::AutoEngine): the kernel to use, whichever engine
 /// is chosen, whether to time the candidates, and an optional engine that
 /// overrides the choice.
 ///
