@@ -189,7 +189,7 @@ fn read_ipv6(s: &[u8], pos: &mut usize) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::Rng;
+    use crate::rng::Rng;
     use std::net::IpAddr;
 
     /// What `std` says, in the port's terms.

@@ -250,7 +250,7 @@ mod tests {
     /// Round trips on random addresses and prefixes, against text.
     #[test]
     fn round_trips_agree_with_text() {
-        let mut rng = crate::gen::Rng::new(5);
+        let mut rng = crate::rng::Rng::new(5);
         for i in 0..20_000 {
             let a6 = if i % 7 == 0 {
                 (0xffffu128 << 32) | u128::from(rng.next_u64() as u32)

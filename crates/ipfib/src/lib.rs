@@ -42,17 +42,29 @@
 //!   `validate.rs` (structural check, with the arena after updates),
 //!   `flat/` (the flat layout: one 64-bit read per level; the fastest IPv6
 //!   batches).
-//! - `engine/mod.rs`: the `Engine` trait every engine implements (build from
-//!   intervals, lookup, lookup_batch, footprint, name) and `Family`.
+//! - `engine/contract.rs`: the `Engine` trait every engine implements
+//!   (build from intervals, lookup, lookup_batch, footprint, name);
+//!   `engine/mod.rs`: `Family`; `engine/kind.rs`: `Kind`, `Pick`;
+//!   `engine/registry.rs`: engine names and specs, `Built`;
+//!   `engine/auto/`: the choice (`shape.rs`, `calibrate.rs`, `choice.rs`,
+//!   `options.rs`) and `AutoEngine` (`mod.rs`).
 //! - `compiled.rs`, `table.rs`: user-facing snapshots (`lookup -> (prefix, &V)`).
+//! - `image/`: compiled table files: `mod.rs` (opening), `codec.rs` (the
+//!   section format), `engines/` (each engine's file form), `table.rs`
+//!   (a table's families, routes and values).
 //! - `fib/`: `Fib<V>`, the dynamic FIB: updates while readers look up
-//!   through snapshots (`mod.rs`: publication, staleness, snapshots;
-//!   `family.rs`: per-family sides, Poptrie slot updates, value slots).
+//!   through snapshots (`mod.rs`: the writer, publication, staleness;
+//!   `snapshot.rs`: readers and snapshots; `options.rs`: options, errors,
+//!   stats; `family.rs`: per-family sides, Poptrie slot updates, value
+//!   slots).
 //! - `oracle.rs` (brute force) and `check/` (differential checks): test
 //!   support, compiled only with the `testing` feature (the workspace's
 //!   tests, benches and fuzz targets turn it on; users never see them).
-//! - `gen.rs`: seeded synthetic tables and traces, public because
-//!   `ipfib bench` and `ipfib replay` build their workloads with it.
+//! - `gen.rs`: seeded synthetic tables and traces (the `gen` feature:
+//!   `ipfib bench`, `ipfib replay` and the tests build their workloads
+//!   with it); `rng.rs`: its seeded generator, `Rng`.
+//! - `plain.rs`: `Plain`, the types an engine array may be read as
+//!   straight from a compiled table file.
 //! - `cpu.rs`: CPU features by name; every kernel's detection checks the
 //!   list its `#[target_feature]` functions are compiled with.
 //! - `mem.rs`: cache-line/huge-page aligned buffers for lookup structures,
@@ -69,6 +81,8 @@ mod cpu;
 pub mod engine;
 mod fault;
 pub mod fib;
+// Seeded synthetic tables and traces: the `gen` feature.
+#[cfg(any(test, feature = "gen"))]
 pub mod gen;
 pub mod image;
 pub mod intervals;
@@ -76,7 +90,12 @@ pub mod mem;
 /// The brute-force oracle (test support: the `testing` feature).
 #[cfg(any(test, feature = "testing"))]
 pub mod oracle;
+mod plain;
 pub mod prefix;
+// `Rng` is public through `gen` (the `gen` feature); without it the
+// crate uses it alone (the engine choice's sample addresses).
+#[cfg_attr(not(any(test, feature = "gen")), allow(dead_code))]
+mod rng;
 pub mod route_table;
 pub mod table;
 pub mod values;

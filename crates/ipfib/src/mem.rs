@@ -67,9 +67,9 @@ impl<T: Copy> LookupBuf<T> {
             return Self::fallback(items);
         };
         // Not `alloc_zeroed`: for this alignment it zeroes with a memset,
-        // which faults every page in as 4 KiB before the huge-page advice
-        // (measured: no huge pages at all). The tail past `items` is never
-        // read (`Deref` exposes `len` elements).
+        // which faults every page in as 4 KiB before the huge-page advice,
+        // leaving the advice nothing to back with huge pages. The tail past
+        // `items` is never read (`Deref` exposes `len` elements).
         // SAFETY: `layout` has non-zero size.
         let raw = unsafe { alloc(layout) } as *mut T;
         let Some(ptr) = NonNull::new(raw) else {
@@ -94,7 +94,7 @@ impl<T: Copy> LookupBuf<T> {
     /// `ptr` must be aligned for `T` and valid for reads of `len` elements
     /// for as long as `owner` lives; the memory must never be written while
     /// any `LookupBuf` borrows it; every bit pattern of those bytes must be
-    /// a valid `T` ([`crate::image::Plain`] types only).
+    /// a valid `T` ([`crate::plain::Plain`] types only).
     pub(crate) unsafe fn borrowed(
         ptr: NonNull<T>,
         len: usize,
@@ -121,11 +121,9 @@ impl<T: Copy> LookupBuf<T> {
     /// # let mut t = ipfib::table::Table::new();
     /// # t.insert("10.0.0.0/8".parse()?, "ten")?;
     /// write_table(&t, &path, &AutoOptions::default(), "")?; // 10.0.0.0/8 -> "ten"
-    /// let (_, _, _, mut slots, _) = ImageTable::open(&path)?.v4.into_parts();
+    /// let (_, _, _, slots, _) = ImageTable::open(&path)?.v4.into_parts();
     /// # std::fs::remove_file(&path)?;
     /// assert!(slots.is_mapped()); // borrowed from the mapped file
-    /// slots[0] = 0; // writing copies it first: the file is never written
-    /// assert!(!slots.is_mapped());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_mapped(&self) -> bool {
@@ -136,10 +134,28 @@ impl<T: Copy> LookupBuf<T> {
     /// from a slice, so that writes through it are allowed while other
     /// threads read other elements: a dynamic FIB's shared arena
     /// (`engine::poptrie::versioned`) writes only elements no reader can
-    /// reach. Owned buffers only (a mapped one is read-only).
-    pub(crate) fn raw(&self) -> *mut T {
+    /// reach. Owned buffers only (a mapped one is read-only: panics).
+    ///
+    /// # Safety
+    /// Writes through the pointer must stay within `len` elements and must
+    /// never touch an element that a shared reference (a `Deref` slice, a
+    /// reader's lookup) may be reading at the same time: the caller alone
+    /// knows which elements no reader can reach.
+    pub(crate) unsafe fn raw(&self) -> *mut T {
         assert!(self.mapped.is_none(), "a mapped buffer is read-only");
         self.ptr.as_ptr()
+    }
+
+    /// The elements, writable: a dynamic FIB rewrites the copy of a
+    /// structure no reader can reach (see `crate::fib`). A buffer borrowed
+    /// from a mapped file is first copied (the file is never written).
+    #[inline]
+    pub(crate) fn make_mut(&mut self) -> &mut [T] {
+        if self.mapped.is_some() {
+            *self = LookupBuf::from_slice(&self[..]);
+        }
+        // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
     fn fallback(items: &[T]) -> Self {
@@ -170,9 +186,10 @@ pub(crate) fn prefetch<T>(p: *const T) {
 }
 
 /// How many rounds ahead a batch fetches its input ([`prefetch_input`]):
-/// 2 KiB at 32 IPv6 addresses a round. 2 to 16 rounds measured within 3%
-/// of each other on the LINX matched trace, 1 round 7% slower (AMD EPYC
-/// Zen 5; docs/benchmark-history.md, "Input streaming").
+/// 2 KiB at 32 IPv6 addresses a round. Far enough ahead for the lines to
+/// arrive before their round, and any distance from 2 to 16 serves alike
+/// (docs/benchmark-history.md, "Input streaming", has the distances
+/// measured).
 const INPUT_AHEAD_ROUNDS: usize = 4;
 
 /// Fetch the input of the batch round [`INPUT_AHEAD_ROUNDS`] after the
@@ -227,20 +244,6 @@ impl<T: Copy> Deref for LookupBuf<T> {
         // SAFETY: `ptr` is valid for `len` initialised elements (or dangling
         // with len 0).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl<T: Copy> std::ops::DerefMut for LookupBuf<T> {
-    /// Writable only through `&mut`: a dynamic FIB rewrites the copy of a
-    /// structure no reader can reach (see `crate::fib`). A buffer borrowed
-    /// from a mapped file is first copied (the file is never written).
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [T] {
-        if self.mapped.is_some() {
-            *self = LookupBuf::from_slice(&self[..]);
-        }
-        // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
@@ -402,6 +405,21 @@ mod tests {
         assert_eq!(b[12345], 7);
         let kb = huge_at(b.as_ptr() as usize);
         assert!(kb > 0, "no huge pages in the buffer's mapping");
+    }
+
+    /// Writing a borrowed buffer copies it first: the mapping it borrows
+    /// from is never written.
+    #[test]
+    fn make_mut_copies_a_borrowed_buffer() {
+        let owner: Arc<Vec<u32>> = Arc::new(vec![1, 2, 3]);
+        let ptr = NonNull::new(owner.as_ptr() as *mut u32).expect("a Vec's pointer");
+        // SAFETY: `owner` keeps the three elements alive and is never
+        // written while borrowed.
+        let mut b = unsafe { LookupBuf::borrowed(ptr, 3, owner.clone()) };
+        assert!(b.is_mapped());
+        b.make_mut()[0] = 0;
+        assert!(!b.is_mapped());
+        assert_eq!((&b[..], &owner[..]), (&[0, 2, 3][..], &[1, 2, 3][..]));
     }
 
     #[test]

@@ -96,7 +96,7 @@ macro_rules! plain_prefix {
         // the fields is valid and padding is never read as a value (a
         // prefix from a file is checked with `is_well_formed` before use);
         // alignment is the integer's (at most 16).
-        unsafe impl crate::image::Plain for Prefix<$a> {
+        unsafe impl crate::plain::Plain for Prefix<$a> {
             fn put(items: &[Self], out: &mut Vec<u8>) {
                 let size = std::mem::size_of::<Self>();
                 for p in items {
@@ -737,7 +737,7 @@ mod tests {
     /// (the byte grammar itself is held to `std` in `addr_text.rs`).
     #[test]
     fn parse_ascii_agrees_with_parse() {
-        let mut rng = crate::gen::Rng::new(3);
+        let mut rng = crate::rng::Rng::new(3);
         for _ in 0..20_000 {
             let a = rng.next_u128();
             for text in [
@@ -753,6 +753,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The file form of a prefix: address, length, zeroed padding.
+    #[test]
+    fn prefixes_are_written_with_zeroed_padding() {
+        use crate::plain::Plain;
+        let mut out = Vec::new();
+        Prefix::<u32>::put(&["10.0.0.0/8".parse().unwrap()], &mut out);
+        assert_eq!(out, [0, 0, 0, 10, 8, 0, 0, 0]);
     }
 
     #[test]

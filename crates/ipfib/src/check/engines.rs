@@ -8,7 +8,7 @@
 //! inputs.
 
 use super::bytes::{prefix, Bytes};
-use super::{boundary_queries, check_engines_small};
+use super::differential::{boundary_queries, check_engines_small};
 use crate::engine::Family;
 use crate::oracle::Oracle;
 use crate::prefix::Prefix;

@@ -165,7 +165,7 @@ fn compare(
     touched: &Touched,
     what: &str,
 ) -> Result<(), String> {
-    let q4 = crate::check::boundary_queries(touched.v4.iter().copied());
+    let q4 = super::differential::boundary_queries(touched.v4.iter().copied());
     family(
         &q4,
         |a| snap.lookup_v4(a).copied(),
@@ -174,7 +174,7 @@ fn compare(
         |a| model.v4.lookup(a).map(|(_, v)| *v),
         what,
     )?;
-    let q6 = crate::check::boundary_queries(touched.v6.iter().copied());
+    let q6 = super::differential::boundary_queries(touched.v6.iter().copied());
     family(
         &q6,
         |a| snap.lookup_v6(a).copied(),

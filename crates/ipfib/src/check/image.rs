@@ -14,7 +14,7 @@
 //!   ([`EngineCase`]); it is written under one forced engine kind and
 //!   reopened, and the file must answer exactly as the route table does.
 
-use super::boundary_queries;
+use super::differential::boundary_queries;
 use super::engines::EngineCase;
 use crate::engine::auto::{AutoOptions, Kind};
 use crate::engine::{Engine, Family, NO_ROUTE};

@@ -285,10 +285,4 @@ pub(crate) mod tests {
         }
         assert!("AVX2".parse::<Kernel>().is_err());
     }
-
-    #[test]
-    fn sets_are_well_formed() {
-        well_formed(&crate::engine::planb::KERNELS);
-        well_formed(&crate::engine::poptrie::KERNELS);
-    }
 }

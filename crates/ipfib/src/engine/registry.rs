@@ -15,7 +15,7 @@
 //! let spec: EngineSpec = "poptrie-flat:16".parse()?;
 //! assert_eq!(spec.force(), Some((Kind::Flat, Some(16))));
 //! assert_eq!(spec.to_string(), "poptrie-flat:16");
-//! // Old names stay accepted and print as the new one.
+//! // An alias parses to its engine and prints as the engine's name.
 //! assert_eq!("poptrie5".parse::<EngineSpec>()?.to_string(), "poptrie32");
 //! // Every engine has a line of description.
 //! assert!(ENGINES.iter().all(|e| !e.summary.is_empty()));
@@ -24,90 +24,15 @@
 //! # Ok::<(), ipfib::engine::registry::SpecError>(())
 //! ```
 
-use super::auto::AutoOptions;
+use super::auto::options::AutoOptions;
 use super::kernel::KernelSet;
+pub use super::kind::{label, Kind, Pick};
 use super::planb::{BuildError, PlanB, PlanBOptions};
 use super::poptrie::{self, FlatPoptrie, Node32, Poptrie, PoptrieError, PoptrieOptions};
 use super::{Engine, Family};
 use crate::intervals::Intervals;
 use std::fmt;
 use std::str::FromStr;
-
-/// An engine compiled from intervals: what `auto` chooses among and what
-/// a named engine builds. The discriminant is the engine's tag in
-/// compiled table files: never reuse or renumber one. Non-exhaustive: a
-/// new engine is a new kind, and code outside this crate keeps a default
-/// arm for it.
-///
-/// ```
-/// use ipfib::engine::registry::{EngineSpec, Kind};
-/// assert_eq!(Kind::Poptrie32 as u8, 2); // its tag in compiled files
-/// let spec: EngineSpec = "poptrie32:16".parse()?;
-/// assert_eq!(spec.force(), Some((Kind::Poptrie32, Some(16))));
-/// # Ok::<(), ipfib::engine::registry::SpecError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Kind {
-    /// [`PlanB`]: linearized B+-tree over the intervals.
-    PlanB = 0,
-    /// [`Poptrie`] with the paper's 64-ary nodes.
-    Poptrie = 1,
-    /// [`Poptrie`] with 32-ary nodes ([`Node32`]): one gather per level in
-    /// batches. Named `poptrie5` (5 bits per level) before.
-    Poptrie32 = 2,
-    /// [`FlatPoptrie`]: 32-ary nodes inline with the leaves, one 64-bit
-    /// read per level.
-    Flat = 3,
-}
-
-impl Kind {
-    /// Every kind, in tag order.
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert!(Kind::ALL.iter().enumerate().all(|(i, k)| *k as usize == i));
-    /// ```
-    pub const ALL: [Kind; 4] = [Kind::PlanB, Kind::Poptrie, Kind::Poptrie32, Kind::Flat];
-
-    /// The engine's name (as `--engine` takes it).
-    ///
-    /// ```
-    /// assert_eq!(ipfib::engine::registry::Kind::Flat.name(), "poptrie-flat");
-    /// ```
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::PlanB => "planb",
-            Kind::Poptrie => "poptrie",
-            Kind::Poptrie32 => "poptrie32",
-            Kind::Flat => "poptrie-flat",
-        }
-    }
-
-    /// The engine's kernels (its [`KernelSet`]).
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert_eq!(Kind::Flat.kernels().engine(), "poptrie");
-    /// assert!(Kind::PlanB.kernels().target_features(ipfib::engine::kernel::Kernel::Avx2).is_some());
-    /// ```
-    pub fn kernels(self) -> &'static KernelSet {
-        match self {
-            Kind::PlanB => &super::planb::KERNELS,
-            Kind::Poptrie | Kind::Poptrie32 | Kind::Flat => &poptrie::KERNELS,
-        }
-    }
-
-    /// Whether the engine takes direct-pointing bits (`name:S`).
-    ///
-    /// ```
-    /// use ipfib::engine::registry::Kind;
-    /// assert!(Kind::Poptrie.takes_bits() && !Kind::PlanB.takes_bits());
-    /// ```
-    pub fn takes_bits(self) -> bool {
-        self != Kind::PlanB
-    }
-}
 
 /// Every distinct kernel set, with the kinds that use it (in
 /// [`Kind::ALL`] order): what `--kernel` may name and `ipfib engines`
@@ -137,32 +62,6 @@ pub fn kernel_sets() -> Vec<(&'static KernelSet, Vec<Kind>)> {
 /// ```
 pub fn kernel_runs_here(kernel: super::kernel::Kernel) -> bool {
     kernel_sets().iter().any(|(s, _)| s.is_supported(kernel))
-}
-
-/// A built engine's kind and direct-pointing bits (`None`: the engine's
-/// default).
-///
-/// ```
-/// use ipfib::engine::registry::{Built, Kind, Pick};
-/// let pick: Pick = (Kind::Flat, None); // the engine's default bits
-/// let e = Built::<u32>::build(&ipfib::intervals::compile([]), pick, &Default::default())?;
-/// assert!(matches!(e, Built::Flat(f) if f.direct_bits() == 18));
-/// # Ok::<(), ipfib::engine::registry::AutoError>(())
-/// ```
-pub type Pick = (Kind, Option<u8>);
-
-/// `poptrie-flat:18`, `planb`.
-///
-/// ```
-/// use ipfib::engine::registry::{label, Kind};
-/// assert_eq!(label((Kind::Flat, Some(18))), "poptrie-flat:18");
-/// assert_eq!(label((Kind::PlanB, None)), "planb");
-/// ```
-pub fn label(pick: Pick) -> String {
-    match pick.1 {
-        Some(s) => format!("{}:{s}", pick.0.name()),
-        None => pick.0.name().to_string(),
-    }
 }
 
 /// Why an engine could not be built.
@@ -246,11 +145,9 @@ impl<A: Family> Built<A> {
     }
 
     // `inline(always)` here and in `AutoEngine::lookup`: a caller's loop of
-    // single lookups then sees the match and hoists it. Measured (606K
-    // synthetic IPv4, 2M addresses, Intel Xeon): with plain `inline`,
-    // single lookups through a forced `poptrie:18` ran 13-18% below the
-    // Poptrie itself (141 vs 170 MLPS uniform, 95 vs 109 matched); with
-    // it, 2-4% (160 vs 166, 106 vs 109).
+    // single lookups then sees the match and hoists it, so going through
+    // `Built` costs almost nothing over the engine itself
+    // (docs/benchmark-history.md, "Engine dispatch").
     #[inline(always)]
     pub(crate) fn lookup(&self, addr: A) -> u32 {
         each!(self, e => e.lookup(addr))
@@ -295,49 +192,6 @@ impl<A: Family> Built<A> {
             Built::Flat(_) => Kind::Flat,
         }
     }
-
-    /// Write the engine's kind, then the engine (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[self.kind() as u64]);
-        each!(self, e => e.save(w))
-    }
-
-    /// Read what `save` wrote (each engine validates itself, its answers
-    /// bounded as `answers` says).
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let kind = r.meta("engine kind", 1)?[0];
-        Ok(match kind {
-            k if k == Kind::PlanB as u64 => Built::PlanB(PlanB::load(r, answers)?),
-            k if k == Kind::Poptrie as u64 => Built::Poptrie(Poptrie::load(r, answers)?),
-            k if k == Kind::Poptrie32 as u64 => Built::Poptrie32(Poptrie::load(r, answers)?),
-            k if k == Kind::Flat as u64 => Built::Flat(FlatPoptrie::load(r, answers)?),
-            k => {
-                return Err(crate::image::invalid(
-                    at,
-                    "engine kind",
-                    format!("unknown kind {k}"),
-                ))
-            }
-        })
-    }
-}
-
-/// A pick as two scalars (`u64::MAX`: no direct-pointing bits named).
-pub(crate) fn pick_meta(p: Pick) -> [u64; 2] {
-    [p.0 as u64, p.1.map_or(u64::MAX, u64::from)]
-}
-
-pub(crate) fn meta_pick(kind: u64, s: u64) -> Option<Pick> {
-    let kind = Kind::ALL.into_iter().find(|k| *k as u64 == kind)?;
-    let s = match s {
-        u64::MAX => None,
-        s => Some(u8::try_from(s).ok()?),
-    };
-    Some((kind, s))
 }
 
 /// What an engine's payloads are, for the engines that have variants
@@ -838,9 +692,7 @@ mod tests {
             )
             .unwrap();
             assert_eq!(b.kind(), k);
-            assert_eq!(meta_pick(pick_meta((k, Some(4)))[0], 4), Some((k, Some(4))));
         }
-        assert_eq!(meta_pick(Kind::ALL.len() as u64, u64::MAX), None);
         // The tags are the file format: pinned, never renumbered.
         assert_eq!(Kind::ALL.map(|k| k as u64), [0, 1, 2, 3]);
         assert_eq!(

@@ -3,7 +3,7 @@
 //! of the one copy every version shares
 //! (`crate::engine::poptrie::versioned`).
 
-use super::{FibEngine, FibError, FibOptions, FibStats};
+use super::options::{FibEngine, FibError, FibOptions, FibStats};
 use crate::engine::planb::PlanB;
 use crate::engine::poptrie::{Version, Writer};
 use crate::engine::Family;

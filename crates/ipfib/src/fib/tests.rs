@@ -7,9 +7,9 @@ use super::*;
 use crate::check::boundary_queries;
 use crate::engine::poptrie::PoptrieOptions;
 use crate::fault::{arm, disarm, Point};
-use crate::gen::Rng;
 use crate::oracle::Oracle;
 use crate::prefix::Prefix;
+use crate::rng::Rng;
 
 fn configs() -> Vec<FibOptions> {
     let mut out = vec![FibOptions::with_engine(FibEngine::PlanB)];

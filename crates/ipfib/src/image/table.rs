@@ -1,7 +1,7 @@
 //! The table a compiled file holds: per family, two engines (over value
 //! slots, and over route ordinals), the route list and the value text.
 
-use super::{invalid, Answers, ImageError, Reader, Writer};
+use super::codec::{invalid, Answers, ImageError, Reader, Writer};
 use crate::engine::auto::{AutoEngine, AutoOptions};
 use crate::engine::{Engine, Family};
 use crate::intervals::compile;
@@ -309,6 +309,9 @@ impl<A: Family> FamilyImage<A> {
     /// assert_eq!(values[by_value.lookup(0x0a02_0001) as usize], "ten");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    // Hidden: public only for the Python bindings' snapshot type, which
+    // keeps the parts under its own.
+    #[doc(hidden)]
     #[allow(clippy::type_complexity)]
     pub fn into_parts(
         self,
@@ -361,7 +364,7 @@ impl<A: Family> FamilyImage<A> {
         opts: &AutoOptions,
     ) -> Result<(String, String), ImageError>
     where
-        Prefix<A>: super::Plain,
+        Prefix<A>: crate::plain::Plain,
     {
         // Value slots renumbered densely, in order of first use.
         let mut dense: HashMap<u32, u32> = HashMap::new();
@@ -403,7 +406,7 @@ impl<A: Family> FamilyImage<A> {
 
     fn read(r: &mut Reader) -> Result<Self, ImageError>
     where
-        Prefix<A>: super::Plain,
+        Prefix<A>: crate::plain::Plain,
     {
         let at = r.offset_of_next();
         let m = r.meta("family header", 3)?;

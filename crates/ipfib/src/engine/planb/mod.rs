@@ -25,10 +25,20 @@ use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use kernel::Kernel;
 pub use kernel::KERNELS;
-use stage2::Stage2;
+pub(crate) use stage2::Stage2;
 use tree::{build_local, lines_per_node, Desc, Key, Line};
 
-pub use search::BATCH_SIZES;
+/// Batch sizes the tests and benchmarks exercise.
+///
+/// ```
+/// use ipfib::engine::{planb::{PlanB, BATCH_SIZES}, NO_ROUTE};
+/// assert_eq!(BATCH_SIZES, [8, 16, 32, 64]);
+/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default()).unwrap();
+/// let mut out = [0; 3]; // fewer addresses than the batch size: fine
+/// e.lookup_batch::<{ BATCH_SIZES[3] }>(&[1, 2, 3], &mut out);
+/// assert_eq!(out, [NO_ROUTE; 3]);
+/// ```
+pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
 
 /// Direct-pointing entries (one `u32` per bucket of the top `s` bits):
 /// - below `DP_SUB`: the bucket's first rank; one window compare is exact;
@@ -243,26 +253,27 @@ impl Family for u128 {
 /// # Ok::<(), ipfib::engine::planb::BuildError>(())
 /// ```
 pub struct PlanB<A: Family> {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// Sorted keys (`start - 1`) plus `LANES` padding keys.
-    leaves: LookupBuf<A::Key>,
+    pub(crate) leaves: LookupBuf<A::Key>,
     /// Internal levels of the buckets' local trees.
-    inner: LookupBuf<Line>,
-    descs: LookupBuf<Desc>,
-    direct: LookupBuf<u32>,
+    pub(crate) inner: LookupBuf<Line>,
+    pub(crate) descs: LookupBuf<Desc>,
+    pub(crate) direct: LookupBuf<u32>,
     /// `BITS - s`.
-    direct_shift: u32,
+    pub(crate) direct_shift: u32,
     /// Sub-tables of heavy buckets, concatenated.
-    sub: LookupBuf<u32>,
+    pub(crate) sub: LookupBuf<u32>,
     /// `64 - BITS + s`: shifts a key (as u64) so its bits after the top
     /// `s` lead.
-    sub_shift: u32,
+    pub(crate) sub_shift: u32,
     /// `payloads[rank]`: payload of the interval of that rank; for IPv6 a
     /// value with bit 31 set (other than `NO_ROUTE`) names a second-stage slot.
-    payloads: LookupBuf<u32>,
-    stage2: Stage2,
-    kernel: Kernel,
-    intervals: usize,
-    max_levels: usize,
+    pub(crate) payloads: LookupBuf<u32>,
+    pub(crate) stage2: Stage2,
+    pub(crate) kernel: Kernel,
+    pub(crate) intervals: usize,
+    pub(crate) max_levels: usize,
 }
 
 impl<A: Family> PlanB<A> {
@@ -351,50 +362,6 @@ impl<A: Family> PlanB<A> {
     /// ```
     pub fn kernel(&self) -> Kernel {
         self.kernel
-    }
-
-    /// Write the engine's scalars and arrays (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[
-            u64::from(self.direct_shift),
-            u64::from(self.sub_shift),
-            self.intervals as u64,
-            self.max_levels as u64,
-        ]);
-        w.array(&self.leaves);
-        w.array(&self.inner);
-        w.array(&self.descs);
-        w.array(&self.direct);
-        w.array(&self.sub);
-        w.array(&self.payloads);
-        self.stage2.save(w);
-    }
-
-    /// Read what `save` wrote, borrowing the arrays in place, with the
-    /// best kernel of this CPU; refused unless
-    /// [`PlanB::validate_below`] passes with the bound `answers` gives.
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let m = r.meta("planb scalars", 4)?;
-        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let e = PlanB {
-            direct_shift: small(m[0]),
-            sub_shift: small(m[1]),
-            intervals: m[2] as usize,
-            max_levels: m[3] as usize,
-            leaves: r.array("planb keys")?,
-            inner: r.array("planb inner lines")?,
-            descs: r.array("planb tree descriptors")?,
-            direct: r.array("planb direct table")?,
-            sub: r.array("planb sub-tables")?,
-            payloads: r.array("planb payloads")?,
-            stage2: Stage2::load(r)?,
-            kernel: KERNELS.detect(),
-        };
-        crate::image::validated(at, "planb engine", e, answers)
     }
 
     /// Direct-pointing bits `s`.
@@ -508,45 +475,6 @@ impl<A: Family> PlanB<A> {
             + std::mem::size_of_val(&*self.sub)
             + std::mem::size_of_val(&*self.payloads)
             + self.stage2.footprint_bytes()
-    }
-
-    /// Payload for `addr`, or [`NO_ROUTE`].
-    ///
-    /// ```
-    /// use ipfib::engine::{planb::PlanB, NO_ROUTE};
-    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
-    /// let e = PlanB::build(&iv, &Default::default())?;
-    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
-    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
-    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
-    /// ```
-    #[inline]
-    pub fn lookup(&self, addr: A) -> u32 {
-        search::lookup(self, addr)
-    }
-
-    /// Payloads for `addrs` into `out`, traversing `M` addresses level
-    /// by level ([`crate::engine::Engine::lookup_batch`]'s contract: `M >
-    /// 0` at compile time, a panic when `out` is shorter than `addrs`).
-    /// `M` is any of [`BATCH_SIZES`] or another size; 16 or 32 are usually
-    /// best.
-    ///
-    /// ```
-    /// use ipfib::engine::planb::{PlanB, BATCH_SIZES};
-    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
-    /// let e = PlanB::build(&iv, &Default::default())?;
-    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
-    /// let mut out = vec![0; addrs.len()];
-    /// e.lookup_batch::<{ BATCH_SIZES[1] }>(&addrs, &mut out);
-    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
-    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
-    /// ```
-    #[inline]
-    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        super::batch_args::<M, A>(addrs, out);
-        search::lookup_batch::<A, M>(self, addrs, out)
     }
 }
 

@@ -33,18 +33,6 @@ const NO_DESC: Desc = Desc {
     line: [0; super::tree::MAX_LEVELS],
 };
 
-/// Batch sizes the tests and benchmarks exercise.
-///
-/// ```
-/// use ipfib::engine::{planb::{PlanB, BATCH_SIZES}, NO_ROUTE};
-/// assert_eq!(BATCH_SIZES, [8, 16, 32, 64]);
-/// let e = PlanB::build(&ipfib::intervals::compile::<u32>([]), &Default::default()).unwrap();
-/// let mut out = [0; 3]; // fewer addresses than the batch size: fine
-/// e.lookup_batch::<{ BATCH_SIZES[3] }>(&[1, 2, 3], &mut out);
-/// assert_eq!(out, [NO_ROUTE; 3]);
-/// ```
-pub const BATCH_SIZES: [usize; 4] = [8, 16, 32, 64];
-
 /// Hint that `p` will be read soon (a payload line while keys are searched).
 #[inline(always)]
 fn prefetch<T>(p: *const T) {
@@ -313,6 +301,47 @@ pub(super) fn lookup_batch<A: Family, const M: usize>(e: &PlanB<A>, addrs: &[A],
         #[cfg(target_arch = "aarch64")]
         Kernel::Neon => unsafe { batch_neon::<A, M>(e, addrs, out) },
         _ => unsafe { batch_with::<Scalar, A, M>(e, addrs, out) },
+    }
+}
+
+impl<A: Family> PlanB<A> {
+    /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).
+    ///
+    /// ```
+    /// use ipfib::engine::{planb::PlanB, NO_ROUTE};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// assert_eq!([e.lookup(0x0a00_0001), e.lookup(0x0a01_ffff)], [1, 2]);
+    /// assert_eq!(e.lookup(0x0b00_0000), NO_ROUTE);
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn lookup(&self, addr: A) -> u32 {
+        lookup(self, addr)
+    }
+
+    /// Payloads for `addrs` into `out`, traversing `M` addresses level
+    /// by level ([`crate::engine::Engine::lookup_batch`]'s contract: `M >
+    /// 0` at compile time, a panic when `out` is shorter than `addrs`).
+    /// `M` is any of [`BATCH_SIZES`](super::BATCH_SIZES) or another size; 16 or 32 are usually
+    /// best.
+    ///
+    /// ```
+    /// use ipfib::engine::planb::{PlanB, BATCH_SIZES};
+    /// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
+    /// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.0.0/16"), 2)]);
+    /// let e = PlanB::build(&iv, &Default::default())?;
+    /// let addrs: Vec<u32> = (0..40).map(|i| 0x0a00_0000 + i * 0x3000).collect();
+    /// let mut out = vec![0; addrs.len()];
+    /// e.lookup_batch::<{ BATCH_SIZES[1] }>(&addrs, &mut out);
+    /// assert!(addrs.iter().zip(&out).all(|(&a, &o)| o == e.lookup(a)));
+    /// # Ok::<(), ipfib::engine::planb::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
+        crate::engine::contract::batch_args::<M, A>(addrs, out);
+        lookup_batch::<A, M>(self, addrs, out)
     }
 }
 

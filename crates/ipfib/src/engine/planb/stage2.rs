@@ -16,30 +16,14 @@ pub(crate) const STAGE2: u32 = 1 << 31;
 /// Second-stage slots, flattened.
 #[derive(Default, Clone, Debug)]
 pub struct Stage2 {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// Slot `i` spans `starts[offsets[i]..offsets[i + 1]]`; its first start is 0.
-    offsets: Vec<u32>,
-    starts: Vec<u64>,
-    payloads: Vec<u32>,
+    pub(crate) offsets: Vec<u32>,
+    pub(crate) starts: Vec<u64>,
+    pub(crate) payloads: Vec<u32>,
 }
 
 impl Stage2 {
-    /// Write the three arrays (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.array(&self.offsets);
-        w.array(&self.starts);
-        w.array(&self.payloads);
-    }
-
-    /// Read what `save` wrote (copied: the second stage holds only the
-    /// few intervals that differ below the top 64 bits).
-    pub(crate) fn load(r: &mut crate::image::Reader) -> Result<Self, crate::image::ImageError> {
-        Ok(Stage2 {
-            offsets: r.array::<u32>("planb second-stage offsets")?.to_vec(),
-            starts: r.array::<u64>("planb second-stage starts")?.to_vec(),
-            payloads: r.array::<u32>("planb second-stage payloads")?.to_vec(),
-        })
-    }
-
     /// Intervals held.
     pub(crate) fn len(&self) -> usize {
         self.starts.len()

@@ -28,7 +28,7 @@ use super::kernel::Count;
 #[repr(C, align(64))]
 pub struct Line(pub(super) [u8; 64]);
 
-crate::image::plain_bytes!(Line, Desc);
+crate::plain::plain_bytes!(Line, Desc);
 
 impl Line {
     /// A line of padding keys (all ones, for either key width).
@@ -53,7 +53,7 @@ pub struct Desc {
 }
 
 /// An unsigned key type of the tree: `u32` (IPv4) or `u64` (IPv6 upper half).
-pub trait Key: Copy + Ord + Default + Send + Sync + 'static + crate::image::Plain {
+pub trait Key: Copy + Ord + Default + Send + Sync + 'static + crate::plain::Plain {
     /// Keys per node: 16 (one line of `u32`, two lines of `u64`).
     const LANES: usize;
     /// Key width in bits.

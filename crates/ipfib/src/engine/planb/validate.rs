@@ -268,10 +268,10 @@ mod tests {
     fn entry_mut(e: &mut PlanB<u128>, kind: u32) -> &mut u32 {
         let hit = |d: &u32| *d & DP_KIND == kind && *d >= DP_SUB;
         if let Some(i) = e.direct.iter().position(hit) {
-            return &mut e.direct[i];
+            return &mut e.direct.make_mut()[i];
         }
         let i = e.sub.iter().skip(1).position(hit).unwrap() + 1;
-        &mut e.sub[i]
+        &mut e.sub.make_mut()[i]
     }
 
     /// A named way to break an engine.
@@ -284,7 +284,7 @@ mod tests {
         assert!(e.tree_buckets() > 0 && e.sub_entries() > 1 && e.stage2_intervals() > 0);
         let corruptions: [Corruption; 10] = [
             ("window past the keys", |e| {
-                e.direct[0] = (e.payloads.len() + 5) as u32;
+                e.direct.make_mut()[0] = (e.payloads.len() + 5) as u32;
             }),
             ("tree naming no descriptor", |e| {
                 let n = e.descs.len() as u32;
@@ -298,22 +298,22 @@ mod tests {
                 *entry_mut(e, DP_SUB) &= !(0xf << 26);
             }),
             ("descriptor window past the keys", |e| {
-                e.descs[0].r0 = e.payloads.len() as u32;
+                e.descs.make_mut()[0].r0 = e.payloads.len() as u32;
             }),
             ("descriptor level past inner", |e| {
                 let l = e.max_levels - 1;
-                e.descs[0].line[l] = (e.inner.len() / lines_per_node::<u64>()) as u32;
+                e.descs.make_mut()[0].line[l] = (e.inner.len() / lines_per_node::<u64>()) as u32;
             }),
             ("padding overwritten", |e| {
                 let n = e.leaves.len();
-                e.leaves[n - 1] = 0;
+                e.leaves.make_mut()[n - 1] = 0;
             }),
             ("payload naming no slot", |e| {
-                e.payloads[0] = STAGE2 + 1_000_000;
+                e.payloads.make_mut()[0] = STAGE2 + 1_000_000;
             }),
             ("a real key equal to the padding key", |e| {
                 let keys = e.payloads.len() - 1;
-                e.leaves[keys - 1] = u64::MAX;
+                e.leaves.make_mut()[keys - 1] = u64::MAX;
             }),
             ("no payloads", |e| {
                 e.payloads = crate::mem::LookupBuf::from_slice(&[]);

@@ -34,17 +34,18 @@ pub(super) struct Built<N> {
 /// 2000::/3 (bits = 3): s = 18 then costs 128 KiB instead of 1 MiB.
 /// `bits == 0`: no focus (the whole address space).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Focus {
+pub(crate) struct Focus {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// Length of `F`, at most `s`.
-    pub bits: u32,
+    pub(crate) bits: u32,
     /// `F.first`.
-    pub first: u128,
+    pub(crate) first: u128,
     /// `F.first` left-aligned in 64 bits (its top 64 bits; `F` is at most
     /// 24 bits long, so they decide membership and order).
-    pub first_top: u64,
+    pub(crate) first_top: u64,
     /// Direct entries (leaf form) for the addresses below and above `F`.
-    pub below: u32,
-    pub above: u32,
+    pub(crate) below: u32,
+    pub(crate) above: u32,
 }
 
 impl Focus {

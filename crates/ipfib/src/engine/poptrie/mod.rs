@@ -43,7 +43,9 @@ mod validate;
 mod versioned;
 
 use build::low_mask;
+pub(crate) use build::Focus;
 pub use flat::FlatPoptrie;
+pub(crate) use flat::Focus as FlatFocus;
 
 #[doc(hidden)]
 pub use update::{Arena, ArenaFull, Updatable};
@@ -74,7 +76,7 @@ const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
 /// assert_eq!((Node32::K, Node32::NAME), (5, "poptrie32"));
 /// ```
 pub trait Stride:
-    Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static + crate::image::Plain
+    Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static + crate::plain::Plain
 {
     /// Address bits per level.
     ///
@@ -128,7 +130,7 @@ pub struct Node {
     base1: u32,
 }
 
-crate::image::plain_bytes!(Node, Node32);
+crate::plain::plain_bytes!(Node, Node32);
 
 impl Stride for Node {
     const K: u32 = 6;
@@ -418,15 +420,16 @@ impl_chunks!(u128);
 /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
 /// ```
 pub struct Poptrie<A: Chunks, N: Stride = Node> {
-    direct: LookupBuf<u32>,
-    nodes: LookupBuf<N>,
-    leaves: LookupBuf<u32>,
-    s: u32,
+    // Fields crate-visible: `image::engines` stores and loads them.
+    pub(crate) direct: LookupBuf<u32>,
+    pub(crate) nodes: LookupBuf<N>,
+    pub(crate) leaves: LookupBuf<u32>,
+    pub(crate) s: u32,
     /// The prefix the direct table covers (`build::Focus`).
-    focus: build::Focus,
-    kernel: Kernel,
-    leafvec: bool,
-    _family: std::marker::PhantomData<A>,
+    pub(crate) focus: build::Focus,
+    pub(crate) kernel: Kernel,
+    pub(crate) leafvec: bool,
+    pub(crate) _family: std::marker::PhantomData<A>,
 }
 
 impl<A: Chunks, N: Stride> Poptrie<A, N> {
@@ -474,53 +477,6 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         })
     }
 
-    /// Write the trie's scalars and arrays (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        let f = &self.focus;
-        w.meta(&[
-            u64::from(self.s),
-            u64::from(f.bits),
-            f.first as u64,
-            (f.first >> 64) as u64,
-            f.first_top,
-            u64::from(f.below),
-            u64::from(f.above),
-            u64::from(self.leafvec),
-        ]);
-        w.array(&self.direct);
-        w.array(&self.nodes);
-        w.array(&self.leaves);
-    }
-
-    /// Read what `save` wrote, borrowing the arrays in place, with the
-    /// best kernel of this CPU; refused unless
-    /// [`Poptrie::validate_below`] passes with the bound `answers` gives.
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let m = r.meta("poptrie scalars", 8)?;
-        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let e = Poptrie {
-            s: small(m[0]),
-            focus: build::Focus {
-                bits: small(m[1]),
-                first: u128::from(m[2]) | u128::from(m[3]) << 64,
-                first_top: m[4],
-                below: small(m[5]),
-                above: small(m[6]),
-            },
-            leafvec: m[7] != 0,
-            direct: r.array("poptrie direct table")?,
-            nodes: r.array("poptrie nodes")?,
-            leaves: r.array("poptrie leaves")?,
-            kernel: KERNELS.detect(),
-            _family: std::marker::PhantomData,
-        };
-        crate::image::validated(at, "poptrie engine", e, answers)
-    }
-
     /// Payload for `addr`, or [`NO_ROUTE`].
     ///
     /// ```
@@ -554,7 +510,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        super::batch_args::<M, A>(addrs, out);
+        super::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, N, Self, M>(self, addrs, out)
     }
 
@@ -701,10 +657,10 @@ fn payloads_fit<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
     }
 }
 
-impl<A: Chunks, N: Stride> super::Engine<A> for Poptrie<A, N> {
+impl<A: Chunks, N: Stride> super::contract::Engine<A> for Poptrie<A, N> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-    super::inherent_engine_methods!();
+    super::contract::inherent_engine_methods!();
     fn name(&self) -> String {
         format!(
             "{}[s={},{}{}]",

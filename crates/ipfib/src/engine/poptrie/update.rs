@@ -266,7 +266,7 @@ impl<A: Chunks> Poptrie<A> {
         self.free_slot(arena, slot);
         let (nodes, leaves) = match built {
             SlotBuilt::Leaf(entry) => {
-                self.direct[slot] = entry;
+                self.direct.make_mut()[slot] = entry;
                 return Ok(Ok(()));
             }
             SlotBuilt::Tree { nodes, leaves } => (nodes, leaves),
@@ -287,11 +287,14 @@ impl<A: Chunks> Poptrie<A> {
             return Err(PoptrieError::TooManyNodes(n_off as usize + nodes.len()));
         }
         let (n0, l0) = (n_off as usize, l_off as usize);
-        for (dst, n) in self.nodes[n0..n0 + nodes.len()].iter_mut().zip(&nodes) {
+        for (dst, n) in self.nodes.make_mut()[n0..n0 + nodes.len()]
+            .iter_mut()
+            .zip(&nodes)
+        {
             *dst = relocated(n, n_off, l_off);
         }
-        self.leaves[l0..l0 + leaves.len()].copy_from_slice(&leaves);
-        self.direct[slot] = n_off;
+        self.leaves.make_mut()[l0..l0 + leaves.len()].copy_from_slice(&leaves);
+        self.direct.make_mut()[slot] = n_off;
         Ok(Ok(()))
     }
 
@@ -307,7 +310,7 @@ impl<A: Chunks> Poptrie<A> {
         self.free_slot(arena, slot);
         let entry = from.direct[slot];
         if entry & DIRECT_LEAF != 0 {
-            self.direct[slot] = entry;
+            self.direct.make_mut()[slot] = entry;
             return Ok(());
         }
         let root = entry as usize;
@@ -324,7 +327,10 @@ impl<A: Chunks> Poptrie<A> {
         };
         let (n0, l0) = (n_off as usize, l_off as usize);
         let src = &from.nodes[root..root + n_nodes as usize];
-        for (dst, n) in self.nodes[n0..n0 + src.len()].iter_mut().zip(src) {
+        for (dst, n) in self.nodes.make_mut()[n0..n0 + src.len()]
+            .iter_mut()
+            .zip(src)
+        {
             // Wrapping: a node without children or leaves keeps a base that
             // is never followed, possibly one past its block.
             *dst = Node {
@@ -334,9 +340,9 @@ impl<A: Chunks> Poptrie<A> {
             };
         }
         let fl = first_leaf as usize;
-        self.leaves[l0..l0 + n_leaves as usize]
+        self.leaves.make_mut()[l0..l0 + n_leaves as usize]
             .copy_from_slice(&from.leaves[fl..fl + n_leaves as usize]);
-        self.direct[slot] = n_off;
+        self.direct.make_mut()[slot] = n_off;
         Ok(())
     }
 

@@ -286,12 +286,12 @@ mod tests {
             let n = t.nodes[i];
             let mut parts = (n.vector(), n.leafvec(), n.base0(), n.base1());
             f(&mut parts);
-            t.nodes[i] = N::new(parts.0, parts.1, parts.2, parts.3);
+            t.nodes.make_mut()[i] = N::new(parts.0, parts.1, parts.2, parts.3);
         }
         vec![
             ("direct entry past the nodes", |t| {
                 let i = t.direct.iter().position(|&d| d & DIRECT_LEAF == 0).unwrap();
-                t.direct[i] = t.nodes.len() as u32;
+                t.direct.make_mut()[i] = t.nodes.len() as u32;
             }),
             ("children past the nodes", |t| {
                 set(t, |p| p.3 = u32::MAX - 1);
@@ -309,7 +309,7 @@ mod tests {
             ("leaf payload out of range", |t| {
                 let i = first_node(t);
                 let l = t.nodes[i].base0() as usize;
-                t.leaves[l] = MAX_PAYLOAD + 1;
+                t.leaves.make_mut()[l] = MAX_PAYLOAD + 1;
             }),
             ("a node reached twice", |t| {
                 // A child of the first node points back at it.
@@ -348,7 +348,7 @@ mod tests {
         // One chain of nodes, built depth first: the last is the deepest.
         let deepest = t.nodes.len() - 1;
         let n = t.nodes[deepest];
-        t.nodes[deepest] = Node::new(1, n.leafvec & !1, n.base0, 0);
+        t.nodes.make_mut()[deepest] = Node::new(1, n.leafvec & !1, n.base0, 0);
         let err = t.validate().unwrap_err();
         assert!(err.contains("past the last address bit"), "{err}");
     }

@@ -39,13 +39,12 @@
 //!   afresh into new memory; the old memory lives on while a version
 //!   points into it.
 //!
-//! Why: with two copies (left-right), readers switched between two
-//! multi-MiB copies at every publication and refilled their caches each
-//! time; with one, a publication changes only the lines of the slots it
-//! rebuilt and the frames holding their entries (256 bytes each). Frames
-//! live in one huge-page buffer like the other arrays, so that a
-//! version's teardown counts nothing and a changed slot copies no more
-//! than its frames (docs/architecture.md has the designs this replaced).
+//! Why one shared copy: a publication changes only the lines of the slots
+//! it rebuilt and the frames holding their entries (256 bytes each), so
+//! readers keep their caches across publications instead of moving to
+//! another multi-MiB copy. Frames live in one huge-page buffer like the
+//! other arrays, so that a version's teardown counts nothing and a
+//! changed slot copies no more than its frames.
 
 use super::build::{self, SlotBuilt};
 use super::search::{self, Walk};
@@ -184,7 +183,7 @@ impl<A: Chunks> Version<A> {
     /// batch runs the popcount kernel).
     #[inline]
     pub(crate) fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        crate::engine::batch_args::<M, A>(addrs, out);
+        crate::engine::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, Node, Self, M>(self, addrs, out)
     }
 
@@ -306,12 +305,22 @@ impl<A: Chunks> Writer<A> {
             self.fresh[c as usize] = false;
         }
         self.fresh_list.clear();
+        // SAFETY: a version only reads through these pointers; this
+        // writer writes only blocks no held version reaches (see `raw`'s
+        // callers below, each with its own argument).
+        let (nodes, leaves, frames) = unsafe {
+            (
+                self.mem.nodes.raw(),
+                self.mem.leaves.raw(),
+                self.mem.frames.raw(),
+            )
+        };
         Version {
             table: self.table.as_slice().into(),
             fb: self.fb,
-            nodes: self.mem.nodes.raw(),
-            leaves: self.mem.leaves.raw(),
-            frames: self.mem.frames.raw(),
+            nodes,
+            leaves,
+            frames,
             mem: Arc::clone(&self.mem),
             s: self.s,
             kernel: self.kernel,
@@ -536,7 +545,9 @@ impl<A: Chunks> Writer<A> {
                 if n_off as usize + nodes.len() > DIRECT_LEAF as usize {
                     return Err(PoptrieError::TooManyNodes(n_off as usize + nodes.len()));
                 }
-                let (np, lp) = (self.mem.nodes.raw(), self.mem.leaves.raw());
+                // SAFETY: the pointers are written below only inside the
+                // blocks `alloc` handed out (the argument that follows).
+                let (np, lp) = unsafe { (self.mem.nodes.raw(), self.mem.leaves.raw()) };
                 // SAFETY: `alloc` handed out `nodes.len()` nodes from
                 // `n_off` and `leaves.len()` leaves from `l_off`, inside the
                 // arrays (a `Space`'s capacity is its array's length, which

@@ -58,12 +58,13 @@ const K: u32 = 5;
 
 /// Where the tables sit in `entries` and which addresses they serve.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Focus {
+pub(crate) struct Focus {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// `|F|`: 0 when the focus table covers the whole space (no outer
     /// table).
-    bits: u32,
+    pub(crate) bits: u32,
     /// `F`'s first address, left-aligned in 64 bits (`|F| <= 24`).
-    first_top: u64,
+    pub(crate) first_top: u64,
 }
 
 /// The flat Poptrie for one address family (see the module doc): answers
@@ -85,13 +86,14 @@ struct Focus {
 /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
 /// ```
 pub struct FlatPoptrie<A: Chunks> {
+    // Fields crate-visible: `image::engines` stores and loads them.
     /// Focus table (`2^(s - |F|)` entries), outer table (`2^|F|`, when
     /// `|F| > 0`), then every node's run entries.
-    entries: LookupBuf<u64>,
-    s: u32,
-    focus: Focus,
-    kernel: Kernel,
-    _family: std::marker::PhantomData<A>,
+    pub(crate) entries: LookupBuf<u64>,
+    pub(crate) s: u32,
+    pub(crate) focus: Focus,
+    pub(crate) kernel: Kernel,
+    pub(crate) _family: std::marker::PhantomData<A>,
 }
 
 impl<A: Chunks> FlatPoptrie<A> {
@@ -145,39 +147,6 @@ impl<A: Chunks> FlatPoptrie<A> {
         })
     }
 
-    /// Write the trie's scalars and entries (see `crate::image`).
-    pub(crate) fn save(&self, w: &mut crate::image::Writer) {
-        w.meta(&[
-            u64::from(self.s),
-            u64::from(self.focus.bits),
-            self.focus.first_top,
-        ]);
-        w.array(&self.entries);
-    }
-
-    /// Read what `save` wrote, borrowing the entries in place, with the
-    /// best kernel of this CPU; refused unless
-    /// [`FlatPoptrie::validate_below`] passes with the bound `answers` gives.
-    pub(crate) fn load(
-        r: &mut crate::image::Reader,
-        answers: crate::image::Answers,
-    ) -> Result<Self, crate::image::ImageError> {
-        let at = r.offset_of_next();
-        let m = r.meta("flat poptrie scalars", 3)?;
-        let small = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let e = FlatPoptrie {
-            s: small(m[0]),
-            focus: Focus {
-                bits: small(m[1]),
-                first_top: m[2],
-            },
-            entries: r.array("flat poptrie entries")?,
-            kernel: super::KERNELS.detect(),
-            _family: std::marker::PhantomData,
-        };
-        crate::image::validated(at, "flat poptrie engine", e, answers)
-    }
-
     /// Payload for `addr`, or [`NO_ROUTE`](crate::engine::NO_ROUTE).
     ///
     /// ```
@@ -211,7 +180,7 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// ```
     #[inline]
     pub fn lookup_batch<const M: usize>(&self, addrs: &[A], out: &mut [u32]) {
-        crate::engine::batch_args::<M, A>(addrs, out);
+        crate::engine::contract::batch_args::<M, A>(addrs, out);
         search::lookup_batch::<A, M>(self, addrs, out)
     }
 
@@ -293,10 +262,10 @@ impl<A: Chunks> FlatPoptrie<A> {
     }
 }
 
-impl<A: Chunks> crate::engine::Engine<A> for FlatPoptrie<A> {
+impl<A: Chunks> crate::engine::contract::Engine<A> for FlatPoptrie<A> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
-    crate::engine::inherent_engine_methods!();
+    crate::engine::contract::inherent_engine_methods!();
     fn name(&self) -> String {
         format!("poptrie-flat[s={},{}]", self.s, self.kernel)
     }

@@ -167,26 +167,26 @@ mod tests {
         let corruptions: [Corruption; 6] = [
             ("block past the array", |e| {
                 let i = node(e);
-                e.entries[i] = (e.entries.len() as u64) << 32 | 1;
+                e.entries.make_mut()[i] = (e.entries.len() as u64) << 32 | 1;
             }),
             ("slot 0 starts no run", |e| {
                 let i = node(e);
-                e.entries[i] &= !1;
+                e.entries.make_mut()[i] &= !1;
             }),
             ("block inside the direct tables", |e| {
                 let i = node(e);
-                e.entries[i] &= 0xffff_ffff;
+                e.entries.make_mut()[i] &= 0xffff_ffff;
             }),
             ("leaf with a payload out of range", |e| {
                 let i = (0..e.entries.len())
                     .find(|&i| e.entries[i] & LEAF != 0)
                     .unwrap();
-                e.entries[i] = LEAF | (MAX_PAYLOAD as u64 + 1);
+                e.entries.make_mut()[i] = LEAF | (MAX_PAYLOAD as u64 + 1);
             }),
             ("a node entry that points at its own block", |e| {
                 let i = node(e);
                 let first = (e.entries[i] >> 32) as usize + 1;
-                e.entries[first] = e.entries[i];
+                e.entries.make_mut()[first] = e.entries[i];
             }),
             ("a focus wider than s", |e| {
                 e.focus.bits = e.s + 1;
