@@ -7,7 +7,9 @@ use crate::batch::{
     IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, Tally,
 };
 use crate::snapshot::Snapshot;
-use crate::table::{slot_objects, Table};
+use crate::live::Live;
+use crate::snapshot::slot_objects;
+use crate::value::Objects;
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
 use numpy::{
@@ -16,6 +18,16 @@ use numpy::{
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
+
+/// What the vectorised lookups read of a `Table`: its live snapshot, the
+/// Python objects of its values, the field names of a MaxMind DB loaded
+/// with several fields.
+#[derive(Clone, Copy)]
+pub(crate) struct TableView<'t> {
+    pub live: &'t Live,
+    pub objects: &'t Objects,
+    pub fields: &'t Option<Vec<String>>,
+}
 
 /// The inputs the GIL-free path reads (through [`Input::items`]).
 pub(crate) enum Input<'py> {
@@ -345,7 +357,7 @@ fn int_answers<'py, T: OutInt>(
 /// or the sum of their weights, each route is the longest match of, in
 /// `Table.items()` order; from one snapshot.
 pub fn count_many<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     weights: Option<&Bound<'py, PyAny>>,
@@ -442,7 +454,7 @@ fn tally<'py, T: Tally>(
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).
 #[allow(clippy::too_many_arguments)]
 pub fn lookup_many<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     default: Py<PyAny>,
@@ -619,7 +631,7 @@ pub fn lookup_many<'py>(
 /// them (one column per field, in field order), `frame="polars"` a polars
 /// DataFrame with nulls for misses (its types inferred, `default` unused).
 pub fn lookup_fields<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     default: Py<PyAny>,
@@ -747,7 +759,7 @@ pub fn lookup_fields<'py>(
 /// miss; Arrow large_string buffers) and `value` (int64 when every value is
 /// an int, else objects; 0 / None on a miss).
 pub fn lookup_columns<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     want_prefix: bool,

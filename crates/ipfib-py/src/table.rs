@@ -4,7 +4,7 @@
 
 use crate::live::Live;
 use crate::load;
-use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
+use crate::snapshot::{slot_objects, EngineSpec, FamilySnap, Snapshot};
 use crate::value::{Objects, Value};
 use ipfib::addr::Addr;
 use ipfib::engine::{Family, NO_ROUTE};
@@ -137,6 +137,15 @@ fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
 }
 
 impl Table {
+    /// What the vectorised lookups (many.rs) read.
+    fn view(&self) -> crate::many::TableView<'_> {
+        crate::many::TableView {
+            live: &self.live,
+            objects: &self.objects,
+            fields: &self.fields,
+        }
+    }
+
     fn open_image(
         py: Python<'_>,
         path: &std::path::Path,
@@ -250,23 +259,6 @@ impl Table {
 enum Related {
     Supernets,
     Subnets,
-}
-
-/// Python objects for every value slot of both families (IPv6 after IPv4).
-pub(crate) fn slot_objects(
-    py: Python<'_>,
-    objects: &Objects,
-    snap: &Snapshot,
-) -> PyResult<Vec<Py<PyAny>>> {
-    snap.v4
-        .values
-        .iter()
-        .chain(snap.v6.values.iter())
-        .map(|v| match v {
-            Some(v) => objects.to_py(py, v),
-            None => Ok(py.None()),
-        })
-        .collect()
 }
 
 #[pymethods]
@@ -401,7 +393,7 @@ impl Table {
         errors: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let default = default.unwrap_or_else(|| py.None());
-        crate::many::lookup_fields(self, py, addrs, default, frame, errors)
+        crate::many::lookup_fields(self.view(), py, addrs, default, frame, errors)
     }
 
     /// Open a compiled table file (`ipfib compile`) memory-mapped.
@@ -553,7 +545,7 @@ impl Table {
         return_index: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::many::lookup_many(
-            self,
+            self.view(),
             py,
             addrs,
             default,
@@ -575,7 +567,7 @@ impl Table {
         weights: Option<Bound<'py, PyAny>>,
         errors: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::many::count_many(self, py, addrs, weights.as_ref(), errors)
+        crate::many::count_many(self.view(), py, addrs, weights.as_ref(), errors)
     }
 
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
@@ -754,7 +746,7 @@ impl Table {
         prefix: bool,
         value: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::many::lookup_columns(self, py, addrs, prefix, value)
+        crate::many::lookup_columns(self.view(), py, addrs, prefix, value)
     }
 
     /// Write a compiled table file (`ipfib compile`'s format; see the stub).
