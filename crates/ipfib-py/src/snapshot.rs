@@ -386,6 +386,15 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A compiled table file's engines and values, as mapped.
+    pub fn from_image(img: ipfib::image::ImageTable) -> Self {
+        Snapshot {
+            v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
+            v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
+            spec: EngineSpec::Auto,
+        }
+    }
+
     /// Integer value per slot for both families, when every value is an int.
     pub fn ints(&self) -> Option<(&[i64], &[i64])> {
         Some((self.v4.ints.as_deref()?, self.v6.ints.as_deref()?))

@@ -10,7 +10,7 @@ use ipfib::addr::Addr;
 use ipfib::engine::{Family, NO_ROUTE};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
 use ipfib::table::Table as RouteTables;
-use ipfib_io::{FieldPath, TableOptions};
+use ipfib_io::{Compiled, FieldPath, Options, TableOptions};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -157,25 +157,23 @@ impl Table {
             map,
         };
         let snap = py
-            .detach(|| {
-                let img = ipfib::image::ImageTable::open_with(path, opts)?;
-                Ok::<_, ipfib::image::ImageError>(Snapshot {
-                    v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
-                    v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
-                    spec: EngineSpec::Auto,
-                })
-            })
+            .detach(|| ipfib::image::ImageTable::open_with(path, opts).map(Snapshot::from_image))
             .map_err(|source| {
                 load::to_py_err(ipfib_io::ReadError::Image {
                     path: path.to_path_buf(),
                     source,
                 })
             })?;
-        Ok(Table {
+        Ok(Self::from_snapshot(py, snap))
+    }
+
+    /// A table answering from a compiled file's snapshot.
+    fn from_snapshot(py: Python<'_>, snap: Snapshot) -> Self {
+        Table {
             live: Live::from_snapshot(snap),
             objects: Objects::new(py),
             fields: None,
-        })
+        }
     }
 
     fn build(
@@ -350,27 +348,32 @@ impl Table {
         // A compiled table file is mapped (its engines are in it), unless
         // another engine is asked for: then it is read as routes. Loading
         // options it cannot honour are refused, not ignored.
-        if spec == EngineSpec::Auto
-            && load::is_compiled(&path, opts.format).map_err(load::to_py_err)?
+        let given = [
+            ("value", opts.value.is_some() || opts.field.is_some()),
+            ("value_column", opts.value_column.is_some()),
+            ("mask_host_bits", mask_host_bits),
+            ("strict", strict),
+        ];
+        let compiled = if spec == EngineSpec::Auto {
+            Compiled::Map(ipfib::image::OpenOptions {
+                verify_checksums: true,
+                map: true,
+            })
+        } else {
+            Compiled::Load
+        };
+        let options = Options {
+            compiled,
+            not_for_compiled: given.iter().find(|g| g.1).map(|g| g.0),
+            ..Options::new(opts.format, Ok(opts))
+        };
+        let (table, problems) = match py
+            .detach(|| load::open(&path, &options))
+            .map_err(load::open_err)?
         {
-            let given = [
-                ("value", opts.value.is_some() || opts.field.is_some()),
-                ("value_column", opts.value_column.is_some()),
-                ("mask_host_bits", mask_host_bits),
-                ("strict", strict),
-            ];
-            if let Some((name, _)) = given.iter().find(|g| g.1) {
-                return Err(PyValueError::new_err(format!(
-                    "{}: a compiled table file holds its routes and values as compiled; \
-                     {name}= does not apply (pass it to `ipfib compile`)",
-                    path.display()
-                )));
-            }
-            return Self::open_image(py, &path, true, true);
-        }
-        let (table, problems) = py
-            .detach(|| load::read(&path, &opts))
-            .map_err(load::to_py_err)?;
+            load::Read::Image(snap) => return Ok(Self::from_snapshot(py, snap)),
+            load::Read::Table(table, problems) => (table, problems),
+        };
         warn_problems(py, &problems)?;
         Self::build(py, table, Objects::new(py), spec)
     }
