@@ -6,9 +6,9 @@
 //! skipped and reported like bad MRT records (exit 1: the file is painted
 //! whole, so the rest of it still loads).
 
+use ipfib::image::ImageTable;
 use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
-use ipfib::image::ImageTable;
 use ipfib_io::{
     open, probe_compiled, Compiled, Format, OpenError, Opened, Options, Report, Route, TableLoad,
     TableOptions,
@@ -66,6 +66,8 @@ pub fn is_compiled(args: &TableArgs) -> Result<bool, Box<dyn std::error::Error>>
 }
 
 /// What a table file opened as: mapped, or loaded.
+// One per command, moved once: the sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum OpenedTable {
     Image(ImageTable),
     Loaded(Loaded),
@@ -184,7 +186,10 @@ pub fn report_problems(path: &Path, report: &Report) -> bool {
 pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
     let options = Options {
         compiled: Compiled::Load,
-        ..Options::new(args.format.parse()?, table_options(args).map_err(|e| e.to_string()))
+        ..Options::new(
+            args.format.parse()?,
+            table_options(args).map_err(|e| e.to_string()),
+        )
     };
     match open_with_progress(&args.table, options)?.0 {
         Opened::Table(loaded) => loaded_table(args, loaded),
@@ -201,7 +206,10 @@ pub fn open_table(
 ) -> Result<OpenedTable, Box<dyn std::error::Error>> {
     let options = Options {
         not_for_compiled,
-        ..Options::new(args.format.parse()?, table_options(args).map_err(|e| e.to_string()))
+        ..Options::new(
+            args.format.parse()?,
+            table_options(args).map_err(|e| e.to_string()),
+        )
     };
     match open_with_progress(&args.table, options)?.0 {
         Opened::Image(img) => Ok(OpenedTable::Image(img)),

@@ -161,11 +161,11 @@ fn respond<T: answer::Answer>(table: &T, addrs: &[String]) -> Result<u64, Failur
 /// `lookup` says it; any other error as it is.
 fn not_for_compiled(e: Box<dyn std::error::Error>) -> Box<dyn std::error::Error> {
     match e.downcast_ref::<ipfib_io::OpenError>() {
-        Some(ipfib_io::OpenError::NotForCompiled { option: "--engine", .. }) => {
-            "a compiled table file answers with the engines compiled into it: \
+        Some(ipfib_io::OpenError::NotForCompiled {
+            option: "--engine", ..
+        }) => "a compiled table file answers with the engines compiled into it: \
              choose them with `ipfib compile --engine` (no --engine or --kernel here)"
-                .into()
-        }
+            .into(),
         Some(ipfib_io::OpenError::NotForCompiled { option, .. }) => format!(
             "{option} does not apply to a compiled table file (its routes and values are \
              as compiled: pass it to `ipfib compile`)"

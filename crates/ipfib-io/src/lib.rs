@@ -152,19 +152,19 @@ pub use mmdb::{
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
 pub use mrt::{Frame, Framer, MAX_BODY};
-pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
-pub use ranges::DEFAULT_VALUE_COLUMN;
 pub use open::{open, probe_compiled, Compiled, OpenError, Opened, Options};
 pub use options::{TableLoad, TableOptions};
+pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
+pub use ranges::DEFAULT_VALUE_COLUMN;
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,
 };
+pub use report::{Report, KEPT_ERRORS};
+pub use stats::{MmdbInfo, MrtStats, PeerInfo, RangeStats, ReduceStats};
 pub use table::{
     load_mmdb_fields, load_table, load_table_from, load_table_with_progress, read_updates,
     read_updates_from, UpdateReader, MMDB_SNIFF_BYTES, MMDB_STREAM_BYTES,
 };
-pub use report::{Report, KEPT_ERRORS};
-pub use stats::{MmdbInfo, MrtStats, PeerInfo, RangeStats, ReduceStats};
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
 pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

@@ -4,10 +4,10 @@
 //! The file names no peer, so every update's [`PeerId`] is empty.
 
 use crate::damage::{Damage, DamageKind};
-use crate::report::Report;
 use crate::error::{quote, ReadError};
 use crate::format::Format;
 use crate::input::next_line;
+use crate::report::Report;
 use crate::update::{Change, Event, PeerId, Update};
 use ipfib::prefix::{AnyPrefix, HostBits};
 use std::io::BufRead;

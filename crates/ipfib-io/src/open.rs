@@ -67,6 +67,9 @@ impl Options {
 }
 
 /// An opened table file.
+// One per open, moved once into the caller's table: the sizes do not
+// matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Opened {
     /// A compiled table file, mapped (or read, per its open options).
     Image(ImageTable),
@@ -108,7 +111,10 @@ pub fn open(path: &Path, opts: &Options) -> Result<Opened, OpenError> {
             return Ok(Opened::Image(table));
         }
     }
-    let table = opts.table.as_ref().map_err(|e| OpenError::Options(e.clone()))?;
+    let table = opts
+        .table
+        .as_ref()
+        .map_err(|e| OpenError::Options(e.clone()))?;
     let mut loaded = load_table_with_progress(path, table, opts.progress.clone())?;
     if opts.line_errors_fatal
         && loaded.report.format.is_line_table()

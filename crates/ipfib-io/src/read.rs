@@ -449,4 +449,3 @@ pub(crate) fn line_damage(error: ReadError, strict: bool) -> Result<Damage, Read
         e => Err(e),
     }
 }
-

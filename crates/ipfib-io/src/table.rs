@@ -4,16 +4,16 @@
 //! ([`load_table`]); and update streams as typed events ([`read_updates`]).
 
 use crate::damage::{Damage, DamageKind};
-use crate::report::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::input::{open_input, Compression};
 use crate::linx::TextEvents;
 use crate::mmdb::FieldPath;
 use crate::mrt::{MrtEvents, Replayer};
-use crate::policy::{PeerSelector, ValuePolicy};
 use crate::options::{TableLoad, TableOptions};
+use crate::policy::{PeerSelector, ValuePolicy};
 use crate::read::{line_damage, read_lines, LoadOptions, Route};
+use crate::report::Report;
 use crate::sniff::{sniff, HEAD_BYTES};
 use crate::update::Event;
 use std::io::{self, BufRead, Cursor, Read};

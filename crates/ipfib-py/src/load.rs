@@ -6,9 +6,9 @@
 //! compiled table file is mapped). What is Python's own is here: the
 //! exceptions and the warning, the values as Python values.
 
+use crate::snapshot::Snapshot;
 use crate::value::Value;
 use ipfib::table::Table;
-use crate::snapshot::Snapshot;
 use ipfib_io::{load_mmdb_fields, FieldPath, OpenError, Opened, Options, ReadError};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -30,6 +30,8 @@ pyo3::create_exception!(
 );
 
 /// What a table file opened as.
+// One per open, moved once into the `Table`: the sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Read {
     /// A compiled table file, mapped: its engines and values.
     Image(Snapshot),

@@ -6,9 +6,9 @@ use crate::batch::{
     answer_v4, decode_packed, decode_text, BadItem, CountSink, Extra, FamilySink, IndexSink,
     IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, Tally,
 };
-use crate::snapshot::Snapshot;
 use crate::live::Live;
 use crate::snapshot::slot_objects;
+use crate::snapshot::Snapshot;
 use crate::value::Objects;
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
@@ -585,7 +585,7 @@ pub fn lookup_many<'py>(
             let v6_base = snap.v4.values.len() as u32;
             let mut sink = SlotSink::new(&mut slots, v6_base, extra);
             run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
-            let objs = slot_objects(py, &table.objects, &snap)?;
+            let objs = slot_objects(py, table.objects, &snap)?;
             let out: Vec<Py<PyAny>> = slots
                 .iter()
                 .map(|&s| match objs.get(s as usize) {
@@ -672,7 +672,7 @@ pub fn lookup_fields<'py>(
     run(py, &snap, &input, on_error, false, &mut sink)?;
     // Per value slot: its tuple (a route whose value is not a tuple of
     // one item per field answers `default` in every field).
-    let objs = slot_objects(py, &table.objects, &snap)?;
+    let objs = slot_objects(py, table.objects, &snap)?;
     let tuples: Vec<Option<Bound<'py, PyTuple>>> = objs
         .into_iter()
         .map(|o| {
@@ -837,7 +837,7 @@ pub fn lookup_columns<'py>(
                 d.set_item("value", PyArray1::from_vec(py, vals))?;
             }
             None => {
-                let objs = slot_objects(py, &table.objects, &snap)?;
+                let objs = slot_objects(py, table.objects, &snap)?;
                 let vals: Vec<Py<PyAny>> = index
                     .iter()
                     .map(

@@ -37,10 +37,10 @@ pub use decode::{MAX_DEPTH, MAX_PAYLOAD, MAX_VALUES};
 pub use render::FieldPath;
 pub use tree::{find_marker, MAX_VISITS_PER_NODE, METADATA_MAX};
 
-use crate::report::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::read::Route;
+use crate::report::Report;
 pub use crate::stats::MmdbInfo;
 use ipfib::prefix::{AnyPrefix, Prefix};
 use std::collections::HashMap;

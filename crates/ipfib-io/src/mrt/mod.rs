@@ -25,11 +25,11 @@ mod updates;
 pub use frame::{Frame, Framer, MAX_BODY};
 pub use rib::PeerInfo;
 
-use crate::report::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::policy::{Origin, Origins, ValuePolicy};
 use crate::read::Route;
+use crate::report::Report;
 pub use crate::stats::MrtStats;
 use crate::update::{Change, Event, ESTABLISHED};
 use bgpkit_parser::models::{AsPathSegment, Attributes};

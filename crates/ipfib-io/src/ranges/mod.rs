@@ -23,12 +23,12 @@ mod paint;
 
 use fields::is_header;
 
-use crate::report::Report;
 use crate::error::{quote, ReadError};
 use crate::format::Format;
 use crate::input::{next_line, Compression};
 use crate::options::{TableLoad, TableOptions};
 use crate::read::{damage_behind, line_damage, read_failed, trim_line_end, UTF8_BOM};
+use crate::report::Report;
 pub use crate::stats::RangeStats;
 use fields::{parse_range_line, RangeLine, Span};
 use paint::Painter;
