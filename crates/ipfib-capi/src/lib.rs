@@ -4,9 +4,9 @@
 //! reference: the contracts below are written there too.
 //!
 //! ```text
-//!   C caller ── ipfib_table_open(path) ──► ipfib-io load_table ─► Table<String> ─► compile ─┐
+//!   C caller ── ipfib_table_open(path) ──► ipfib_io::open (load) ─► Table<String> ─► compile ─┐
 //!            ── ipfib_builder_add/compile ────────────────────► Table<String> ─► compile ─┤
-//!            ── ipfib_table_open(file.ipfib) ─► ImageTable::open (mapped) ───────────────┤
+//!            ── ipfib_table_open(file.ipfib) ─► ipfib_io::open (mapped) ─────────────────┤
 //!                                                                                      ▼
 //!                                         handle.rs: IpfibTable (route ordinals per family)
 //!            ── ipfib_lookup_* ───────────► engine lookup / lookup_batch::<32> ─► ordinal

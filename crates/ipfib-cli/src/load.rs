@@ -6,9 +6,13 @@
 //! skipped and reported like bad MRT records (exit 1: the file is painted
 //! whole, so the rest of it still loads).
 
+use ipfib::image::ImageTable;
 use ipfib::prefix::AnyPrefix;
 use ipfib::table::Table;
-use ipfib_io::{load_table_with_progress, Format, Report, Route, TableLoad, TableOptions};
+use ipfib_io::{
+    open, probe_compiled, Compiled, Format, OpenError, Opened, Options, Report, Route, TableLoad,
+    TableOptions,
+};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -55,27 +59,18 @@ pub struct TableArgs {
 }
 
 /// Whether the table is a compiled table file (named `--format compiled`,
-/// or `auto` and starting with the file magic), which `lookup` maps rather
-/// than loads.
+/// or `auto` and a regular file starting with the file magic), which
+/// `lookup` maps rather than loads.
 pub fn is_compiled(args: &TableArgs) -> Result<bool, Box<dyn std::error::Error>> {
-    match args.format.parse::<Format>()? {
-        Format::Compiled => Ok(true),
-        Format::Auto => {
-            // Only a regular file can be mapped; anything else (a pipe, a
-            // FIFO, /dev/stdin) is opened once, by the loader: opening it
-            // here too would take its first bytes or wait for a writer
-            // that has gone.
-            if !std::fs::metadata(&args.table).is_ok_and(|m| m.is_file()) {
-                return Ok(false);
-            }
-            let mut head = [0u8; 8];
-            let n = std::fs::File::open(&args.table)
-                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-                .map_err(|e| format!("{}: {e}", args.table.display()))?;
-            Ok(ipfib::image::is_image(&head[..n]))
-        }
-        _ => Ok(false),
-    }
+    Ok(probe_compiled(&args.table, args.format.parse::<Format>()?)?)
+}
+
+/// What a table file opened as: mapped, or loaded.
+// One per command, moved once: the sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum OpenedTable {
+    Image(ImageTable),
+    Loaded(Loaded),
 }
 
 /// A loaded table.
@@ -101,22 +96,54 @@ pub fn table_options(args: &TableArgs) -> Result<TableOptions, Box<dyn std::erro
 }
 
 /// Read the file (with a progress bar on a terminal when it takes over a
-/// second) and report what went wrong on stderr.
+/// second) as `ipfib info` does: a compiled file read as routes, every
+/// problem reported rather than fatal.
 pub fn load_file(
     path: &Path,
     opts: &TableOptions,
 ) -> Result<(TableLoad, Duration), Box<dyn std::error::Error>> {
+    let options = Options {
+        compiled: Compiled::Load,
+        line_errors_fatal: false,
+        ..Options::new(opts.format, Ok(opts.clone()))
+    };
+    match open_with_progress(path, options)? {
+        (Opened::Table(loaded), took) => Ok((loaded, took)),
+        // Not asked to map: a compiled file is read as routes.
+        (Opened::Image(_), _) => Err(format!("{}: a compiled table file", path.display()).into()),
+    }
+}
+
+/// [`ipfib_io::open`] with a progress bar over the bytes read, and how
+/// long it took.
+fn open_with_progress(
+    path: &Path,
+    mut options: Options,
+) -> Result<(Opened, Duration), Box<dyn std::error::Error>> {
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let read = Arc::new(AtomicU64::new(0));
+    options.progress = Some(Arc::clone(&read));
     let (done, finished) = mpsc::channel::<()>();
     let start = Instant::now();
-    let loaded = std::thread::scope(|s| {
+    let opened = std::thread::scope(|s| {
         s.spawn(|| progress("loading", finished, &read, size));
-        let r = load_table_with_progress(path, opts, Some(Arc::clone(&read)));
+        let r = open(path, &options);
         drop(done);
         r
-    })?;
-    Ok((loaded, start.elapsed()))
+    })
+    .map_err(cli_error)?;
+    Ok((opened, start.elapsed()))
+}
+
+/// An open error as the CLI returns it: a read error as itself (naming the
+/// file and line or byte offset), an options error as its message, a
+/// compiled file refused as itself (the command says why in its words).
+fn cli_error(e: OpenError) -> Box<dyn std::error::Error> {
+    match e {
+        OpenError::Read(e) => Box::new(e),
+        OpenError::Options(why) => why.into(),
+        e @ OpenError::NotForCompiled { .. } => Box::new(e),
+    }
 }
 
 /// A progress bar over the file's bytes, shown after one second; indicatif
@@ -149,37 +176,50 @@ pub fn progress(label: &str, finished: mpsc::Receiver<()>, read: &AtomicU64, siz
 
 /// Print what a lenient load skipped or where it stopped; whether anything was.
 pub fn report_problems(path: &Path, report: &Report) -> bool {
-    for e in &report.errors {
-        eprintln!("ipfib: {e}");
-    }
-    if report.bad > report.errors.len() as u64 {
-        eprintln!(
-            "ipfib: {}: {} bad lines or records in all (the first {} shown)",
-            path.display(),
-            report.bad,
-            report.errors.len()
-        );
-    }
-    for ((t, s), n) in &report.unsupported {
-        eprintln!(
-            "ipfib: {}: {n} MRT records of type {t} subtype {s} not read (unsupported)",
-            path.display()
-        );
-    }
-    if let Some(d) = &report.damage {
-        eprintln!("ipfib: {}: {d}; loaded what was complete", path.display());
+    for line in report.problems(path) {
+        eprintln!("ipfib: {line}");
     }
     report.has_problems()
 }
 
 /// Read the file and insert its routes in file order (the later duplicate wins).
 pub fn load(args: &TableArgs) -> Result<Loaded, Box<dyn std::error::Error>> {
-    let opts = table_options(args)?;
-    let (mut loaded, _) = load_file(&args.table, &opts)?;
-    // A bad line in a text table is an error naming the line (exit 2).
-    if loaded.report.format.is_line_table() && !loaded.report.errors.is_empty() {
-        return Err(Box::new(loaded.report.errors.swap_remove(0)));
+    let options = Options {
+        compiled: Compiled::Load,
+        ..Options::new(
+            args.format.parse()?,
+            table_options(args).map_err(|e| e.to_string()),
+        )
+    };
+    match open_with_progress(&args.table, options)?.0 {
+        Opened::Table(loaded) => loaded_table(args, loaded),
+        Opened::Image(_) => Err(format!("{}: a compiled table file", args.table.display()).into()),
     }
+}
+
+/// A compiled table file mapped, or any other loaded: what `lookup`
+/// answers from. `not_for_compiled`: the first option given that a
+/// compiled file refuses (`--engine`, `--value`, ...).
+pub fn open_table(
+    args: &TableArgs,
+    not_for_compiled: Option<&'static str>,
+) -> Result<OpenedTable, Box<dyn std::error::Error>> {
+    let options = Options {
+        not_for_compiled,
+        ..Options::new(
+            args.format.parse()?,
+            table_options(args).map_err(|e| e.to_string()),
+        )
+    };
+    match open_with_progress(&args.table, options)?.0 {
+        Opened::Image(img) => Ok(OpenedTable::Image(img)),
+        Opened::Table(loaded) => Ok(OpenedTable::Loaded(loaded_table(args, loaded)?)),
+    }
+}
+
+/// The loaded routes as a table: a load that read nothing is an error when
+/// it is not a table at all, and what the load skipped is reported.
+fn loaded_table(args: &TableArgs, loaded: TableLoad) -> Result<Loaded, Box<dyn std::error::Error>> {
     if loaded.routes.is_empty() {
         if let Some(why) = nothing_read(args, &loaded.report) {
             return Err(why.into());

@@ -14,7 +14,7 @@
 pub mod answer;
 mod stream;
 
-use crate::load::{load, TableArgs};
+use crate::load::{open_table, OpenedTable, TableArgs};
 use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
 use ipfib::engine::kernel::Kernel;
@@ -81,35 +81,24 @@ pub fn run(args: Args) -> CmdResult {
             .into());
         }
     }
-    if crate::load::is_compiled(&args.table)? {
-        if spec != EngineSpec::Auto || kernel.is_some() {
-            return Err(
-                "a compiled table file answers with the engines compiled into it: \
-                        choose them with `ipfib compile --engine` (no --engine or --kernel here)"
-                    .into(),
-            );
-        }
-        let t = &args.table;
-        let given = [
-            ("--value", t.value.is_some()),
-            ("--peer", t.peer.is_some()),
-            ("--value-column", t.value_column.is_some()),
-            ("--mask-host-bits", t.mask_host_bits),
-            ("--strict", t.strict),
-        ];
-        if let Some((flag, _)) = given.iter().find(|g| g.1) {
-            return Err(format!(
-                "{flag} does not apply to a compiled table file (its routes and values are \
-                 as compiled: pass it to `ipfib compile`)"
-            )
-            .into());
-        }
-        let path = &args.table.table;
-        let img =
-            ipfib::image::ImageTable::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        return finish(respond(&img, &args.addrs), 0);
-    }
-    let loaded = load(&args.table)?;
+    let t = &args.table;
+    // What a compiled table file refuses, the first named: its engines
+    // are compiled into it, and so are its routes and values.
+    let engine_given = spec != EngineSpec::Auto || kernel.is_some();
+    let given = [
+        ("--engine", engine_given),
+        ("--value", t.value.is_some()),
+        ("--peer", t.peer.is_some()),
+        ("--value-column", t.value_column.is_some()),
+        ("--mask-host-bits", t.mask_host_bits),
+        ("--strict", t.strict),
+    ];
+    let refused = given.iter().find(|g| g.1).map(|g| g.0);
+    let loaded = match open_table(t, refused) {
+        Ok(OpenedTable::Image(img)) => return finish(respond(&img, &args.addrs), 0),
+        Ok(OpenedTable::Loaded(loaded)) => loaded,
+        Err(e) => return Err(not_for_compiled(e)),
+    };
     let table = loaded.table;
     let force = spec.force();
     let engine = match spec {
@@ -166,4 +155,22 @@ fn respond<T: answer::Answer>(table: &T, addrs: &[String]) -> Result<u64, Failur
         r.finish(&mut out).map_err(Failure::Write)?;
     }
     Ok(r.bad())
+}
+
+/// A compiled table file refused for an option it does not take, said as
+/// `lookup` says it; any other error as it is.
+fn not_for_compiled(e: Box<dyn std::error::Error>) -> Box<dyn std::error::Error> {
+    match e.downcast_ref::<ipfib_io::OpenError>() {
+        Some(ipfib_io::OpenError::NotForCompiled {
+            option: "--engine", ..
+        }) => "a compiled table file answers with the engines compiled into it: \
+             choose them with `ipfib compile --engine` (no --engine or --kernel here)"
+            .into(),
+        Some(ipfib_io::OpenError::NotForCompiled { option, .. }) => format!(
+            "{option} does not apply to a compiled table file (its routes and values are \
+             as compiled: pass it to `ipfib compile`)"
+        )
+        .into(),
+        _ => e,
+    }
 }

@@ -1,8 +1,6 @@
-//! What a lenient read found wrong: where the input stopped making sense
-//! ([`Damage`]) and what it skipped on the way ([`Report`]).
+//! Where a lenient read found the input stopped making sense ([`Damage`]).
+//! A leaf: errors and reports carry it, and it depends on neither.
 
-use crate::error::ReadError;
-use crate::format::Format;
 use std::fmt;
 
 /// Where and why the readable part of an input ends.
@@ -85,76 +83,5 @@ impl fmt::Display for Damage {
             write!(f, " (decompression: {e})")?;
         }
         Ok(())
-    }
-}
-
-/// How many skipped lines or records a [`Report`] keeps the errors of.
-pub const KEPT_ERRORS: usize = 10;
-
-/// What a lenient read went through, besides the routes it returned.
-///
-/// ```
-/// use ipfib_io::{load_table_from, Compression, TableOptions};
-///
-/// let text = b"10.0.0.0/8 a\n10.0.0.1/8 b\n";
-/// let report = load_table_from(&text[..], "t", &TableOptions::default())?.report;
-/// assert_eq!((report.records, report.bad, report.compression), (2, 1, Compression::None));
-/// assert!(report.has_problems() && report.damage.is_none());
-/// # Ok::<(), ipfib_io::ReadError>(())
-/// ```
-#[derive(Debug, Default)]
-pub struct Report {
-    /// The format the input was read as (never `Auto`).
-    pub format: Format,
-    /// How the file was compressed.
-    pub compression: crate::input::Compression,
-    /// Lines (text formats, comments included) or MRT records framed whole.
-    pub records: u64,
-    /// Lines or records that were skipped because they did not parse.
-    pub bad: u64,
-    /// The first [`KEPT_ERRORS`] of them.
-    pub errors: Vec<ReadError>,
-    /// MRT records of types or subtypes that carry no routes we read
-    /// (BGP4MP_ENTRY, OSPF, ...), per `(type, subtype)`, in order of first
-    /// appearance. Not damage, but not silently dropped either.
-    pub unsupported: Vec<((u16, u16), u64)>,
-    /// Where reading stopped early, if it did.
-    pub damage: Option<Damage>,
-    /// Decompressed bytes read (up to the damage, if any).
-    pub bytes: u64,
-    /// MRT detail (peers, multi-origin prefixes, ...); `None` for text.
-    pub mrt: Option<crate::mrt::MrtStats>,
-    /// MaxMind DB detail (metadata, distinct records); `None` otherwise.
-    pub mmdb: Option<crate::mmdb::MmdbInfo>,
-    /// Ranges detail (overlaps, the header, ...); `None` for other formats.
-    pub ranges: Option<crate::ranges::RangeStats>,
-}
-
-impl Report {
-    pub(crate) fn new(format: Format) -> Self {
-        Report {
-            format,
-            ..Report::default()
-        }
-    }
-
-    /// Count one skipped line or record, keeping its error if among the first.
-    pub(crate) fn skip(&mut self, e: ReadError) {
-        self.bad += 1;
-        if self.errors.len() < KEPT_ERRORS {
-            self.errors.push(e);
-        }
-    }
-
-    pub(crate) fn unsupported(&mut self, key: (u16, u16)) {
-        match self.unsupported.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => self.unsupported.push((key, 1)),
-        }
-    }
-
-    /// Whether anything was skipped or cut short (exit status 1 in the CLI).
-    pub fn has_problems(&self) -> bool {
-        self.bad > 0 || self.damage.is_some() || !self.unsupported.is_empty()
     }
 }

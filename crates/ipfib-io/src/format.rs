@@ -99,12 +99,6 @@ impl Format {
             Format::Auto | Format::Text | Format::Ipasn | Format::Pfx2as
         )
     }
-
-    /// The line format `Auto` resolves to in the line readers, given the
-    /// first non-blank line (leading whitespace removed).
-    pub(crate) fn sniff(first_line: &[u8]) -> Format {
-        crate::sniff::line_format(first_line)
-    }
 }
 
 impl fmt::Display for Format {

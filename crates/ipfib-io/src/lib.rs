@@ -14,8 +14,10 @@
 //!                         mrt/updates.rs: BGP4MP ────────────┴─► Event iterator (update.rs)
 //! ```
 //!
-//! Where to start: [`load_table`] (table.rs) loads any format leniently
-//! and says what it skipped; [`read_routes`] is the strict line reader for
+//! Where to start: [`open`] (open.rs) is the front door the CLI, the C ABI
+//! and Python share: a compiled table file mapped, anything else loaded;
+//! [`load_table`] (table.rs) loads any format leniently and says what it
+//! skipped; [`read_routes`] is the strict line reader for
 //! text, ipasn and pfx2as; [`read_updates`] iterates update streams.
 //!
 //! - `input.rs`: [`open_maybe_compressed`]: gzip, bzip2 and zstd by magic
@@ -39,8 +41,20 @@
 //!   columns, quotes), `paint.rs` (later range wins, minimal CIDR cover),
 //!   `mod.rs` (the line loop).
 //! - `update.rs`: [`Event`], [`Update`]: the typed update stream.
-//! - `damage.rs`: [`Damage`], [`Report`]; `error.rs`: [`ReadError`].
+//! - `open.rs`: [`open`], [`Options`]: what each front end asks of it.
+//! - `options.rs`: [`TableOptions`], [`TableLoad`].
+//! - `report.rs`: [`Report`] and its messages ([`Report::problems`]);
+//!   `stats.rs`: each format's statistics in it ([`MrtStats`],
+//!   [`RangeStats`], [`MmdbInfo`]); `damage.rs`: [`Damage`];
+//!   `error.rs`: [`ReadError`].
 //! - `format.rs`: [`Format`].
+//!
+//! Modules import one another as a DAG: the leaves (`format`, `damage`,
+//! `stats`, `policy`, `update`) import nothing of the crate; `error`,
+//! `input`, `parse`, `read`, `report`, `options` build on them; the readers
+//! (`linx`, `mrt/`, `mmdb/`, `ranges/`) on those; `sniff` on the readers'
+//! leaf modules (`mrt/frame.rs`, `ranges/fields.rs`); `table` dispatches to
+//! the readers and `open` sits on top.
 //! - `mmdb_write.rs` (+ `mmdb_write/`): [`mmdb_write::write`]: a table as
 //!   a MaxMind DB file (LPM flattened into the MMDB search tree).
 //! - `trace.rs`: [`read_trace`]: benchmark address traces (binary
@@ -112,16 +126,20 @@ mod linx;
 mod mmdb;
 pub mod mmdb_write;
 mod mrt;
+mod open;
+mod options;
 mod parse;
 mod policy;
 mod ranges;
 mod read;
+mod report;
 mod sniff;
+mod stats;
 mod table;
 mod trace;
 mod update;
 
-pub use damage::{Damage, DamageKind, Report, KEPT_ERRORS};
+pub use damage::{Damage, DamageKind};
 pub use error::{ReadError, MAX_QUOTED_CHARS};
 pub use format::{Format, UnknownFormat};
 pub use input::{open_maybe_compressed, Compression, MAX_LINE_BYTES};
@@ -130,23 +148,27 @@ pub use ipfib::prefix::{AnyPrefix, HostBits};
 /// resource limits (per record: depth, values, payload; per tree: node
 /// visits per node).
 pub use mmdb::{
-    FieldPath, MmdbInfo, MmdbNetwork, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
+    FieldPath, MmdbNetwork, MAX_DEPTH as MMDB_MAX_DEPTH, MAX_PAYLOAD as MMDB_MAX_PAYLOAD,
     MAX_VALUES as MMDB_MAX_VALUES, MAX_VISITS_PER_NODE as MMDB_MAX_VISITS_PER_NODE,
     VALUE_BYTES_FLOOR as MMDB_VALUE_BYTES_FLOOR,
     VALUE_BYTES_PER_FILE_BYTE as MMDB_VALUE_BYTES_PER_FILE_BYTE,
 };
 /// MRT framing (RFC 6396 §2) with byte offsets and bounded bodies, for
 /// readers of MRT records other than ours (the RIB's `mrt::load`).
-pub use mrt::{Frame, Framer, MrtStats, PeerInfo, ReduceStats, MAX_BODY};
+pub use mrt::{Frame, Framer, MAX_BODY};
+pub use open::{open, probe_compiled, Compiled, OpenError, Opened, Options};
+pub use options::{TableLoad, TableOptions};
 pub use policy::{PeerSelector, ValuePolicy, VALUE_POLICY_NAMES};
-pub use ranges::{RangeStats, DEFAULT_VALUE_COLUMN};
+pub use ranges::DEFAULT_VALUE_COLUMN;
 pub use read::{
     for_each_route, for_each_route_from, read_routes, read_routes_from, LoadOptions, LoadedRoutes,
     ReadSummary, Route,
 };
+pub use report::{Report, KEPT_ERRORS};
+pub use stats::{MmdbInfo, MrtStats, PeerInfo, RangeStats, ReduceStats};
 pub use table::{
     load_mmdb_fields, load_table, load_table_from, load_table_with_progress, read_updates,
-    read_updates_from, TableLoad, TableOptions, UpdateReader, MMDB_SNIFF_BYTES, MMDB_STREAM_BYTES,
+    read_updates_from, UpdateReader, MMDB_SNIFF_BYTES, MMDB_STREAM_BYTES,
 };
 pub use trace::{read_trace, Trace, TraceError, TRACE_MAGIC};
 pub use update::{AsPath, AsSegment, Change, Event, PeerId, Update, ESTABLISHED};

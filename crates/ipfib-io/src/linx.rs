@@ -3,10 +3,11 @@
 //! `0.0.0.0` (or `::`) as next hop, `#` comments and blank lines skipped.
 //! The file names no peer, so every update's [`PeerId`] is empty.
 
-use crate::damage::{Damage, DamageKind, Report};
+use crate::damage::{Damage, DamageKind};
 use crate::error::{quote, ReadError};
 use crate::format::Format;
 use crate::input::next_line;
+use crate::report::Report;
 use crate::update::{Change, Event, PeerId, Update};
 use ipfib::prefix::{AnyPrefix, HostBits};
 use std::io::BufRead;

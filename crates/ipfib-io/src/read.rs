@@ -1,9 +1,10 @@
 //! Reading a whole table: lines to routes, in file order, with every
 //! problem reported by file and line.
 
+use crate::damage::{Damage, DamageKind};
 use crate::error::{quote, ReadError};
 use crate::format::Format;
-use crate::input::{next_line, open_input, Compression};
+use crate::input::{next_line, open_input, Compression, LineTooLong, MAX_LINE_BYTES};
 use crate::parse::{parse_line, Line, LineError};
 use ipfib::prefix::{AnyPrefix, HostBits};
 use std::io::{self, BufRead};
@@ -270,7 +271,7 @@ where
                     compression,
                 ));
             }
-            format = Format::sniff(start);
+            format = crate::sniff::line_format(start);
             if !format.is_line_table() {
                 // Ranges are painted whole, not read line by line.
                 return Err(ReadError::UnsupportedFormat { format });
@@ -412,5 +413,39 @@ fn line_error(e: LineError<'_>, path: &Path, line: u64, text: &str) -> ReadError
             text,
             extra: quote(extra),
         },
+    }
+}
+/// A line read that failed: damage when the stream broke (a damaged or
+/// truncated stream, a line too long to be text) and the read is lenient,
+/// keeping the complete lines before it; otherwise the error itself.
+pub(crate) fn line_damage(error: ReadError, strict: bool) -> Result<Damage, ReadError> {
+    match error {
+        ReadError::DamagedStream {
+            line,
+            offset,
+            source,
+            ..
+        }
+        | ReadError::Read {
+            line,
+            source,
+            offset,
+            ..
+        } if !strict => {
+            let kind = if source.get_ref().is_some_and(|e| e.is::<LineTooLong>()) {
+                DamageKind::LineTooLong {
+                    limit: MAX_LINE_BYTES,
+                }
+            } else {
+                DamageKind::Stream
+            };
+            Ok(Damage {
+                offset,
+                records_before: line - 1,
+                kind,
+                stream_error: Some(source.to_string()),
+            })
+        }
+        e => Err(e),
     }
 }

@@ -18,7 +18,8 @@
 //! format tried and why each was rejected.
 
 use crate::format::Format;
-use crate::mrt::MAX_BODY;
+use crate::mrt::frame::{known_type, MAX_BODY};
+use crate::ranges::fields::{is_header, looks_like_range};
 use std::net::IpAddr;
 
 /// How much of the stream the sniffer looks at.
@@ -64,7 +65,7 @@ pub(crate) fn sniff(head: &[u8]) -> Result<Format, String> {
     };
     let format = line_format(first);
     if format == Format::Text
-        && crate::ranges::is_header(&String::from_utf8_lossy(first))
+        && is_header(&String::from_utf8_lossy(first))
         && data.next().map(line_format) == Some(Format::Ranges)
     {
         return Ok(Format::Ranges);
@@ -78,7 +79,7 @@ pub(crate) fn line_format(line: &[u8]) -> Format {
         return Format::Ipasn;
     }
     let text = String::from_utf8_lossy(line);
-    if crate::ranges::looks_like_range(&text) {
+    if looks_like_range(&text) {
         return Format::Ranges;
     }
     let tokens: Vec<&str> = text.split_ascii_whitespace().take(5).collect();
@@ -102,7 +103,7 @@ fn mrt_header(head: &[u8]) -> Result<(), String> {
     };
     let t = u16::from_be_bytes([t0, t1]);
     let len = u64::from(u32::from_be_bytes([l0, l1, l2, l3]));
-    if !crate::mrt::known_type(t) {
+    if !known_type(t) {
         return Err(format!("type {t} is not an MRT type"));
     }
     if len > MAX_BODY {

@@ -1,12 +1,15 @@
-//! `Table.from_file`: any format ipfib-io reads, leniently as the CLI does
-//! (bad lines in text tables raise naming file and line; damage in MRT or
-//! compressed streams loads what is complete and warns with the byte
-//! offset, and bad lines of a ranges table are skipped with a warning
-//! naming file and line; `strict=True` raises instead).
+//! `Table.from_file`: any format ipfib-io reads, through [`ipfib_io::open`]
+//! as the CLI and the C ABI do (bad lines in text tables raise naming file
+//! and line; damage in MRT or compressed streams loads what is complete and
+//! warns with the byte offset, and bad lines of a ranges table are skipped
+//! with a warning naming file and line; `strict=True` raises instead; a
+//! compiled table file is mapped). What is Python's own is here: the
+//! exceptions and the warning, the values as Python values.
 
+use crate::snapshot::Snapshot;
 use crate::value::Value;
 use ipfib::table::Table;
-use ipfib_io::{load_mmdb_fields, load_table, FieldPath, ReadError, Report, TableOptions};
+use ipfib_io::{load_mmdb_fields, FieldPath, OpenError, Opened, Options, ReadError};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::HashMap;
@@ -26,30 +29,44 @@ pyo3::create_exception!(
     "A table file was damaged or had records ipfib skipped; what was complete was loaded."
 );
 
-/// Read `path` (no GIL needed) into a route table, with the problems a
-/// lenient load skipped (one message each, for a warning).
-pub fn read(path: &Path, opts: &TableOptions) -> Result<(Table<Value>, Vec<String>), ReadError> {
-    let mut loaded = load_table(path, opts)?;
-    // As in the CLI: a bad line in a text table is an error naming the line.
-    if loaded.report.format.is_line_table() && !loaded.report.errors.is_empty() {
-        return Err(loaded.report.errors.swap_remove(0));
-    }
-    let problems = problems(path, &loaded.report);
-    let mut table = Table::new();
-    for r in loaded.routes {
-        // Over 2^30 distinct values: impossible for any file we read, but
-        // refused rather than trusted.
-        if table
-            .insert(r.prefix, Value::from_file_text(r.value))
-            .is_err()
-        {
-            return Err(ReadError::Policy {
-                path: path.to_path_buf(),
-                reason: "more than 2^30 distinct values".into(),
-            });
+/// What a table file opened as.
+// One per open, moved once into the `Table`: the sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Read {
+    /// A compiled table file, mapped: its engines and values.
+    Image(Snapshot),
+    /// Any other table file, loaded: the routes, and the problems a
+    /// lenient load skipped (one message each, for a warning).
+    Table(Table<Value>, Vec<String>),
+}
+
+/// Open `path` through [`ipfib_io::open`] (no GIL needed).
+pub fn open(path: &Path, options: &Options) -> Result<Read, OpenError> {
+    match ipfib_io::open(path, options)? {
+        Opened::Image(img) => Ok(Read::Image(Snapshot::from_image(img))),
+        Opened::Table(loaded) => {
+            let problems = loaded.report.problems(path);
+            let mut table = Table::new();
+            for r in loaded.routes {
+                // Over 2^30 distinct values: impossible for any file we
+                // read, but refused rather than trusted.
+                if table
+                    .insert(r.prefix, Value::from_file_text(r.value))
+                    .is_err()
+                {
+                    return Err(too_many_values(path).into());
+                }
+            }
+            Ok(Read::Table(table, problems))
         }
     }
-    Ok((table, problems))
+}
+
+fn too_many_values(path: &Path) -> ReadError {
+    ReadError::Policy {
+        path: path.to_path_buf(),
+        reason: "more than 2^30 distinct values".into(),
+    }
 }
 
 /// Read a MaxMind DB with several fields per network: each route's value
@@ -60,7 +77,7 @@ pub fn read_fields(
     strict: bool,
 ) -> Result<(Table<Value>, Vec<String>), ReadError> {
     let (networks, report) = load_mmdb_fields(path, fields, strict)?;
-    let problems = problems(path, &report);
+    let problems = report.problems(path);
     let mut table = Table::new();
     // Networks with one record share one `Arc` (all alive while `networks`
     // is): convert each record once, keyed by its address.
@@ -79,60 +96,29 @@ pub fn read_fields(
             })
             .clone();
         if table.insert(n.prefix, value).is_err() {
-            return Err(ReadError::Policy {
-                path: path.to_path_buf(),
-                reason: "more than 2^30 distinct values".into(),
-            });
+            return Err(too_many_values(path));
         }
     }
     Ok((table, problems))
 }
 
-/// What a lenient load skipped or where it stopped.
-fn problems(path: &Path, report: &Report) -> Vec<String> {
-    let mut out: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
-    if report.bad > report.errors.len() as u64 {
-        out.push(format!(
-            "{}: {} bad lines or records in all (the first {} shown)",
-            path.display(),
-            report.bad,
-            report.errors.len()
-        ));
-    }
-    for ((t, s), n) in &report.unsupported {
-        out.push(format!(
-            "{}: {n} MRT records of type {t} subtype {s} not read (unsupported)",
+/// An open error as a Python exception: a compiled table file refuses a
+/// loading option by its keyword; the rest as [`to_py_err`].
+pub fn open_err(e: OpenError) -> PyErr {
+    match e {
+        OpenError::Read(e) => to_py_err(e),
+        OpenError::Options(why) => PyValueError::new_err(why),
+        OpenError::NotForCompiled { path, option } => PyValueError::new_err(format!(
+            "{}: a compiled table file holds its routes and values as compiled; \
+             {option}= does not apply (pass it to `ipfib compile`)",
             path.display()
-        ));
+        )),
     }
-    if let Some(d) = &report.damage {
-        out.push(format!("{}: {d}; loaded what was complete", path.display()));
-    }
-    out
 }
 
 /// A read error as a Python exception: missing files are
 /// `FileNotFoundError`, other I/O `OSError`, the rest [`TableFileError`];
 /// every message names the file (and line or byte offset).
-/// Whether `path` is a compiled table file: named so, or `auto` and
-/// starting with the file magic.
-pub fn is_compiled(path: &std::path::Path, format: ipfib_io::Format) -> Result<bool, ReadError> {
-    match format {
-        ipfib_io::Format::Compiled => Ok(true),
-        ipfib_io::Format::Auto => {
-            let mut head = [0u8; 8];
-            let n = std::fs::File::open(path)
-                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-                .map_err(|source| ReadError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            Ok(ipfib::image::is_image(&head[..n]))
-        }
-        _ => Ok(false),
-    }
-}
-
 pub fn to_py_err(e: ReadError) -> PyErr {
     let msg = e.to_string();
     match &e {

@@ -6,8 +6,10 @@ use crate::batch::{
     answer_v4, decode_packed, decode_text, BadItem, CountSink, Extra, FamilySink, IndexSink,
     IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, Tally,
 };
+use crate::live::Live;
+use crate::snapshot::slot_objects;
 use crate::snapshot::Snapshot;
-use crate::table::{slot_objects, Table};
+use crate::value::Objects;
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
 use numpy::{
@@ -16,6 +18,16 @@ use numpy::{
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
+
+/// What the vectorised lookups read of a `Table`: its live snapshot, the
+/// Python objects of its values, the field names of a MaxMind DB loaded
+/// with several fields.
+#[derive(Clone, Copy)]
+pub(crate) struct TableView<'t> {
+    pub live: &'t Live,
+    pub objects: &'t Objects,
+    pub fields: &'t Option<Vec<String>>,
+}
 
 /// The inputs the GIL-free path reads (through [`Input::items`]).
 pub(crate) enum Input<'py> {
@@ -345,7 +357,7 @@ fn int_answers<'py, T: OutInt>(
 /// or the sum of their weights, each route is the longest match of, in
 /// `Table.items()` order; from one snapshot.
 pub fn count_many<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     weights: Option<&Bound<'py, PyAny>>,
@@ -442,7 +454,7 @@ fn tally<'py, T: Tally>(
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).
 #[allow(clippy::too_many_arguments)]
 pub fn lookup_many<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     default: Py<PyAny>,
@@ -573,7 +585,7 @@ pub fn lookup_many<'py>(
             let v6_base = snap.v4.values.len() as u32;
             let mut sink = SlotSink::new(&mut slots, v6_base, extra);
             run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
-            let objs = slot_objects(py, &table.objects, &snap)?;
+            let objs = slot_objects(py, table.objects, &snap)?;
             let out: Vec<Py<PyAny>> = slots
                 .iter()
                 .map(|&s| match objs.get(s as usize) {
@@ -619,7 +631,7 @@ pub fn lookup_many<'py>(
 /// them (one column per field, in field order), `frame="polars"` a polars
 /// DataFrame with nulls for misses (its types inferred, `default` unused).
 pub fn lookup_fields<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     default: Py<PyAny>,
@@ -660,7 +672,7 @@ pub fn lookup_fields<'py>(
     run(py, &snap, &input, on_error, false, &mut sink)?;
     // Per value slot: its tuple (a route whose value is not a tuple of
     // one item per field answers `default` in every field).
-    let objs = slot_objects(py, &table.objects, &snap)?;
+    let objs = slot_objects(py, table.objects, &snap)?;
     let tuples: Vec<Option<Bound<'py, PyTuple>>> = objs
         .into_iter()
         .map(|o| {
@@ -747,7 +759,7 @@ pub fn lookup_fields<'py>(
 /// miss; Arrow large_string buffers) and `value` (int64 when every value is
 /// an int, else objects; 0 / None on a miss).
 pub fn lookup_columns<'py>(
-    table: &Table,
+    table: TableView<'_>,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
     want_prefix: bool,
@@ -825,7 +837,7 @@ pub fn lookup_columns<'py>(
                 d.set_item("value", PyArray1::from_vec(py, vals))?;
             }
             None => {
-                let objs = slot_objects(py, &table.objects, &snap)?;
+                let objs = slot_objects(py, table.objects, &snap)?;
                 let vals: Vec<Py<PyAny>> = index
                     .iter()
                     .map(

@@ -340,7 +340,9 @@ impl Rib {
         nexthops: Option<Bound<'py, PyAny>>,
         errors: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::rib_many::lookup_many(self, py, addrs, peer.as_ref(), nexthops.as_ref(), errors)
+        let on_error = crate::batch::OnError::parse(errors)?;
+        let peer = peer_arg(&self.rib, peer.as_ref())?;
+        crate::rib_many::lookup_many(&self.rib, py, addrs, peer, nexthops.as_ref(), on_error)
     }
 
     /// What `from_mrt` read (a fresh dict each call).

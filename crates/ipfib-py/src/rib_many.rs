@@ -10,8 +10,7 @@
 
 use crate::batch::{BadItem, Items, Mixed, OnError};
 use crate::many::{bad_item, borrow_err, classify, slice_err};
-use crate::rib::{peer_arg, Rib};
-use ipfib_rib::{Hit, Query};
+use ipfib_rib::{Hit, PeerFilter, Query};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -298,17 +297,18 @@ fn run(
 }
 
 /// Vectorised lookups (see `_ipfib.pyi`).
+/// `peer` is the `peer=` argument read (`rib.rs`), `on_error` the
+/// `errors=` one.
 pub fn lookup_many<'py>(
-    rib: &Rib,
+    the_rib: &ipfib_rib::Rib,
     py: Python<'py>,
     addrs: &Bound<'py, PyAny>,
-    peer: Option<&Bound<'py, PyAny>>,
+    peer: Option<PeerFilter>,
     nexthops: Option<&Bound<'py, PyAny>>,
-    errors: &str,
+    on_error: OnError,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let on_error = OnError::parse(errors)?;
     let base = Query {
-        peer: peer_arg(&rib.rib, peer)?,
+        peer,
         ..Query::default()
     };
     let input = classify(addrs, on_error)?;
@@ -341,7 +341,6 @@ pub fn lookup_many<'py>(
             next_hops: AnswerNextHops::default(),
         };
         let items = input.items()?;
-        let the_rib = &rib.rib;
         py.detach(|| {
             run(
                 the_rib,

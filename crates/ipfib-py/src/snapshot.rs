@@ -14,7 +14,7 @@
 //! The values are copied into the snapshot, so later changes to the table
 //! never change it. `radix` keeps a copy of the route table and asks it.
 
-use crate::value::Value;
+use crate::value::{Objects, Value};
 use ipfib::engine::auto::{AutoEngine, AutoOptions, Choice};
 pub use ipfib::engine::registry::EngineSpec;
 use ipfib::engine::{Engine, Family, NO_ROUTE};
@@ -23,7 +23,7 @@ use ipfib::intervals::compile;
 use ipfib::mem::LookupBuf;
 use ipfib::prefix::Prefix;
 use ipfib::route_table::RouteTable;
-use pyo3::Python;
+use pyo3::{Py, PyAny, PyResult, Python};
 use std::sync::OnceLock;
 
 /// Addresses handed to the engine's batch path at a time (the batch width
@@ -386,6 +386,15 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A compiled table file's engines and values, as mapped.
+    pub fn from_image(img: ipfib::image::ImageTable) -> Self {
+        Snapshot {
+            v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
+            v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
+            spec: EngineSpec::Auto,
+        }
+    }
+
     /// Integer value per slot for both families, when every value is an int.
     pub fn ints(&self) -> Option<(&[i64], &[i64])> {
         Some((self.v4.ints.as_deref()?, self.v6.ints.as_deref()?))
@@ -399,4 +408,21 @@ impl Snapshot {
             (r, None) | (None, r) => r,
         }
     }
+}
+
+/// Python objects for every value slot of both families (IPv6 after IPv4).
+pub(crate) fn slot_objects(
+    py: Python<'_>,
+    objects: &Objects,
+    snap: &Snapshot,
+) -> PyResult<Vec<Py<PyAny>>> {
+    snap.v4
+        .values
+        .iter()
+        .chain(snap.v6.values.iter())
+        .map(|v| match v {
+            Some(v) => objects.to_py(py, v),
+            None => Ok(py.None()),
+        })
+        .collect()
 }

@@ -4,13 +4,13 @@
 
 use crate::live::Live;
 use crate::load;
-use crate::snapshot::{EngineSpec, FamilySnap, Snapshot};
+use crate::snapshot::{slot_objects, EngineSpec, FamilySnap, Snapshot};
 use crate::value::{Objects, Value};
 use ipfib::addr::Addr;
 use ipfib::engine::{Family, NO_ROUTE};
 use ipfib::prefix::{AnyAddr, AnyPrefix, HostBits, Prefix};
 use ipfib::table::Table as RouteTables;
-use ipfib_io::{FieldPath, TableOptions};
+use ipfib_io::{Compiled, FieldPath, Options, TableOptions};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -137,6 +137,15 @@ fn engine_spec(engine: &str) -> PyResult<EngineSpec> {
 }
 
 impl Table {
+    /// What the vectorised lookups (many.rs) read.
+    fn view(&self) -> crate::many::TableView<'_> {
+        crate::many::TableView {
+            live: &self.live,
+            objects: &self.objects,
+            fields: &self.fields,
+        }
+    }
+
     fn open_image(
         py: Python<'_>,
         path: &std::path::Path,
@@ -148,25 +157,23 @@ impl Table {
             map,
         };
         let snap = py
-            .detach(|| {
-                let img = ipfib::image::ImageTable::open_with(path, opts)?;
-                Ok::<_, ipfib::image::ImageError>(Snapshot {
-                    v4: std::sync::Arc::new(FamilySnap::from_image(img.v4)),
-                    v6: std::sync::Arc::new(FamilySnap::from_image(img.v6)),
-                    spec: EngineSpec::Auto,
-                })
-            })
+            .detach(|| ipfib::image::ImageTable::open_with(path, opts).map(Snapshot::from_image))
             .map_err(|source| {
                 load::to_py_err(ipfib_io::ReadError::Image {
                     path: path.to_path_buf(),
                     source,
                 })
             })?;
-        Ok(Table {
+        Ok(Self::from_snapshot(py, snap))
+    }
+
+    /// A table answering from a compiled file's snapshot.
+    fn from_snapshot(py: Python<'_>, snap: Snapshot) -> Self {
+        Table {
             live: Live::from_snapshot(snap),
             objects: Objects::new(py),
             fields: None,
-        })
+        }
     }
 
     fn build(
@@ -250,23 +257,6 @@ impl Table {
 enum Related {
     Supernets,
     Subnets,
-}
-
-/// Python objects for every value slot of both families (IPv6 after IPv4).
-pub(crate) fn slot_objects(
-    py: Python<'_>,
-    objects: &Objects,
-    snap: &Snapshot,
-) -> PyResult<Vec<Py<PyAny>>> {
-    snap.v4
-        .values
-        .iter()
-        .chain(snap.v6.values.iter())
-        .map(|v| match v {
-            Some(v) => objects.to_py(py, v),
-            None => Ok(py.None()),
-        })
-        .collect()
 }
 
 #[pymethods]
@@ -358,27 +348,32 @@ impl Table {
         // A compiled table file is mapped (its engines are in it), unless
         // another engine is asked for: then it is read as routes. Loading
         // options it cannot honour are refused, not ignored.
-        if spec == EngineSpec::Auto
-            && load::is_compiled(&path, opts.format).map_err(load::to_py_err)?
+        let given = [
+            ("value", opts.value.is_some() || opts.field.is_some()),
+            ("value_column", opts.value_column.is_some()),
+            ("mask_host_bits", mask_host_bits),
+            ("strict", strict),
+        ];
+        let compiled = if spec == EngineSpec::Auto {
+            Compiled::Map(ipfib::image::OpenOptions {
+                verify_checksums: true,
+                map: true,
+            })
+        } else {
+            Compiled::Load
+        };
+        let options = Options {
+            compiled,
+            not_for_compiled: given.iter().find(|g| g.1).map(|g| g.0),
+            ..Options::new(opts.format, Ok(opts))
+        };
+        let (table, problems) = match py
+            .detach(|| load::open(&path, &options))
+            .map_err(load::open_err)?
         {
-            let given = [
-                ("value", opts.value.is_some() || opts.field.is_some()),
-                ("value_column", opts.value_column.is_some()),
-                ("mask_host_bits", mask_host_bits),
-                ("strict", strict),
-            ];
-            if let Some((name, _)) = given.iter().find(|g| g.1) {
-                return Err(PyValueError::new_err(format!(
-                    "{}: a compiled table file holds its routes and values as compiled; \
-                     {name}= does not apply (pass it to `ipfib compile`)",
-                    path.display()
-                )));
-            }
-            return Self::open_image(py, &path, true, true);
-        }
-        let (table, problems) = py
-            .detach(|| load::read(&path, &opts))
-            .map_err(load::to_py_err)?;
+            load::Read::Image(snap) => return Ok(Self::from_snapshot(py, snap)),
+            load::Read::Table(table, problems) => (table, problems),
+        };
         warn_problems(py, &problems)?;
         Self::build(py, table, Objects::new(py), spec)
     }
@@ -401,7 +396,7 @@ impl Table {
         errors: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let default = default.unwrap_or_else(|| py.None());
-        crate::many::lookup_fields(self, py, addrs, default, frame, errors)
+        crate::many::lookup_fields(self.view(), py, addrs, default, frame, errors)
     }
 
     /// Open a compiled table file (`ipfib compile`) memory-mapped.
@@ -553,7 +548,7 @@ impl Table {
         return_index: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::many::lookup_many(
-            self,
+            self.view(),
             py,
             addrs,
             default,
@@ -575,7 +570,7 @@ impl Table {
         weights: Option<Bound<'py, PyAny>>,
         errors: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::many::count_many(self, py, addrs, weights.as_ref(), errors)
+        crate::many::count_many(self.view(), py, addrs, weights.as_ref(), errors)
     }
 
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).
@@ -754,7 +749,7 @@ impl Table {
         prefix: bool,
         value: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::many::lookup_columns(self, py, addrs, prefix, value)
+        crate::many::lookup_columns(self.view(), py, addrs, prefix, value)
     }
 
     /// Write a compiled table file (`ipfib compile`'s format; see the stub).

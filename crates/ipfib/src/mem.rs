@@ -173,9 +173,11 @@ impl<T: Copy> LookupBuf<T> {
 }
 
 /// Hint that `p` will be read soon (a lookup structure's next line while
-/// other lanes work). Never faults, whatever the address.
+/// other lanes work, a route's entry while others are fetched). Never
+/// faults, whatever the address; no effect on results. A reference
+/// coerces to the pointer.
 #[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint; it never faults, whatever the address.
     unsafe {

@@ -29,23 +29,7 @@
 //!   tree whose shared nodes multiply past the visit bound) ends it always.
 
 mod decode;
-pub(crate) mod kind {
-    // The data section's field types (MaxMind DB spec, "Output Data Section"),
-    // shared by the reader and the writer (`mmdb_write`).
-    pub(crate) const POINTER: u8 = 1;
-    pub(crate) const STRING: u8 = 2;
-    pub(crate) const DOUBLE: u8 = 3;
-    pub(crate) const BYTES: u8 = 4;
-    pub(crate) const UINT16: u8 = 5;
-    pub(crate) const UINT32: u8 = 6;
-    pub(crate) const MAP: u8 = 7;
-    pub(crate) const INT32: u8 = 8;
-    pub(crate) const UINT64: u8 = 9;
-    pub(crate) const UINT128: u8 = 10;
-    pub(crate) const ARRAY: u8 = 11;
-    pub(crate) const BOOLEAN: u8 = 14;
-    pub(crate) const FLOAT: u8 = 15;
-}
+pub(crate) mod kind;
 mod render;
 mod tree;
 
@@ -53,33 +37,16 @@ pub use decode::{MAX_DEPTH, MAX_PAYLOAD, MAX_VALUES};
 pub use render::FieldPath;
 pub use tree::{find_marker, MAX_VISITS_PER_NODE, METADATA_MAX};
 
-use crate::damage::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::read::Route;
+use crate::report::Report;
+pub use crate::stats::MmdbInfo;
 use ipfib::prefix::{AnyPrefix, Prefix};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use tree::{BadLeaf, Layout, Leaf};
-
-/// What `ipfib info` shows about a MaxMind DB besides the routes.
-/// `without_field` counts networks with none of the fields asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MmdbInfo {
-    pub database_type: String,
-    pub ip_version: u16,
-    pub record_size: u16,
-    pub node_count: u32,
-    pub build_epoch: Option<u64>,
-    pub binary_format: (Option<u16>, Option<u16>),
-    /// Distinct data records referred to by the networks.
-    pub records: u64,
-    /// Networks whose record lacks the `--value` field (no route).
-    pub without_field: u64,
-    /// Node visits the walk of the tree made (both tables).
-    pub node_visits: u64,
-}
 
 /// A network's values (one per field, or the JSON record), per distinct
 /// data offset.

@@ -24,42 +24,26 @@
 //! body that does not decode, as [`ReadError::ParserPanic`].
 
 mod body;
-mod frame;
+pub(crate) mod frame;
 mod rib;
 mod updates;
 
-pub(crate) use frame::known_type;
 pub use frame::{Frame, Framer, MAX_BODY};
-pub use rib::{PeerInfo, ReduceStats};
+pub use rib::PeerInfo;
 
 use crate::bgp::{self, AS_SEQUENCE, AS_SET};
-use crate::damage::Report;
 use crate::error::ReadError;
 use crate::format::Format;
 use crate::policy::{Origin, Origins, ValuePolicy};
 use crate::read::Route;
+use crate::report::Report;
+pub use crate::stats::MrtStats;
 use crate::update::{Change, Event, ESTABLISHED};
 use body::{Body, RecordError};
 use rib::{PeerRoute, RibBuilder};
 use std::io::BufRead;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
-
-/// What an MRT load found besides the routes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MrtStats {
-    /// Peers named by the dump (PEER_INDEX_TABLE, or seen in records).
-    pub peers: Vec<Option<PeerInfo>>,
-    /// Routes read: RIB entries, plus BGP4MP announcements replayed.
-    pub rib_entries: u64,
-    pub announcements: u64,
-    pub withdrawals: u64,
-    pub state_changes: u64,
-    /// RIB entries left out: attributes that could not be located, or an
-    /// error RFC 7606 answers with "treat-as-withdraw".
-    pub entries_skipped: u64,
-    pub reduce: ReduceStats,
-}
 
 /// Load an MRT stream as a table of one value per prefix.
 pub(crate) fn load(

@@ -9,16 +9,10 @@
 
 use crate::policy::{Origin, Origins, PeerSelector, PeerSet, Tally, ValuePolicy};
 use crate::read::Route;
+pub use crate::stats::{PeerInfo, ReduceStats};
 use ipfib::prefix::AnyPrefix;
 use std::collections::HashMap;
 use std::net::IpAddr;
-
-/// A peer as the dump describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PeerInfo {
-    pub addr: IpAddr,
-    pub asn: u32,
-}
 
 /// One peer's route for a prefix, reduced to what the policy reads.
 #[derive(Debug, Clone, Copy)]
@@ -52,18 +46,6 @@ pub(crate) struct RibBuilder {
     /// record; the output order must not depend on hashing), the routes.
     replay: HashMap<AnyPrefix, (u64, u64, Vec<PeerRoute>)>,
     pub rib_entries: u64,
-}
-
-/// What the reduction found, for `ipfib info`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReduceStats {
-    /// Prefixes seen with more than one origin (origin-asn policy).
-    pub multi_origin: u64,
-    /// Prefixes whose value is an AS_SET origin.
-    pub as_set_origins: u64,
-    /// Prefixes left out because the chosen peer's route had no next hop
-    /// or the peer had no route for them.
-    pub without_value: u64,
 }
 
 impl RibBuilder {

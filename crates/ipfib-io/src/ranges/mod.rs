@@ -18,17 +18,18 @@
 //!   families, no value column, a broken quote) is skipped and counted, or
 //!   with `strict` ends the read; its error names the file and line.
 
-mod fields;
+pub(crate) mod fields;
 mod paint;
 
-pub(crate) use fields::{is_header, looks_like_range};
+use fields::is_header;
 
-use crate::damage::Report;
 use crate::error::{quote, ReadError};
 use crate::format::Format;
 use crate::input::{next_line, Compression};
-use crate::read::{damage_behind, read_failed, trim_line_end, UTF8_BOM};
-use crate::table::{line_damage, TableLoad, TableOptions};
+use crate::options::{TableLoad, TableOptions};
+use crate::read::{damage_behind, line_damage, read_failed, trim_line_end, UTF8_BOM};
+use crate::report::Report;
+pub use crate::stats::RangeStats;
 use fields::{parse_range_line, RangeLine, Span};
 use paint::Painter;
 use std::collections::HashMap;
@@ -38,22 +39,6 @@ use std::path::Path;
 /// The value column of a ranges table unless told otherwise: the one after
 /// FIRST and LAST.
 pub const DEFAULT_VALUE_COLUMN: usize = 3;
-
-/// What a ranges table held, besides its routes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RangeStats {
-    /// Ranges read (bad lines and the header not counted).
-    pub ranges: u64,
-    /// Ranges that overlap an earlier one: on the addresses they share the
-    /// later range wins.
-    pub overlapping: u64,
-    /// Ranges that are not one CIDR prefix.
-    pub unaligned: u64,
-    /// The header line that was skipped, if the file has one.
-    pub header_line: Option<u64>,
-    /// The 1-based column the values were taken from.
-    pub value_column: usize,
-}
 
 /// The column to read values from, checked.
 pub(crate) fn value_column(opts: &TableOptions, path: &Path) -> Result<usize, ReadError> {

@@ -2,6 +2,7 @@
 //! a prefix id, the id's route array the chosen route (see [`Rib`] for the
 //! route preference), covering prefixes probed when nothing there fits.
 
+use ipfib::mem::prefetch;
 use ipfib::prefix::{AnyAddr, AnyPrefix, Prefix};
 
 use super::types::ID_MASK;
@@ -303,22 +304,6 @@ impl Rib {
             }
         }
     }
-}
-
-/// Ask the cache for the line holding `*p` (a hint; no effect on results).
-#[inline(always)]
-fn prefetch<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: `prefetch` needs SSE, which every x86_64 CPU has (it is
-        // in the target's baseline); the instruction is a hint that never
-        // faults and changes no architectural state, and `p` is a valid
-        // reference anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast::<i8>()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 fn hit(p: &AnyPrefix, e: &Entry) -> Hit {

@@ -17,7 +17,7 @@
 use super::kernel::Count;
 use super::tree::{rank, Desc, Key};
 use super::{Family, PlanB, DP_INDEX, DP_KIND, DP_PAYLOAD, DP_SUB, DP_TREE, SUB_OFFSET};
-use crate::mem::prefetch_input;
+use crate::mem::{prefetch, prefetch_input};
 
 #[cfg(target_arch = "aarch64")]
 use super::kernel::neon::Neon;
@@ -32,18 +32,6 @@ const NO_DESC: Desc = Desc {
     levels: 0,
     line: [0; super::tree::MAX_LEVELS],
 };
-
-/// Hint that `p` will be read soon (a payload line while keys are searched).
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// The direct-pointing entry for `key`, through the heavy bucket's
 /// sub-table when it has one.
