@@ -4,9 +4,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::cursor::{Cur, ErrorAction, WireError};
+use super::decoded::{family_bit, Update, WireConfig};
 use super::nlri::{nlri_with, NlriKind};
 use super::path::{AsPath, Origin, AS_SEQUENCE, AS_SET};
-use super::update::{family_bit, Update, WireConfig};
 
 fn as_path(mut c: Cur<'_>, four: bool, out: &mut Vec<u32>) -> Result<(), WireError> {
     while c.left() > 0 {

@@ -1,6 +1,7 @@
 //! The byte cursor every decoder here reads through, the errors it
 //! returns, and the BGP message header.
 
+/// What RFC 7606 has a receiver do about a malformed attribute (the third
 /// action, "session reset", is a [`WireError`] from [`decode_update`](super::decode_update)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorAction {

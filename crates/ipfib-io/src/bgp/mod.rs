@@ -30,6 +30,7 @@
 
 mod attrs;
 mod cursor;
+mod decoded;
 pub mod mrt;
 mod nlri;
 mod open;
@@ -37,11 +38,12 @@ mod path;
 mod update;
 
 pub use cursor::{bgp_message, AttrError, Cur, ErrorAction, WireError, OPEN, UPDATE};
+pub use decoded::{family_bit, Update, WireConfig};
 pub use open::{addpath_negotiated, addpath_negotiated_safi, decode_open, OpenCaps};
 pub use path::{
     AsPath, Origin, Segment, Segments, AS_CONFED_SEQUENCE, AS_CONFED_SET, AS_SEQUENCE, AS_SET,
 };
-pub use update::{decode_rib_entry_attrs, decode_update, family_bit, Update, WireConfig};
+pub use update::{decode_rib_entry_attrs, decode_update};
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use std::ops::Range;
 use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
 
 use super::cursor::{Cur, WireError};
-use super::update::WireConfig;
+use super::decoded::WireConfig;
 
 /// MRT types (RFC 6396 §4).
 pub const TABLE_DUMP: u16 = 12;

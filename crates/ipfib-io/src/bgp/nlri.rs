@@ -5,6 +5,7 @@ use ipfib::prefix::{AnyPrefix, Prefix};
 
 use super::cursor::{Cur, WireError};
 
+/// How the NLRI of a family are encoded.
 #[derive(Clone, Copy)]
 pub(super) struct NlriKind {
     pub(super) afi: u16,
