@@ -24,6 +24,7 @@
 //! Pure-Python parts (input normalisation for pandas and pyarrow, the
 //! unpickle hook) live in `python/ipfib/`.
 
+mod args;
 mod batch;
 mod live;
 mod load;

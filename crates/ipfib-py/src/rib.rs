@@ -3,8 +3,8 @@
 //! collector's HTTP API does), `routes`, `peers` and `info`.
 //! `lookup_many` is in `rib_many.rs`.
 
+use crate::args::text_of;
 use crate::load::{self, DamagedTableWarning, TableFileError};
-use crate::table::text_of;
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::attrs::{AS_CONFED_SET, AS_SET};
 use ipfib_rib::mrt::{self, LoadReport, MrtError};
