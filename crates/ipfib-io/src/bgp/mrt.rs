@@ -11,10 +11,11 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::ops::Range;
 
-use ipfib::prefix::{AnyPrefix, HostBits, Prefix};
+use ipfib::prefix::{AnyPrefix, HostBits};
 
 use super::cursor::{Cur, WireError};
 use super::decoded::WireConfig;
+use super::nlri::prefix_bits;
 
 /// MRT types (RFC 6396 §4).
 pub const TABLE_DUMP: u16 = 12;
@@ -327,33 +328,11 @@ pub fn bgp4mp(subtype: u16, body: &[u8]) -> Result<Option<Bgp4mp<'_>>, WireError
     }))
 }
 
-/// A prefix in NLRI encoding (length, then the bytes that hold it); host
-/// bits past the length are cleared, as RFC 4271 §4.3 makes them
-/// irrelevant.
+/// A prefix in NLRI encoding: its length, then the bytes that hold it.
 fn nlri_prefix(c: &mut Cur<'_>, v6: bool) -> Result<AnyPrefix, WireError> {
     let at = c.at;
-    let len = c.u8("prefix length")?;
-    let max = if v6 { 128 } else { 32 };
-    if len > max {
-        return Err(WireError::Malformed {
-            at,
-            what: format!("prefix length {len} > {max}"),
-        });
-    }
-    let bytes = c.take(usize::from(len).div_ceil(8), "prefix")?;
-    let prefix = if v6 {
-        let mut a = [0u8; 16];
-        a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
-        Prefix::new_masked(u128::from_be_bytes(a), len).map(AnyPrefix::V6)
-    } else {
-        let mut a = [0u8; 4];
-        a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
-        Prefix::new_masked(u32::from_be_bytes(a), len).map(AnyPrefix::V4)
-    };
-    prefix.map_err(|e| WireError::Malformed {
-        at,
-        what: e.to_string(),
-    })
+    let bits = usize::from(c.u8("prefix length")?);
+    prefix_bits(c, v6, bits, at)
 }
 
 /// An IPv4 or IPv6 address.

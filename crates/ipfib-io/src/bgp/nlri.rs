@@ -60,30 +60,7 @@ pub(super) fn nlri_with(
             rd = u64::from_be_bytes(c.array("route distinguisher")?);
             bits -= 64;
         }
-        let max = if k.afi == 1 { 32 } else { 128 };
-        if bits > max {
-            return Err(WireError::Malformed {
-                at,
-                what: format!("prefix length {bits} > {max}"),
-            });
-        }
-        let len = bits as u8;
-        let bytes = c.take(bits.div_ceil(8), "prefix")?;
-        // Host bits past the length are masked, as RFC 4271 says they are
-        // irrelevant.
-        let prefix = if k.afi == 1 {
-            let mut a = [0u8; 4];
-            a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
-            Prefix::new_masked(u32::from_be_bytes(a), len).map(AnyPrefix::V4)
-        } else {
-            let mut a = [0u8; 16];
-            a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
-            Prefix::new_masked(u128::from_be_bytes(a), len).map(AnyPrefix::V6)
-        };
-        let prefix = prefix.map_err(|e| WireError::Malformed {
-            at,
-            what: e.to_string(),
-        })?;
+        let prefix = prefix_bits(&mut c, k.afi != 1, bits, at)?;
         push(rd, prefix, path_id);
     }
     Ok(())
@@ -104,4 +81,37 @@ pub(super) fn nlri(
         withdraw: false,
     };
     nlri_with(c, k, |_, p, id| out.push((p, id)))
+}
+
+/// The prefix of `bits` bits whose bytes come next in `c` (the length
+/// was read at `at`); host bits past the length are masked, as RFC 4271
+/// §4.3 makes them irrelevant.
+pub(super) fn prefix_bits(
+    c: &mut Cur<'_>,
+    v6: bool,
+    bits: usize,
+    at: usize,
+) -> Result<AnyPrefix, WireError> {
+    let max = if v6 { 128 } else { 32 };
+    if bits > max {
+        return Err(WireError::Malformed {
+            at,
+            what: format!("prefix length {bits} > {max}"),
+        });
+    }
+    let len = bits as u8;
+    let bytes = c.take(bits.div_ceil(8), "prefix")?;
+    let prefix = if v6 {
+        let mut a = [0u8; 16];
+        a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
+        Prefix::new_masked(u128::from_be_bytes(a), len).map(AnyPrefix::V6)
+    } else {
+        let mut a = [0u8; 4];
+        a.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
+        Prefix::new_masked(u32::from_be_bytes(a), len).map(AnyPrefix::V4)
+    };
+    prefix.map_err(|e| WireError::Malformed {
+        at,
+        what: e.to_string(),
+    })
 }
