@@ -23,7 +23,7 @@
 //! address is the top 32 bits of `hi`, so one body serves both families.
 //! Past the last address bit, levels read zeros, as in the scalar search.
 
-use super::{Chunks, Poptrie, Stride, DIRECT_LEAF};
+use super::layout::{Chunks, Poptrie, Stride, DIRECT_LEAF};
 use crate::intervals::NO_ROUTE;
 use crate::mem::prefetch_input;
 use std::arch::x86_64::*;

@@ -12,7 +12,8 @@
 //! when the node is built, then the children are built depth first (each
 //! appending its own blocks), which is all §3.2 asks of the layout.
 
-use super::{Chunks, PoptrieError, Stride, DIRECT_LEAF};
+use super::layout::{Chunks, Focus, Stride, DIRECT_LEAF};
+use super::options::PoptrieError;
 use crate::intervals::{Intervals, NO_ROUTE};
 
 /// Nodes are named by 31 bits in direct-pointing entries.
@@ -25,27 +26,6 @@ pub(super) struct Built<N> {
     pub nodes: Vec<N>,
     pub leaves: Vec<u32>,
     pub focus: Focus,
-}
-
-/// The focus prefix `F` of a trie: every interval boundary lies in
-/// `[F.first, F.last + 1]`, so addresses below `F` share one answer and
-/// addresses above it another, and the direct table need only cover `F`:
-/// `2^(s - bits)` entries instead of `2^s`. Real IPv6 tables lie in
-/// 2000::/3 (bits = 3): s = 18 then costs 128 KiB instead of 1 MiB.
-/// `bits == 0`: no focus (the whole address space).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Focus {
-    // Fields crate-visible: `image::engines` stores and loads them.
-    /// Length of `F`, at most `s`.
-    pub(crate) bits: u32,
-    /// `F.first`.
-    pub(crate) first: u128,
-    /// `F.first` left-aligned in 64 bits (its top 64 bits; `F` is at most
-    /// 24 bits long, so they decide membership and order).
-    pub(crate) first_top: u64,
-    /// Direct entries (leaf form) for the addresses below and above `F`.
-    pub(crate) below: u32,
-    pub(crate) above: u32,
 }
 
 impl Focus {

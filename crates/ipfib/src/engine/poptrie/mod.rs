@@ -27,8 +27,11 @@
 //! whose slots read bits 126-127 and two zeros). Such a slot covers a
 //! single address and is always a leaf.
 //!
-//! Files: `build.rs` (from intervals to nodes and leaves), `search.rs`
-//! (single and batch lookups; the one popcount dispatch point), `update.rs`
+//! Files: `layout.rs` (the node layouts, address families and the
+//! [`Poptrie`] struct), `options.rs` (options, errors, kernels and the
+//! checks every build runs first), `build.rs` (from intervals to nodes and
+//! leaves), `search.rs` (single and batch lookups; the one popcount
+//! dispatch point), `update.rs`
 //! (§3.5: one slot's subtree rebuilt in place, for `crate::fib`),
 //! `validate.rs` (the structural check of everything the lookups' unchecked
 //! reads rely on, run by tests after builds and in-place updates).
@@ -37,400 +40,27 @@
 mod avx512;
 mod build;
 mod flat;
+mod layout;
+mod options;
 mod search;
 mod update;
 mod validate;
 mod versioned;
 
-use build::low_mask;
-pub(crate) use build::Focus;
 pub use flat::FlatPoptrie;
 pub(crate) use flat::Focus as FlatFocus;
+pub(crate) use layout::Focus;
+pub use layout::{Chunks, Node, Node32, Poptrie, Stride};
+pub use options::{PoptrieError, PoptrieOptions, KERNELS};
 
 #[doc(hidden)]
 pub use update::{Arena, ArenaFull, Updatable};
 pub(crate) use versioned::{Version, Writer};
 
-use crate::addr::Addr;
-use crate::intervals::{Intervals, InvalidIntervals, NO_ROUTE};
-use crate::mem::LookupBuf;
-use std::fmt;
-
-/// Direct-pointing entries with this bit set are leaves (their payload in
-/// the low 31 bits, or `u32::MAX` for `NO_ROUTE`); others index `nodes`.
-const DIRECT_LEAF: u32 = 0x8000_0000;
-/// Largest payload a direct-pointing leaf can carry.
-const MAX_PAYLOAD: u32 = DIRECT_LEAF - 2;
-
-/// A node layout: how many address bits a level reads (`K`, so `2^K`
-/// slots) and how a node keeps its two bit vectors and two bases.
-///
-/// [`Node`] is the paper's 64-ary node (`K = 6`, 24 bytes). [`Node32`] is
-/// a 32-ary one (`K = 5`, 16 bytes) that packs each vector with a base in
-/// one 64-bit word, so the AVX-512 batch reads a level with one gather
-/// instead of two (`avx512.rs`); it takes one more level for a /48.
-///
-/// ```
-/// use ipfib::engine::poptrie::{Node, Node32, Stride};
-/// assert_eq!((Node::K, Node::NAME), (6, "poptrie"));
-/// assert_eq!((Node32::K, Node32::NAME), (5, "poptrie32"));
-/// ```
-pub trait Stride:
-    Copy + Default + fmt::Debug + PartialEq + Eq + Send + Sync + 'static + crate::plain::Plain
-{
-    /// Address bits per level.
-    ///
-    /// ```
-    /// use ipfib::engine::poptrie::{Node, Node32, Stride};
-    /// assert_eq!((1 << Node::K, 1 << Node32::K), (64, 32)); // slots per node
-    /// ```
-    const K: u32;
-    /// Name suffix of the engine (`poptrie` or `poptrie32`).
-    ///
-    /// ```
-    /// use ipfib::engine::{poptrie::{Node32, Poptrie, Stride}, Engine};
-    /// let e = Poptrie::<u32, Node32>::build(&ipfib::intervals::compile([]), &Default::default())?;
-    /// assert!(Engine::name(&e).starts_with(Node32::NAME));
-    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-    /// ```
-    const NAME: &'static str;
-    #[doc(hidden)]
-    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self;
-    #[doc(hidden)]
-    fn vector(&self) -> u64;
-    #[doc(hidden)]
-    fn leafvec(&self) -> u64;
-    #[doc(hidden)]
-    fn base0(&self) -> u32;
-    #[doc(hidden)]
-    fn base1(&self) -> u32;
-}
-
-/// One 64-ary internal node (§3.2): 24 bytes.
-///
-/// ```
-/// use ipfib::engine::poptrie::{Node, Poptrie};
-/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
-/// // The default layout: /18 to /24 is one level of 6 bits.
-/// let e: Poptrie<u32, Node> = Poptrie::build(&iv, &Default::default())?;
-/// assert_eq!((std::mem::size_of::<Node>(), e.internal_nodes()), (24, 1));
-/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct Node {
-    /// Bit `v` set: slot `v` holds an internal child.
-    vector: u64,
-    /// Bit `v` set: slot `v` holds a leaf that starts a run.
-    leafvec: u64,
-    /// Index of this node's first leaf.
-    base0: u32,
-    /// Index of this node's first child.
-    base1: u32,
-}
-
-crate::plain::plain_bytes!(Node, Node32);
-
-impl Stride for Node {
-    const K: u32 = 6;
-    const NAME: &'static str = "poptrie";
-    #[inline(always)]
-    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self {
-        Node {
-            vector,
-            leafvec,
-            base0,
-            base1,
-        }
-    }
-    #[inline(always)]
-    fn vector(&self) -> u64 {
-        self.vector
-    }
-    #[inline(always)]
-    fn leafvec(&self) -> u64 {
-        self.leafvec
-    }
-    #[inline(always)]
-    fn base0(&self) -> u32 {
-        self.base0
-    }
-    #[inline(always)]
-    fn base1(&self) -> u32 {
-        self.base1
-    }
-}
-
-/// One 32-ary internal node: 16 bytes, `vector | base1 << 32` and
-/// `leafvec | base0 << 32`.
-///
-/// ```
-/// use ipfib::engine::poptrie::{Node32, Poptrie};
-/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-/// let iv = ipfib::intervals::compile([(p("10.0.0.0/8"), 1), (p("10.1.2.0/24"), 2)]);
-/// // /18 to /24 takes two levels of 5 bits, same answers.
-/// let e = Poptrie::<u32, Node32>::build(&iv, &Default::default())?;
-/// assert_eq!((std::mem::size_of::<Node32>(), e.internal_nodes()), (16, 2));
-/// assert_eq!((e.lookup(0x0a01_0203), e.lookup(0x0a01_0303)), (2, 1));
-/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
-pub struct Node32 {
-    child: u64,
-    leaf: u64,
-}
-
-impl Stride for Node32 {
-    const K: u32 = 5;
-    const NAME: &'static str = "poptrie32";
-    #[inline(always)]
-    fn new(vector: u64, leafvec: u64, base0: u32, base1: u32) -> Self {
-        Node32 {
-            child: vector | (base1 as u64) << 32,
-            leaf: leafvec | (base0 as u64) << 32,
-        }
-    }
-    #[inline(always)]
-    fn vector(&self) -> u64 {
-        self.child & 0xffff_ffff
-    }
-    #[inline(always)]
-    fn leafvec(&self) -> u64 {
-        self.leaf & 0xffff_ffff
-    }
-    #[inline(always)]
-    fn base0(&self) -> u32 {
-        (self.leaf >> 32) as u32
-    }
-    #[inline(always)]
-    fn base1(&self) -> u32 {
-        (self.child >> 32) as u32
-    }
-}
-
 pub use crate::engine::kernel::Kernel;
-use crate::engine::kernel::KernelSet;
-
-/// Poptrie's kernels (both layouts), best first: the one choice made per
-/// build (SIMD is chosen at one dispatch point, never inside the hot loop).
-/// - [`Kernel::Avx512`]: [`Kernel::Popcnt`] for single lookups; batches (of
-///   a multiple of 8 addresses) walk eight lanes per AVX-512 vector with
-///   gathers (`avx512.rs`); needs AVX-512F, VL and VPOPCNTDQ.
-/// - [`Kernel::Popcnt`]: the search compiled with `popcnt`, `bmi1` and
-///   `bmi2`: one `popcnt` per level.
-/// - [`Kernel::Scalar`]: `count_ones()` for the baseline target (a
-///   bit-twiddling sequence on x86-64 without `popcnt`).
-///
-/// The features are those of the `#[target_feature]` attributes of
-/// `search.rs` and `flat/search.rs` (`Popcnt`, and `Avx512` for single
-/// lookups and batch remainders), plus those of `avx512.rs` and
-/// `flat/avx512.rs` (`Avx512`); the tests compare the two.
-///
-/// ```
-/// use ipfib::engine::poptrie::{FlatPoptrie, Kernel, PoptrieOptions, KERNELS};
-/// assert_eq!(KERNELS.engine(), "poptrie");
-/// // Every kernel this CPU supports builds both layouts.
-/// let iv = ipfib::intervals::compile::<u32>([]);
-/// for k in KERNELS.supported() {
-///     let e = FlatPoptrie::build(&iv, &PoptrieOptions { kernel: Some(k), ..Default::default() })?;
-///     assert_eq!(e.kernel(), k);
-/// }
-/// assert!(!KERNELS.all().any(|k| k == Kernel::Avx2));
-/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-/// ```
-pub const KERNELS: KernelSet = KernelSet::new(
-    "poptrie",
-    &[
-        (
-            Kernel::Avx512,
-            &[
-                "popcnt",
-                "bmi1",
-                "bmi2",
-                "avx512f",
-                "avx512vl",
-                "avx512vpopcntdq",
-            ],
-        ),
-        (Kernel::Popcnt, &["popcnt", "bmi1", "bmi2"]),
-        (Kernel::Scalar, &[]),
-    ],
-);
-
-/// Build options for [`Poptrie`].
-///
-/// ```
-/// use ipfib::engine::poptrie::{Kernel, Poptrie, PoptrieOptions};
-/// let opts = PoptrieOptions { direct_bits: Some(16), leafvec: false, kernel: Some(Kernel::Scalar) };
-/// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &opts)?;
-/// assert_eq!((e.direct_bits(), e.has_leafvec(), e.kernel()), (16, false, Kernel::Scalar));
-/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoptrieOptions {
-    /// Direct-pointing bits `s` (0 to [`PoptrieOptions::MAX_DIRECT_BITS`]);
-    /// `None`: [`PoptrieOptions::DEFAULT_DIRECT_BITS`].
-    pub direct_bits: Option<u8>,
-    /// Leaf compression with `leafvec` (§3.3); `false` builds the basic
-    /// Poptrie (one leaf per leaf slot), for comparison.
-    pub leafvec: bool,
-    /// Popcount kernel; `None` picks the best the CPU supports.
-    pub kernel: Option<Kernel>,
-}
-
-impl Default for PoptrieOptions {
-    fn default() -> Self {
-        PoptrieOptions {
-            direct_bits: None,
-            leafvec: true,
-            kernel: None,
-        }
-    }
-}
-
-impl PoptrieOptions {
-    /// Largest accepted `s` (a 64 MiB direct table).
-    ///
-    /// ```
-    /// use ipfib::engine::poptrie::{Poptrie, PoptrieError, PoptrieOptions};
-    /// let s = PoptrieOptions::MAX_DIRECT_BITS + 1;
-    /// let opts = PoptrieOptions { direct_bits: Some(s), ..Default::default() };
-    /// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &opts);
-    /// assert_eq!(e.err(), Some(PoptrieError::DirectBits(25)));
-    /// ```
-    pub const MAX_DIRECT_BITS: u8 = 24;
-    /// Default `s` for both families: 18, the paper's choice, and the
-    /// fastest of 0 / 16 / 18 in our measurements (BENCHMARKS.md,
-    /// "Poptrie"; docs/benchmark-history.md, "Poptrie: the paper comparison
-    /// and every real table").
-    ///
-    /// ```
-    /// use ipfib::engine::poptrie::{Poptrie, PoptrieOptions};
-    /// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &PoptrieOptions::default())?;
-    /// assert_eq!(e.direct_bits(), PoptrieOptions::DEFAULT_DIRECT_BITS);
-    /// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-    /// ```
-    pub const DEFAULT_DIRECT_BITS: u8 = 18;
-}
-
-/// Why a Poptrie could not be built (or configured).
-///
-/// ```
-/// use ipfib::engine::poptrie::{Kernel, Poptrie, PoptrieError, PoptrieOptions};
-/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u32>>().unwrap();
-/// let big = ipfib::intervals::compile([(p("10.0.0.0/8"), 0x7fff_ffff)]);
-/// let e = Poptrie::<u32>::build(&big, &Default::default());
-/// assert_eq!(e.err(), Some(PoptrieError::PayloadTooLarge(0x7fff_ffff)));
-/// // Poptrie has no AVX2 kernel.
-/// let avx2 = PoptrieOptions { kernel: Some(Kernel::Avx2), ..Default::default() };
-/// let e = Poptrie::<u32>::build(&ipfib::intervals::compile([]), &avx2);
-/// assert_eq!(e.err(), Some(PoptrieError::UnsupportedKernel(Kernel::Avx2)));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PoptrieError {
-    #[error("direct-pointing bits {0} out of range (0..={max})", max = PoptrieOptions::MAX_DIRECT_BITS)]
-    DirectBits(u8),
-    /// Poptrie has no such kernel, or this CPU lacks its instructions
-    /// (`ipfib engines` lists Poptrie's kernels here).
-    #[error("poptrie cannot run kernel {0} on this CPU (see `ipfib engines`)")]
-    UnsupportedKernel(Kernel),
-    #[error("payload {0} is too large (poptrie payloads must stay below 2^31 - 1)")]
-    PayloadTooLarge(u32),
-    #[error("{0} internal nodes is more than poptrie indexes (2^31)")]
-    TooManyNodes(usize),
-    #[error("{0} entries is more than the flat poptrie indexes (2^31)")]
-    TooManyEntries(usize),
-    #[error("{0} leaves is more than poptrie indexes (2^32)")]
-    TooManyLeaves(usize),
-    #[error("malformed intervals: {0}")]
-    InvalidIntervals(#[from] InvalidIntervals),
-}
-
-/// An address family Poptrie can search: the bit extraction it needs.
-///
-/// ```
-/// use ipfib::engine::poptrie::{Chunks, Poptrie};
-/// fn everything_to<A: Chunks>(payload: u32) -> u32 {
-///     let iv = ipfib::intervals::compile([(ipfib::prefix::Prefix::<A>::default_route(), payload)]);
-///     Poptrie::<A>::build(&iv, &Default::default()).unwrap().lookup(A::MAX)
-/// }
-/// assert_eq!((everything_to::<u32>(4), everything_to::<u128>(6)), (4, 6));
-/// ```
-pub trait Chunks: Addr {
-    #[doc(hidden)]
-    /// The top `s` bits as an index (`s <= 24`; 0 gives 0).
-    fn direct_index(self, s: u32) -> usize;
-    #[doc(hidden)]
-    /// `self << n` (`n < BITS`).
-    fn shl(self, n: u32) -> Self;
-    #[doc(hidden)]
-    /// The top 64 bits, left-aligned (an IPv4 address in the high half).
-    fn top64(self) -> u64;
-    #[doc(hidden)]
-    /// The top `k` bits (`1 <= k <= 6`).
-    fn top(self, k: u32) -> usize;
-}
-
-macro_rules! impl_chunks {
-    ($t:ty) => {
-        impl Chunks for $t {
-            #[inline(always)]
-            fn direct_index(self, s: u32) -> usize {
-                // Two shifts so that s = 0 never shifts by the full width.
-                ((self >> 1) >> (<$t>::BITS - 1 - s)) as usize
-            }
-            #[inline(always)]
-            fn shl(self, n: u32) -> Self {
-                self << n
-            }
-            #[inline(always)]
-            fn top64(self) -> u64 {
-                ((self as u128) << (128 - <$t>::BITS) >> 64) as u64
-            }
-            #[inline(always)]
-            fn top(self, k: u32) -> usize {
-                (self >> (<$t>::BITS - k)) as usize
-            }
-        }
-    };
-}
-impl_chunks!(u32);
-impl_chunks!(u128);
-
-/// The Poptrie engine for one address family: answers `u32` payloads (as
-/// compiled into the intervals) or [`NO_ROUTE`].
-///
-/// Immutable once built: `Send + Sync`, lookups never allocate or lock.
-/// Payloads must be below `2^31 - 1` (so at least 2^31 - 1 distinct values
-/// or routes; larger ones are refused with [`PoptrieError::PayloadTooLarge`]).
-///
-/// `N` is the node layout: [`Node`] (64-ary, the paper's, the default) or
-/// [`Node32`] (32-ary).
-///
-/// ```
-/// use ipfib::engine::{poptrie::Poptrie, NO_ROUTE};
-/// # let p = |s: &str| s.parse::<ipfib::prefix::Prefix<u128>>().unwrap();
-/// let iv = ipfib::intervals::compile([(p("2001:db8::/32"), 1), (p("2001:db8::/48"), 2)]);
-/// let e = Poptrie::<u128>::build(&iv, &Default::default())?;
-/// assert_eq!(e.lookup(0x2001_0db8_0000_0001 << 64), 2);
-/// assert_eq!(e.lookup(0x2001_0db8_0001_0000 << 64), 1);
-/// assert_eq!(e.lookup(0), NO_ROUTE);
-/// # Ok::<(), ipfib::engine::poptrie::PoptrieError>(())
-/// ```
-pub struct Poptrie<A: Chunks, N: Stride = Node> {
-    // Fields crate-visible: `image::engines` stores and loads them.
-    pub(crate) direct: LookupBuf<u32>,
-    pub(crate) nodes: LookupBuf<N>,
-    pub(crate) leaves: LookupBuf<u32>,
-    pub(crate) s: u32,
-    /// The prefix the direct table covers (`build::Focus`).
-    pub(crate) focus: build::Focus,
-    pub(crate) kernel: Kernel,
-    pub(crate) leafvec: bool,
-    pub(crate) _family: std::marker::PhantomData<A>,
-}
+use crate::intervals::Intervals;
+use crate::mem::LookupBuf;
+use options::checked;
 
 impl<A: Chunks, N: Stride> Poptrie<A, N> {
     /// Build from compiled intervals: one pass over the `2^s` buckets and,
@@ -477,7 +107,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
         })
     }
 
-    /// Payload for `addr`, or [`NO_ROUTE`].
+    /// Payload for `addr`, or [`NO_ROUTE`](crate::intervals::NO_ROUTE).
     ///
     /// ```
     /// use ipfib::engine::{poptrie::Poptrie, NO_ROUTE};
@@ -624,39 +254,6 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
     }
 }
 
-/// The kernel and `s` of `opts`, once they and `iv` are checked (both
-/// layouts, [`Poptrie`] and [`FlatPoptrie`], build under these rules).
-fn checked<A: Chunks>(
-    iv: &Intervals<A>,
-    opts: &PoptrieOptions,
-) -> Result<(Kernel, u8), PoptrieError> {
-    let kernel = KERNELS
-        .choose(opts.kernel)
-        .map_err(PoptrieError::UnsupportedKernel)?;
-    let s = opts
-        .direct_bits
-        .unwrap_or(PoptrieOptions::DEFAULT_DIRECT_BITS);
-    if s > PoptrieOptions::MAX_DIRECT_BITS {
-        return Err(PoptrieError::DirectBits(s));
-    }
-    payloads_fit(iv)?;
-    Ok((kernel, s))
-}
-
-/// `iv` is well formed and every payload fits a leaf (below 2^31 - 1, or
-/// [`NO_ROUTE`]): what a build and a slot update both check first.
-fn payloads_fit<A: Chunks>(iv: &Intervals<A>) -> Result<(), PoptrieError> {
-    iv.validate()?;
-    match iv
-        .payloads
-        .iter()
-        .find(|&&p| p > MAX_PAYLOAD && p != NO_ROUTE)
-    {
-        Some(&p) => Err(PoptrieError::PayloadTooLarge(p)),
-        None => Ok(()),
-    }
-}
-
 impl<A: Chunks, N: Stride> super::contract::Engine<A> for Poptrie<A, N> {
     type Options = PoptrieOptions;
     type Error = PoptrieError;
@@ -671,9 +268,6 @@ impl<A: Chunks, N: Stride> super::contract::Engine<A> for Poptrie<A, N> {
         )
     }
 }
-
-// The AVX-512 batch reads nodes as 64-bit words at fixed offsets.
-const _: () = assert!(std::mem::size_of::<Node>() == 24 && std::mem::size_of::<Node32>() == 16);
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::{Chunks, Kernel, Poptrie, Stride, DIRECT_LEAF};
+use super::layout::{Chunks, Poptrie, Stride, DIRECT_LEAF};
+use crate::engine::kernel::Kernel;
 use crate::intervals::NO_ROUTE;
 use crate::mem::{prefetch, prefetch_input};
 

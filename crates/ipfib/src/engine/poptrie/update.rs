@@ -20,7 +20,8 @@
 //! relocation, writing into memory its older versions share.
 
 use super::build::{self, SlotBuilt};
-use super::{Chunks, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF};
+use super::layout::{Chunks, Node, Poptrie, DIRECT_LEAF};
+use super::options::{payloads_fit, PoptrieError, PoptrieOptions};
 use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::collections::BTreeMap;
@@ -261,7 +262,7 @@ impl<A: Chunks> Poptrie<A> {
         slot: usize,
         iv: &Intervals<A>,
     ) -> Result<Result<(), ArenaFull>, PoptrieError> {
-        super::payloads_fit(iv)?;
+        payloads_fit(iv)?;
         let built = build::build_slot::<A, Node>(iv, self.s, slot as u128, self.leafvec)?;
         self.free_slot(arena, slot);
         let (nodes, leaves) = match built {

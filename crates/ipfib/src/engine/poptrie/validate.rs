@@ -24,7 +24,8 @@
 //! of nodes (root first) and one block of leaves (the root's `base0`
 //! first), and no node or leaf belongs to two subtrees.
 
-use super::{Chunks, Poptrie, PoptrieOptions, Stride, DIRECT_LEAF, MAX_PAYLOAD};
+use super::layout::{Chunks, Poptrie, Stride, DIRECT_LEAF, MAX_PAYLOAD};
+use super::options::{PoptrieOptions, KERNELS};
 use crate::intervals::NO_ROUTE;
 
 /// The blocks one direct slot's subtree occupies.
@@ -89,7 +90,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
 
     /// [`Poptrie::validate_below`], returning every direct slot's blocks.
     pub(super) fn subtree_blocks(&self, bound: u32) -> Result<Vec<Blocks>, String> {
-        if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
+        if !KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
         if self.s > u32::from(PoptrieOptions::MAX_DIRECT_BITS) {
@@ -253,7 +254,7 @@ impl<A: Chunks, N: Stride> Poptrie<A, N> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::poptrie::{Node, Node32};
+    use crate::engine::poptrie::layout::{Node, Node32};
     use crate::intervals::Intervals;
 
     fn intervals<A: Chunks>(routes: &[&str]) -> Intervals<A> {

@@ -47,9 +47,11 @@
 //! changed slot copies no more than its frames.
 
 use super::build::{self, SlotBuilt};
+use super::layout::{Chunks, Focus, Node, Poptrie, DIRECT_LEAF};
+use super::options::{payloads_fit, PoptrieError, PoptrieOptions};
 use super::search::{self, Walk};
 use super::update::{relocated, subtree_size, Arena, ArenaFull, Space};
-use super::{Chunks, Kernel, Node, Poptrie, PoptrieError, PoptrieOptions, DIRECT_LEAF};
+use crate::engine::kernel::Kernel;
 use crate::intervals::{Intervals, NO_ROUTE};
 use crate::mem::LookupBuf;
 use std::collections::{BTreeMap, HashMap};
@@ -534,7 +536,7 @@ impl<A: Chunks> Writer<A> {
         iv: &Intervals<A>,
     ) -> Result<Result<(), ArenaFull>, PoptrieError> {
         assert!(slot < self.slots, "slot {slot} out of range");
-        super::payloads_fit(iv)?;
+        payloads_fit(iv)?;
         let entry = match build::build_slot::<A, Node>(iv, self.s, slot as u128, self.leafvec)? {
             SlotBuilt::Leaf(entry) => entry,
             SlotBuilt::Tree { nodes, leaves } => {
@@ -619,7 +621,7 @@ impl<A: Chunks> Writer<A> {
             nodes: LookupBuf::from_slice(nodes),
             leaves: LookupBuf::from_slice(leaves),
             s: self.s,
-            focus: build::Focus::default(),
+            focus: Focus::default(),
             kernel: self.kernel,
             leafvec: self.leafvec,
             _family: std::marker::PhantomData,

@@ -12,8 +12,8 @@
 
 use super::super::avx512::{count, load, upto};
 pub(super) use super::super::avx512::{LANES, MAX_GROUPS};
-use super::{FlatPoptrie, K, LEAF};
-use crate::engine::poptrie::Chunks;
+use super::layout::{FlatPoptrie, K, LEAF};
+use crate::engine::poptrie::layout::Chunks;
 use crate::mem::prefetch_input;
 use std::arch::x86_64::*;
 

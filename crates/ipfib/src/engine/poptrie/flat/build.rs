@@ -6,9 +6,10 @@
 //! interval is a leaf, and the rank cursor only moves forward, so the
 //! build is linear in slots plus intervals per level.
 
-use super::{Focus, K, LEAF};
-use crate::engine::poptrie::build::{advance, focus_prefix, single};
-use crate::engine::poptrie::{low_mask, Chunks, PoptrieError};
+use super::layout::{Focus, K, LEAF};
+use crate::engine::poptrie::build::{advance, focus_prefix, low_mask, single};
+use crate::engine::poptrie::layout::Chunks;
+use crate::engine::poptrie::options::PoptrieError;
 use crate::intervals::Intervals;
 
 /// Node entry blocks are named by 31 bits (`base - 1`, bit 63 clear).

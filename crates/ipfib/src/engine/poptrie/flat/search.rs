@@ -5,8 +5,9 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
-use super::{FlatPoptrie, K, LEAF};
-use crate::engine::poptrie::{Chunks, Kernel};
+use super::layout::{FlatPoptrie, K, LEAF};
+use crate::engine::kernel::Kernel;
+use crate::engine::poptrie::layout::Chunks;
 use crate::mem::prefetch_input;
 
 /// Bits `0..=v` (the slots up to and including `v`).

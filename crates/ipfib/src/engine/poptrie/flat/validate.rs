@@ -20,8 +20,9 @@
 //! and lies after its node's entry, which also bounds every descent; the
 //! check is one pass in array order.
 
-use super::{FlatPoptrie, K, LEAF};
-use crate::engine::poptrie::{Chunks, PoptrieOptions, MAX_PAYLOAD};
+use super::layout::{FlatPoptrie, K, LEAF};
+use crate::engine::poptrie::layout::{Chunks, MAX_PAYLOAD};
+use crate::engine::poptrie::options::{PoptrieOptions, KERNELS};
 use crate::intervals::NO_ROUTE;
 
 impl<A: Chunks> FlatPoptrie<A> {
@@ -56,7 +57,7 @@ impl<A: Chunks> FlatPoptrie<A> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn validate_below(&self, bound: u32) -> Result<(), String> {
-        if !crate::engine::poptrie::KERNELS.is_supported(self.kernel) {
+        if !KERNELS.is_supported(self.kernel) {
             return Err(format!("kernel {} is not supported here", self.kernel));
         }
         let (f, s) = (self.focus.bits, self.s);
