@@ -176,6 +176,9 @@ impl<T: Copy> LookupBuf<T> {
 /// other lanes work, a route's entry while others are fetched). Never
 /// faults, whatever the address; no effect on results. A reference
 /// coerces to the pointer.
+// Public for the RIB's lookups (ipfib-rib), one hint for the workspace;
+// not API.
+#[doc(hidden)]
 #[inline(always)]
 pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]

@@ -92,8 +92,19 @@ fn next_hop(c: &mut Cur<'_>, afi: u16) -> Result<Option<IpAddr>, WireError> {
     Ok(match n {
         0 => None,
         4 => Some(IpAddr::V4(Ipv4Addr::from(nh.array("next hop")?))),
-        // IPv6 global, or global + link-local (RFC 2545 §3): the global.
-        16 | 32 => Some(IpAddr::V6(Ipv6Addr::from(nh.array("next hop")?))),
+        16 => Some(IpAddr::V6(Ipv6Addr::from(nh.array("next hop")?))),
+        // Global + link-local (RFC 2545 §3): the global one, even when a
+        // sender put the link-local address first.
+        32 => {
+            let first = Ipv6Addr::from(nh.array("next hop")?);
+            let second = Ipv6Addr::from(nh.array("next hop")?);
+            let link_local = Ipv6Addr::is_unicast_link_local;
+            Some(IpAddr::V6(if link_local(&first) && !link_local(&second) {
+                second
+            } else {
+                first
+            }))
+        }
         // RFC 8950 / VPN forms with a route distinguisher: the address
         // after the 8-byte RD.
         12 => {
@@ -393,4 +404,17 @@ pub(super) fn attributes(
         seen,
         mp_unreach_empty,
     })
+}
+
+impl Update {
+    /// Merge a received AS4_PATH into AS_PATH (RFC 6793 §4.2.3).
+    /// [`decode_update`](super::decode_update) does it for 2-byte
+    /// sessions; MRT readers call it for 4-byte messages too, since a
+    /// collector stores in them what its 2-byte peers sent.
+    pub fn merge_as4_path(&mut self) {
+        if !self.as4_path.is_empty() {
+            self.as_path = merge_as4(&self.as_path, &self.as4_path);
+            self.as4_path.clear();
+        }
+    }
 }

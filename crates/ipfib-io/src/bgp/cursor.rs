@@ -61,6 +61,9 @@ impl WireError {
 
 /// A cursor over wire bytes that knows its offset: every read checks the
 /// length first and names what it was reading when bytes run out.
+// Shared with the RIB's BMP framing (`ipfib_rib::bmp`), which reads its
+// headers through it; not API.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
 pub struct Cur<'a> {
     pub buf: &'a [u8],

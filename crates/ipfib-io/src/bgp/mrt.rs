@@ -117,7 +117,8 @@ pub struct RibRecord {
 /// Read a TABLE_DUMP_V2 RIB record of unicast routes (RFC 6396 §4.3.2;
 /// RIB_GENERIC §4.3.3 with AFI 1 or 2 and SAFI 1; their ADD-PATH forms),
 /// its entries into `entries` (cleared first). `Ok(None)` for another
-/// subtype or a RIB_GENERIC of another family.
+/// subtype or a RIB_GENERIC of another family. Bytes after the declared
+/// entries are ignored.
 pub fn rib_record(
     subtype: u16,
     body: &[u8],
@@ -168,12 +169,8 @@ pub fn rib_record(
         };
         entries.push(entry().map_err(|e| in_part(format!("entry {i}"), e))?);
     }
-    if c.left() != 0 {
-        return Err(c.bad(format!(
-            "{} bytes after the {count} entries the record declares",
-            c.left()
-        )));
-    }
+    // Bytes after the declared entries (seen in the wild) are ignored:
+    // every entry the record declares is whole.
     Ok(Some(RibRecord { prefix, addpath }))
 }
 
@@ -207,10 +204,9 @@ pub fn table_dump(subtype: u16, body: &[u8]) -> Result<Option<TableDump<'_>>, Wi
     let peer_addr = ip(&mut c, v6, "peer address")?;
     let peer_asn = u32::from(c.u16("peer AS")?);
     let n = usize::from(c.u16("attribute length")?);
+    // Bytes after the attributes are ignored, as after a RIB record's
+    // entries.
     let attrs = c.take(n, "attributes")?;
-    if c.left() != 0 {
-        return Err(c.bad(format!("{} bytes after the attributes", c.left())));
-    }
     let prefix =
         AnyPrefix::from_ip(net, len, HostBits::Mask).map_err(|e| WireError::Malformed {
             at: net_at,

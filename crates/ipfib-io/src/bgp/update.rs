@@ -1,6 +1,6 @@
 //! UPDATE messages and MRT RIB entries decoded into [`Update`](super::Update).
 
-use super::attrs::{attributes, merge_as4, AttrScan, Form};
+use super::attrs::{attributes, AttrScan, Form};
 use super::cursor::{bgp_message, Cur, ErrorAction, WireError, UPDATE};
 use super::decoded::{Update, WireConfig};
 use super::nlri::nlri;
@@ -25,9 +25,7 @@ pub fn decode_rib_entry_attrs(
         ..WireConfig::default()
     };
     attributes(Cur::new(raw, 0), &cfg, Form::RibEntry, u)?;
-    if !u.as4_path.is_empty() {
-        u.as_path = merge_as4(&u.as_path, &u.as4_path);
-    }
+    u.merge_as4_path();
     Ok(())
 }
 
@@ -85,8 +83,8 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             );
         }
     }
-    if !cfg.four_octet && !u.as4_path.is_empty() {
-        u.as_path = merge_as4(&u.as_path, &u.as4_path);
+    if !cfg.four_octet {
+        u.merge_as4_path();
     }
     if u.treat_as_withdraw {
         let Update {

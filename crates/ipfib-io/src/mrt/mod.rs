@@ -12,9 +12,12 @@
 //! Records and their BGP content go through [`crate::bgp`], the decoder
 //! the RIB's BMP sessions and MRT loader use: one decoder, one set of
 //! RFC 7606 error classes. A RIB entry whose attributes cannot be
-//! located, or that RFC 7606 treats as withdrawn, is left out of the
-//! table and counted ([`MrtStats::entries_skipped`]); the rest of its
-//! record is kept.
+//! located, or whose value comes from an attribute RFC 7606 would treat
+//! as withdrawn, is left out of the table, counted
+//! ([`MrtStats::entries_skipped`]) and reported like a bad record (its
+//! error kept with the record's offset; strict mode stops there); the rest
+//! of its record is kept. Errors in attributes the value policy does not
+//! read leave the route in.
 //!
 //! Damage: a record whose framing is fine but whose body does not parse is
 //! skipped and counted ([`Report::bad`], its error kept with its offset);
@@ -57,6 +60,7 @@ pub(crate) fn load(
     let mut scratch = Vec::new();
     let mut events = Vec::new();
     let mut entries = Vec::new();
+    let mut entry_errors: Vec<String> = Vec::new();
     let mut u = bgp::Update::default();
     let mut framer = Framer::new(reader);
     while let Some(frame) = framer.next_frame() {
@@ -77,6 +81,7 @@ pub(crate) fn load(
         let record = report.records;
         // The decoding runs inside `guarded`, and every read of what it
         // returned (`route`, `updates::events`).
+        entry_errors.clear();
         let applied = body::guarded(|| match body::parse(&frame, &mut entries)? {
             Body::Unsupported => {
                 report.unsupported((frame.entry_type, frame.subtype));
@@ -89,7 +94,7 @@ pub(crate) fn load(
             }
             Body::Rib { prefix, entries } => {
                 scratch.clear();
-                for e in entries {
+                for (i, e) in entries.iter().enumerate() {
                     let attrs = frame.body.get(e.attrs.clone()).unwrap_or_default();
                     let peer = u32::from(e.peer_index);
                     let family = prefix.family();
@@ -102,8 +107,11 @@ pub(crate) fn load(
                         true,
                         family,
                     ) {
-                        Some(r) => scratch.push(r),
-                        None => rib.stats.entries_skipped += 1,
+                        Ok(r) => scratch.push(r),
+                        Err(why) => entry_errors.push(format!(
+                            "entry {i} (peer index {}, body byte {}): {why}",
+                            e.peer_index, e.at
+                        )),
                     }
                 }
                 rib.builder.add_rib(prefix, record, &scratch);
@@ -116,8 +124,8 @@ pub(crate) fn load(
                 });
                 let family = t.prefix.family();
                 match route(&mut rib.builder, &mut u, peer, 0, t.attrs, false, family) {
-                    Some(r) => rib.builder.announce(t.prefix, record, r),
-                    None => rib.stats.entries_skipped += 1,
+                    Ok(r) => rib.builder.announce(t.prefix, record, r),
+                    Err(why) => entry_errors.push(why),
                 }
                 Ok(())
             }
@@ -130,7 +138,17 @@ pub(crate) fn load(
                 Ok(())
             }
         });
-        if let Err(reason) = applied {
+        // A record read whole, some of whose entries were left out: each
+        // such entry is reported like a bad record (counted, its error
+        // kept; strict mode stops at it).
+        let failed = applied
+            .err()
+            .into_iter()
+            .chain(entry_errors.drain(..).map(|why| {
+                rib.stats.entries_skipped += 1;
+                RecordError::Bad(why)
+            }));
+        for reason in failed {
             let e = bad_record(path, record, &frame, reason);
             if strict {
                 return Err(e);
@@ -257,9 +275,13 @@ impl Replayer {
     }
 }
 
-/// A RIB entry's route, reading only what the policy needs; `None` when
-/// its attributes cannot be located or RFC 7606 treats it as withdrawn.
-/// `four_octet`: AS numbers of 4 bytes (TABLE_DUMP_V2) or 2 (TABLE_DUMP).
+/// A RIB entry's route, reading only what the policy needs. `Err` (why)
+/// when its attributes cannot be located, or when an attribute the value
+/// comes from is malformed in a way RFC 7606 answers with
+/// "treat-as-withdraw" (AS_PATH for origins, NEXT_HOP and MP_REACH_NLRI
+/// for the selected peer's next hop); errors in attributes the policy does
+/// not read leave the route in. `four_octet`: AS numbers of 4 bytes
+/// (TABLE_DUMP_V2) or 2 (TABLE_DUMP).
 fn route(
     builder: &mut RibBuilder,
     u: &mut bgp::Update,
@@ -268,10 +290,23 @@ fn route(
     attrs: &[u8],
     four_octet: bool,
     family: u8,
-) -> Option<PeerRoute> {
-    bgp::decode_rib_entry_attrs(attrs, four_octet, u).ok()?;
-    if u.treat_as_withdraw {
-        return None;
+) -> Result<PeerRoute, String> {
+    bgp::decode_rib_entry_attrs(attrs, four_octet, u)
+        .map_err(|e| format!("attributes: {}", e.brief()))?;
+    let selected = builder.is_selected(peer);
+    let read: &[u8] = if builder.wants_origin() {
+        &[2]
+    } else if selected {
+        &[3, 14]
+    } else {
+        &[]
+    };
+    let fatal = u
+        .errors
+        .iter()
+        .find(|e| e.action == bgp::ErrorAction::TreatAsWithdraw && read.contains(&e.code));
+    if let Some(e) = fatal {
+        return Err(format!("attributes: {} (attribute byte {})", e.what, e.at));
     }
     let origin = if builder.wants_origin() {
         let peer_asn = builder.peer_asn(peer);
@@ -281,14 +316,14 @@ fn route(
     };
     // IPv6 routes carry their next hop in MP_REACH_NLRI, IPv4 routes in
     // NEXT_HOP (RFC 8950 routes in MP_REACH).
-    let next_hop = if !builder.is_selected(peer) {
+    let next_hop = if !selected {
         None
     } else if family == 6 {
         u.next_hop_mp.or(u.next_hop_v4)
     } else {
         u.next_hop_v4.or(u.next_hop_mp)
     };
-    Some(PeerRoute {
+    Ok(PeerRoute {
         peer,
         path_id,
         origin,
@@ -397,7 +432,6 @@ impl<R: BufRead> MrtEvents<R> {
             };
             self.report.records += 1;
             self.buf.clear();
-            // Update streams carry no RIB entries to cut.
             let (buf, report) = (&mut self.buf, &mut self.report);
             let (entries, u) = (&mut self.entries, &mut self.update);
             let result = body::guarded(|| match body::parse(&frame, entries)? {

@@ -52,24 +52,55 @@ pub(crate) fn events(
     if kind != bgp::UPDATE {
         return Ok(());
     }
-    // Some writers (BIRD's older MRT dumps) put path identifiers in the
-    // NLRI of plain BGP4MP_MESSAGE records instead of using the _ADDPATH
-    // subtypes (RFC 8050 §3). A message that does not decode without path
-    // identifiers but does with them is read with them; any other failure
-    // is reported as the plain decoding found it.
-    let mut config = config;
-    if let Err(e) = bgp::decode_update(message, &config, u) {
-        let addpath = bgp::WireConfig {
-            addpath_v4: true,
-            addpath_v6: true,
-            addpath_more: 0x3f,
-            ..config
-        };
-        if addpath == config || bgp::decode_update(message, &addpath, u).is_err() {
-            return Err(e.to_string());
+    // Some writers (BIRD's older dumps among them) put path identifiers
+    // in the NLRI of plain BGP4MP_MESSAGE records instead of using the
+    // _ADDPATH subtypes (RFC 8050 §3). A message is read with path
+    // identifiers when its reading with them holds no /0 and its plain
+    // reading fails or holds a /0 (a path identifier's leading zero byte
+    // read as a prefix length: the rule other MRT readers use). A message
+    // that fails plain and reads with a /0 is malformed either way.
+    let addpath = bgp::WireConfig {
+        addpath_v4: true,
+        addpath_v6: true,
+        addpath_more: 0x3f,
+        ..config
+    };
+    let has_default = |u: &bgp::Update| {
+        u.announced
+            .iter()
+            .chain(&u.withdrawn)
+            .any(|(p, _)| p.len() == 0)
+    };
+    let plain = bgp::decode_update(message, &config, u);
+    let config = if addpath == config {
+        plain.map_err(|e| e.to_string())?;
+        config
+    } else {
+        match plain {
+            Err(e) => {
+                let fits = bgp::decode_update(message, &addpath, u).is_ok() && !has_default(u);
+                if !fits {
+                    return Err(e.to_string());
+                }
+                addpath
+            }
+            Ok(()) if has_default(u) => {
+                let mut with_ids = bgp::Update::default();
+                let fits = bgp::decode_update(message, &addpath, &mut with_ids).is_ok()
+                    && !has_default(&with_ids);
+                if fits {
+                    *u = with_ids;
+                    addpath
+                } else {
+                    config
+                }
+            }
+            Ok(()) => config,
         }
-        config = addpath;
-    }
+    };
+    // A 4-byte message may still carry what a 2-byte peer sent: AS_PATH
+    // with AS_TRANS and the real path in AS4_PATH (RFC 6793 §4.2.3).
+    u.merge_as4_path();
     let peer = PeerId {
         addr: Some(peer_addr),
         asn: Some(peer_asn),

@@ -18,9 +18,14 @@ use crate::attrs::{AttrSet, AttrsRef};
 use crate::peers::{PeerInfo, PeerKey, RibKind};
 use crate::rib::{Rib, RibError};
 
-/// Distinct raw attribute sets remembered during a load (about 150 bytes
-/// each); past it the memory starts afresh.
+/// Distinct raw attribute sets remembered during a load; past either
+/// bound the memory starts afresh. Real sets are about 150 bytes, but a
+/// file says how long its own are (up to 64 KiB each): the byte bound
+/// keeps a hostile file from holding gigabytes here.
 const ATTR_CACHE: usize = 1 << 16;
+const ATTR_CACHE_BYTES: usize = 32 << 20;
+/// Longer attribute byte strings are decoded each time, not remembered.
+const ATTR_CACHE_MAX_KEY: usize = 4096;
 
 /// Load the MRT RIB dump at `path` (plain, gzip, bzip2 or zstd) into `rib`.
 ///
@@ -114,6 +119,8 @@ pub(super) struct Loader<'r> {
     legacy_peers: HashMap<(IpAddr, u32), Arc<PeerInfo>>,
     /// Raw attribute bytes (after one byte of context: family) -> set.
     attr_cache: HashMap<Box<[u8]>, Arc<AttrSet>>,
+    /// Key bytes held by `attr_cache`.
+    attr_cache_bytes: usize,
     key: Vec<u8>,
     pub(super) update: Update,
     prefixes: HashSet<AnyPrefix>,
@@ -131,6 +138,7 @@ impl<'r> Loader<'r> {
             views: HashMap::new(),
             legacy_peers: HashMap::new(),
             attr_cache: HashMap::new(),
+            attr_cache_bytes: 0,
             key: Vec::new(),
             update: Update::default(),
             prefixes: HashSet::new(),
@@ -291,9 +299,14 @@ impl<'r> Loader<'r> {
         self.decode(raw, true)?;
         self.report.attr_decodes += 1;
         let set = self.rib.intern(&AttrsRef::from(&self.update));
-        if self.attr_cache.len() >= ATTR_CACHE {
-            self.attr_cache.clear();
+        if self.key.len() > ATTR_CACHE_MAX_KEY {
+            return Ok(set);
         }
+        if self.attr_cache.len() >= ATTR_CACHE || self.attr_cache_bytes >= ATTR_CACHE_BYTES {
+            self.attr_cache.clear();
+            self.attr_cache_bytes = 0;
+        }
+        self.attr_cache_bytes += self.key.len();
         self.attr_cache
             .insert(self.key.as_slice().into(), Arc::clone(&set));
         Ok(set)
