@@ -211,11 +211,28 @@ pub fn run(args: Args) -> CmdResult {
 fn print_event(e: Event<'_>) {
     match e {
         Event::MrtLoaded { path, report: r } => {
-            let damage = r
-                .damage
-                .as_ref()
-                .map(|d| format!("; truncated at byte {}, loaded what precedes it", d.offset))
-                .unwrap_or_default();
+            let mut damage = String::new();
+            if r.routes_dropped > 0 {
+                damage += &format!(
+                    "; {} routes dropped by the per-prefix or per-peer bounds",
+                    r.routes_dropped
+                );
+            }
+            if r.superseded_peers > 0 {
+                damage += &format!(
+                    "; {} peers of earlier dumps of the same view went down",
+                    r.superseded_peers
+                );
+            }
+            if r.bad_records + r.bad_entries > 0 {
+                damage += &format!(
+                    "; {} records and {} entries skipped",
+                    r.bad_records, r.bad_entries
+                );
+            }
+            if let Some(d) = &r.damage {
+                damage += &format!("; truncated at byte {}, loaded what precedes it", d.offset);
+            }
             eprintln!(
                 "ipfib collect: {}: {} routes of {} peers, {} IPv4 + {} IPv6 prefixes in {:.2} s{damage}",
                 path.display(),
