@@ -39,6 +39,9 @@ pub struct Report {
     /// (BGP4MP_ENTRY, OSPF, ...), per `(type, subtype)`, in order of first
     /// appearance. Not damage, but not silently dropped either.
     pub unsupported: Vec<((u16, u16), u64)>,
+    /// Where each pair is in `unsupported`: a file of many distinct pairs
+    /// must not cost a scan of the list per record.
+    unsupported_at: std::collections::HashMap<(u16, u16), usize>,
     /// Where reading stopped early, if it did.
     pub damage: Option<Damage>,
     /// Decompressed bytes read (up to the damage, if any).
@@ -68,7 +71,11 @@ impl Report {
     }
 
     pub(crate) fn unsupported(&mut self, key: (u16, u16)) {
-        match self.unsupported.iter_mut().find(|(k, _)| *k == key) {
+        let at = *self
+            .unsupported_at
+            .entry(key)
+            .or_insert(self.unsupported.len());
+        match self.unsupported.get_mut(at) {
             Some((_, n)) => *n += 1,
             None => self.unsupported.push((key, 1)),
         }

@@ -4,73 +4,16 @@
 //! ` PREFIX VALUE\n`, so an answer is two copies: the address as written,
 //! then its route's tail.
 
-use ipfib::engine::{Engine, NO_ROUTE};
-use ipfib::image::ImageTable;
+use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::{AnyPrefix, Prefix};
-use ipfib::table::{CompiledTable, Table};
+use ipfib::table::Table;
 use std::io::Write as _;
 
 /// Addresses in flight per engine batch (`lookup_batch::<M>`).
-const LANES: usize = 32;
-
-/// A table answering batches with route ordinals (`NO_ROUTE` on a miss).
-pub trait Answer {
-    fn batch_v4(&self, addrs: &[u32], ordinals: &mut [u32]);
-    fn batch_v6(&self, addrs: &[u128], ordinals: &mut [u32]);
-    /// The route behind an ordinal of `batch_v4`; `None` for `NO_ROUTE`.
-    fn route_v4(&self, ordinal: u32) -> Option<(Prefix<u32>, &str)>;
-    fn route_v6(&self, ordinal: u32) -> Option<(Prefix<u128>, &str)>;
-    /// Ordinals are below these.
-    fn routes_v4(&self) -> usize;
-    fn routes_v6(&self) -> usize;
-}
-
-impl<E4: Engine<u32>, E6: Engine<u128>> Answer for CompiledTable<String, E4, E6> {
-    #[inline]
-    fn batch_v4(&self, addrs: &[u32], ordinals: &mut [u32]) {
-        self.v4.lookup_batch::<LANES>(addrs, ordinals)
-    }
-    #[inline]
-    fn batch_v6(&self, addrs: &[u128], ordinals: &mut [u32]) {
-        self.v6.lookup_batch::<LANES>(addrs, ordinals)
-    }
-    fn route_v4(&self, ordinal: u32) -> Option<(Prefix<u32>, &str)> {
-        self.v4.route(ordinal).map(|(p, v)| (p, v.as_str()))
-    }
-    fn route_v6(&self, ordinal: u32) -> Option<(Prefix<u128>, &str)> {
-        self.v6.route(ordinal).map(|(p, v)| (p, v.as_str()))
-    }
-    fn routes_v4(&self) -> usize {
-        self.v4.len()
-    }
-    fn routes_v6(&self) -> usize {
-        self.v6.len()
-    }
-}
-
-/// A compiled table file, answering from its mapping.
-impl Answer for ImageTable {
-    #[inline]
-    fn batch_v4(&self, addrs: &[u32], ordinals: &mut [u32]) {
-        self.v4.lookup_batch::<LANES>(addrs, ordinals)
-    }
-    #[inline]
-    fn batch_v6(&self, addrs: &[u128], ordinals: &mut [u32]) {
-        self.v6.lookup_batch::<LANES>(addrs, ordinals)
-    }
-    fn route_v4(&self, ordinal: u32) -> Option<(Prefix<u32>, &str)> {
-        self.v4.route(ordinal)
-    }
-    fn route_v6(&self, ordinal: u32) -> Option<(Prefix<u128>, &str)> {
-        self.v6.route(ordinal)
-    }
-    fn routes_v4(&self) -> usize {
-        self.v4.len()
-    }
-    fn routes_v6(&self) -> usize {
-        self.v6.len()
-    }
-}
+/// The two compiled table types answered the same way: batch lookups to
+/// route ordinals, and each ordinal's prefix and value (the trait the
+/// classifier uses, under the name this module gives it).
+pub use ipfib_classify::Networks as Answer;
 
 /// The route table itself (`--engine radix`), one lookup at a time; the
 /// ordinal of a route is its place in the sorted prefix list.

@@ -86,6 +86,8 @@ pub struct LoadReport {
     /// multicast, non-unicast RIB_GENERIC, GEO_PEER_TABLE), by (type,
     /// subtype).
     pub unsupported: Vec<((u16, u16), u64)>,
+    /// Where each pair is in `unsupported` (no scan of the list per record).
+    unsupported_at: std::collections::HashMap<(u16, u16), usize>,
     /// Records skipped whole, and single entries skipped.
     pub bad_records: u64,
     pub bad_entries: u64,
@@ -109,7 +111,11 @@ impl LoadReport {
     }
 
     pub(super) fn unsupported(&mut self, key: (u16, u16)) {
-        match self.unsupported.iter_mut().find(|(k, _)| *k == key) {
+        let at = *self
+            .unsupported_at
+            .entry(key)
+            .or_insert(self.unsupported.len());
+        match self.unsupported.get_mut(at) {
             Some((_, n)) => *n += 1,
             None => self.unsupported.push((key, 1)),
         }
