@@ -27,6 +27,7 @@ mod info;
 mod load;
 mod lookup;
 mod replay;
+mod udf;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -68,6 +69,9 @@ enum Command {
     /// packets, bytes and rates per direction, hostgroup, network and host,
     /// top remote sources, alerts on thresholds.
     Classify(classify::Args),
+    /// Answer a ClickHouse executable UDF (`executable_pool`, RowBinary)
+    /// from a compiled table file, reopened when it is replaced.
+    Udf(udf::Args),
 }
 
 /// How a command ended.
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => compile::run(a),
         Command::Classify(a) => classify::run(a),
         Command::Engines(a) => engines::run(a),
+        Command::Udf(a) => udf::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
