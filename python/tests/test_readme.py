@@ -38,7 +38,7 @@ MARK = "# Not run by the README test"
 SHELL = ("sh", "bash", "shell", "console")
 # Fences of other languages, read and not run (Rust blocks show APIs the
 # crates' doc tests cover).
-OTHER = ("rust", "c", "toml", "text", "json")
+OTHER = ("rust", "c", "toml", "text", "json", "xml")
 EXPECTED_FAILURE = '|| echo "exit $?"'
 
 

@@ -58,7 +58,7 @@ pub fn router(ctx: Arc<Ctx>) -> Router {
         .route("/", get(page))
         .route("/page.js", get(page_js))
         .route("/page.css", get(page_css))
-        .route("/api/v1/lookup", get(lookup))
+        .route("/api/v1/lookup", get(lookup).post(super::bulk::lookup_many))
         .route("/api/v1/routes", get(routes))
         .route("/api/v1/peers", get(peers))
         .route("/metrics", get(metrics))
@@ -70,7 +70,7 @@ pub fn router(ctx: Arc<Ctx>) -> Router {
         .with_state(ctx)
 }
 
-fn bad(msg: String) -> Response {
+pub(crate) fn bad(msg: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({ "error": msg }))).into_response()
 }
 
@@ -242,7 +242,7 @@ async fn page_css() -> Response {
 }
 
 /// `peer=ID` (a peer id) or `peer=ADDR` (every peer with that address).
-fn peer_filter(v: &str) -> Result<PeerFilter, String> {
+pub(crate) fn peer_filter(v: &str) -> Result<PeerFilter, String> {
     if let Ok(id) = v.parse::<u32>() {
         return Ok(PeerFilter::Id(id));
     }
@@ -253,7 +253,7 @@ fn peer_filter(v: &str) -> Result<PeerFilter, String> {
 
 /// `instance=` (a route distinguisher, `all`; default the global
 /// instance) and `rib=` (a comma list of RIB kinds) into `query`.
-fn scope(q: &HashMap<String, String>, query: &mut Query) -> Result<(), String> {
+pub(crate) fn scope(q: &HashMap<String, String>, query: &mut Query) -> Result<(), String> {
     if let Some(i) = q.get("instance") {
         query.instance = Instance::parse(i)?;
     }
@@ -597,10 +597,10 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 /// The dump's output: each write (the dump buffers 64 KiB) goes to the
 /// response body through a small channel; a client that does not take it
 /// within `stall`, or went away, fails the write and so ends the dump.
-struct ChannelWriter {
-    tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
-    rt: tokio::runtime::Handle,
-    stall: Duration,
+pub(crate) struct ChannelWriter {
+    pub tx: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
+    pub rt: tokio::runtime::Handle,
+    pub stall: Duration,
 }
 
 impl std::io::Write for ChannelWriter {

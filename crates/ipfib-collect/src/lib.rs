@@ -21,6 +21,7 @@
 //! accepting, sessions end, the HTTP server finishes in-flight requests,
 //! and [`run`] returns within a bounded time.
 
+mod bulk;
 mod http;
 mod ingest;
 mod json;
@@ -129,6 +130,8 @@ pub(crate) struct Ctx {
     pub rib: Arc<Rib>,
     /// `/api/v1/dump.mrt` builds one dump at a time.
     pub dump_lock: Arc<tokio::sync::Semaphore>,
+    /// `POST /api/v1/lookup` answers `bulk::CONCURRENT` requests at once.
+    pub bulk_lock: Arc<tokio::sync::Semaphore>,
     pub metrics: metrics::Metrics,
     pub sessions: ingest::Registry,
     pub opts: Opts,
@@ -222,6 +225,7 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
         let ctx = Arc::new(Ctx {
             rib,
             dump_lock: Arc::new(tokio::sync::Semaphore::new(1)),
+            bulk_lock: Arc::new(tokio::sync::Semaphore::new(bulk::CONCURRENT)),
             metrics: metrics::Metrics::default(),
             sessions: ingest::Registry::default(),
             opts,

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub http_refused: AtomicU64,
     /// HTTP requests refused: bad or missing token, Host not allowed.
     pub http_denied: AtomicU64,
+    /// Addresses looked up by `POST /api/v1/lookup`.
+    pub bulk_addresses: AtomicU64,
 }
 
 /// RFC 7606 actions, as the `action` label of
@@ -188,6 +190,13 @@ impl Metrics {
             "HTTP requests refused: missing or wrong token, Host not allowed.",
             "counter",
             get(&self.http_denied),
+        );
+        one(
+            &mut o,
+            "ipfib_http_bulk_addresses_total",
+            "Addresses looked up by POST /api/v1/lookup.",
+            "counter",
+            get(&self.bulk_addresses),
         );
         counter(
             &mut o,
