@@ -109,6 +109,9 @@ pub struct Update {
     pub(super) as4_path: Vec<u32>,
 }
 
+/// Attribute errors an [`Update`] keeps for the logs.
+pub const MAX_ERRORS: usize = 16;
+
 impl Update {
     pub(super) fn clear(&mut self) {
         self.announced.clear();
@@ -144,16 +147,25 @@ impl Update {
 
     pub(super) fn error(&mut self, action: ErrorAction, code: u8, at: usize, what: String) {
         // Bounded: one entry per attribute at most, and a message holds
-        // at most 65,535 bytes; keep the first few for the logs.
-        if self.errors.len() < 16 {
-            self.errors.push(AttrError {
-                action,
-                code,
-                at,
-                what,
-            });
+        // at most 65,535 bytes; keep the first few for the logs. The first
+        // treat-as-withdraw is always kept (in the last place when the
+        // list is full of discards), so routes are never withdrawn without
+        // the reason.
+        let e = AttrError {
+            action,
+            code,
+            at,
+            what,
+        };
+        let withdraw = action == ErrorAction::TreatAsWithdraw;
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(e);
+        } else if withdraw && !self.treat_as_withdraw {
+            if let Some(last) = self.errors.last_mut() {
+                *last = e;
+            }
         }
-        if action == ErrorAction::TreatAsWithdraw {
+        if withdraw {
             self.treat_as_withdraw = true;
         }
     }

@@ -38,7 +38,7 @@ mod path;
 mod update;
 
 pub use cursor::{bgp_message, AttrError, Cur, ErrorAction, WireError, OPEN, UPDATE};
-pub use decoded::{family_bit, Update, WireConfig};
+pub use decoded::{family_bit, Update, WireConfig, MAX_ERRORS};
 pub use open::{addpath_negotiated, addpath_negotiated_safi, decode_open, OpenCaps};
 pub use path::{
     AsPath, Origin, Segment, Segments, AS_CONFED_SEQUENCE, AS_CONFED_SET, AS_SEQUENCE, AS_SET,

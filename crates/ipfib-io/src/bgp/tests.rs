@@ -456,3 +456,43 @@ fn vpn_and_labeled_nlri() {
     ];
     assert!(decode(&upd(&[(0x80, 14, mp)], &[])).0.is_err());
 }
+
+/// An UPDATE whose attribute errors fill the kept list before the one that
+/// withdraws its routes still says why they are withdrawn (found by the
+/// `bgp` fuzz target: 17 repeated empty attributes, then a header cut by
+/// the end of the attributes).
+#[test]
+fn withdrawal_reason_kept_past_the_error_cap() {
+    let m = bgp(
+        UPDATE,
+        &[
+            &[0u8, 0, 0, 0x34][..],
+            &[0u8; 17 * 3],
+            &[0],     // a lone attribute byte: the header runs past the end
+            &[0][..], // NLRI: 0.0.0.0/0
+        ]
+        .concat(),
+    );
+    let mut u = Update::default();
+    decode_update(&m, &WireConfig::default(), &mut u).unwrap();
+    assert!(u.treat_as_withdraw);
+    assert!(u.errors.len() <= MAX_ERRORS);
+    assert!(
+        u.errors
+            .iter()
+            .any(|e| e.action == ErrorAction::TreatAsWithdraw),
+        "{:?}",
+        u.errors
+    );
+    // With fewer discards, the same reason in its own place.
+    let m = bgp(
+        UPDATE,
+        &[&[0u8, 0, 0, 0x07][..], &[0u8; 6], &[0], &[0][..]].concat(),
+    );
+    decode_update(&m, &WireConfig::default(), &mut u).unwrap();
+    assert!(u.treat_as_withdraw);
+    assert_eq!(
+        u.errors.last().map(|e| e.action),
+        Some(ErrorAction::TreatAsWithdraw)
+    );
+}
