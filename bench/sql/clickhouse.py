@@ -145,7 +145,7 @@ def main() -> None:
         path = work / f"{name}.parquet"
         pq.write_table(pa.table({"ip": pa.array(trace, pa.uint32())}), path)
         s.query("DROP TABLE IF EXISTS a")
-        s.query(f"CREATE TABLE a ENGINE = Memory AS SELECT toIPv4(ip) AS ip FROM file('{path}')")
+        s.query(f"CREATE TABLE a ENGINE = Memory AS SELECT toIPv4(assumeNotNull(ip)) AS ip FROM file('{path}')")
         diff = (
             s.query(
                 "SELECT countIf(ifNull(ipfib_asn(ip), '') != dictGet('rt', 'asn', tuple(ip))), "

@@ -16,9 +16,12 @@ DuckDB hands each batch of rows to ``Table.lookup_many`` as an Arrow array,
 which answers it without the GIL, one engine batch at a time.
 
 The result type is ``BIGINT`` when every value of the table is an integer
-(origin ASNs) and ``VARCHAR`` otherwise. A miss, a NULL, an empty string and
-text that is not an address are all NULL (``errors="coerce"``): a query
-over a million flows does not fail on one malformed row.
+(origin ASNs) and ``VARCHAR`` otherwise (an int among text values answers
+as its decimal text). It is fixed when the function is registered: a live
+table that gains a value that is not an int later answers NULL for it.
+A miss, a NULL, an empty string and text that is not an address are all
+NULL (``errors="coerce"``): a query over a million flows does not fail on
+one malformed row.
 """
 
 from __future__ import annotations
@@ -39,18 +42,32 @@ def _answers(table: Table, integer: bool, column: Any) -> Any:
         nulls = column.is_null().to_numpy(zero_copy_only=False)
         column = column.fill_null(0)
     if integer:
-        found = table.lookup_many(column, masked=True, errors="coerce", dtype="int64")
-        mask = np.ma.getmaskarray(found)
-        if nulls is not None:
-            mask = mask | nulls
-        return pa.array(found.data, type=pa.int64(), mask=mask)
+        try:
+            found = table.lookup_many(column, masked=True, errors="coerce", dtype="int64")
+        except (TypeError, ValueError):
+            # A live table changed since `register` and holds a value that
+            # is not an int64 now: that value answers NULL, the ints stay.
+            found = None
+        if found is not None:
+            mask = np.ma.getmaskarray(found)
+            if nulls is not None:
+                mask = mask | nulls
+            return pa.array(found.data, type=pa.int64(), mask=mask)
     found = table.lookup_many(column, masked=True, errors="coerce", dtype=object)
     # (`filled(None)` would fill with numpy's default for objects, "?".)
     values = np.array(found.data, dtype=object)
     values[np.ma.getmaskarray(found)] = None
     if nulls is not None:
         values[nulls] = None
-    return pa.array(values, type=pa.string())
+    if integer:
+        ints = [
+            v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
+            for v in values
+        ]
+        return pa.array(ints, type=pa.int64())
+    # Text: a table mixing ints and text (a pfx2as origin `4_5` beside
+    # `15169`) answers every value as text.
+    return pa.array([v if v is None or isinstance(v, str) else str(v) for v in values], pa.string())
 
 
 def register(

@@ -118,6 +118,15 @@ def test_bulk_narrowing_per_address_and_per_request(c: Collector) -> None:
     assert lines(data) == [single(c, a, peer=str(ids[1])) for a in addrs]
 
 
+def test_byte_order_mark_and_whitespace(c: Collector) -> None:
+    status, data = post(c, b'\xef\xbb\xbf ["1.1.1.1", " 1.1.1.1"]')
+    assert status == 200
+    got = lines(data)
+    assert got[0] == single(c, "1.1.1.1")
+    # Addresses are parsed as GET parses them: no surrounding whitespace.
+    assert got[1] == {"ip": " 1.1.1.1", "error": "bad address"}
+
+
 def test_bad_elements_are_answered_in_place(c: Collector) -> None:
     body = json.dumps(
         ["1.1.1.1", "not an address", 5, None, {"ip": "1.1.1.1", "peer": "x"}, {"peer": 1}]
@@ -140,6 +149,7 @@ def test_bad_elements_are_answered_in_place(c: Collector) -> None:
         (b'["1.1.1.1", ', "", "not a JSON array"),
         (b'["1.1.1.1"] x', "", "byte 12"),
         (b"[1.1.1.1]", "", "not a JSON array"),
+        (b'  {"ip": "1.1.1.1"}', "", "not an array"),
         (b"1.1.1.1", "?rib=nope", "nope"),
         (b"1.1.1.1", "?peer=x", "neither a peer id nor an address"),
         (b"1.1.1.1", "?nexthop=x", "not an address"),

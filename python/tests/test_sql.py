@@ -16,6 +16,7 @@ import ipaddress
 import os
 import random
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,9 +206,9 @@ def udf_pids(marker: str) -> set[int]:
 
 
 def test_clickhouse_table_swapped_by_rename(clickhouse: Any, work: Path) -> None:
-    """The live file replaced by rename: the pool's processes (the same
-    PIDs) answer from the new table; queries running across the swap get
-    every row from one whole table, old or new."""
+    """The live file replaced by rename, once during a query of 500K
+    rows: every row of it is answered from one whole table, old or new;
+    later queries from the new one, by the same processes (PIDs)."""
     live = work / "live.ipfib"
     a_table, b_table = work / "asn.ipfib", work / "b.ipfib"
     # The new table: every route's value changed.
@@ -230,13 +231,25 @@ def test_clickhouse_table_swapped_by_rename(clickhouse: Any, work: Path) -> None
     assert values() == [as_value(want_a[a]) for a in addrs]
     before = udf_pids(str(live))
     assert before, "no ipfib udf process found"
-    swapped = False
-    for i in range(12):
-        if i == 3:
-            tmp = work / "live.tmp"
-            tmp.write_bytes(b_table.read_bytes())
-            tmp.rename(live)
-            swapped = True
+
+    def swap() -> None:
+        tmp = work / "live.tmp"
+        tmp.write_bytes(b_table.read_bytes())
+        tmp.rename(live)
+
+    timer = threading.Timer(0.3, swap)
+    timer.start()
+    big = ch_rows(
+        clickhouse,
+        f"SELECT ip, ipfib_value(ip) FROM file('{f}', 'TSV', 'ip String') "
+        "ARRAY JOIN range(100) AS k",
+    )
+    timer.join()
+    assert len(big) == 100 * len(addrs)
+    for a, v in big:
+        assert v in (as_value(want_a[a]), as_value(want_b[a])), a
+    swapped = True
+    for _ in range(12):
         got = values()
         for g, a in zip(got, addrs):
             assert g in (as_value(want_a[a]), as_value(want_b[a])), a
@@ -289,6 +302,18 @@ def test_duckdb_register_equals_lookup_many(work: Path) -> None:
         assert got_b == [None if p is None else g for p, g in zip(packed, got)]
         got_n = [r[0] for r in con.sql("SELECT asn_ipv4(n) FROM packed").fetchall()]
         assert got_n == [None if n is None else g for n, g in zip(v4, got)]
+        # A table mixing ints and text answers VARCHAR, ints as text.
+        m = ipfib.Table.from_prefixes([("10.0.0.0/8", 15169), ("11.0.0.0/8", "4_5")])
+        ipfib.duckdb.register(con, "mixed", m, packed=False)
+        got_m = con.sql("SELECT mixed('10.1.1.1'), mixed('11.1.1.1'), mixed('12.0.0.1')").fetchall()
+        assert got_m == [("15169", "4_5", None)]
+        # A live table of ints that later gains a text value: that one is
+        # NULL, the ints still answer.
+        live = ipfib.Table.from_prefixes([("10.0.0.0/8", 15169)])
+        ipfib.duckdb.register(con, "live", live, packed=False)
+        live["11.0.0.0/8"] = "x"
+        got_l = con.sql("SELECT live('10.1.1.1'), live('11.1.1.1')").fetchall()
+        assert got_l == [(15169, None)]
         # A table of text values answers VARCHAR.
         s = ipfib.Table.from_prefixes([("10.0.0.0/8", "ten"), ("2001:db8::/32", "doc")])
         ipfib.duckdb.register(con, "net", s, packed=False)

@@ -25,7 +25,9 @@
 //!   checked; a file replaced by rename (what `ipfib compile` does) is
 //!   opened whole, checked, and answers every later row. Every answer comes
 //!   from one whole table. A replacement that fails to open is reported on
-//!   stderr and the table already open keeps answering.
+//!   stderr and the table already open keeps answering (until the file
+//!   changes again). A file rewritten in place while mapped is what must
+//!   not be done (the mapping would change under the answers).
 
 use crate::{CmdResult, Outcome};
 use ipfib::engine::NO_ROUTE;
@@ -177,10 +179,9 @@ pub fn run(args: Args) -> CmdResult {
         answer: parse_answer(&args.answer)?,
         chunk_header: args.chunk_header,
     };
-    if !(args.reload_check.is_finite() && args.reload_check >= 0.0) {
-        return Err("--reload-check: a number of seconds, 0 or more".into());
-    }
-    let source = FileSource::open(&args.table, Duration::from_secs_f64(args.reload_check))?;
+    let every = Duration::try_from_secs_f64(args.reload_check)
+        .map_err(|_| "--reload-check: a number of seconds, 0 or more")?;
+    let source = FileSource::open(&args.table, every)?;
     let stdin = io::stdin();
     let stdout = io::stdout();
     serve(&spec, source, stdin.lock(), stdout.lock())?;
@@ -329,9 +330,9 @@ fn field_of(value: &str, path: &[String]) -> Option<Box<str>> {
 
 /// Rows decoded per lookup batch.
 const BATCH: usize = 1024;
-/// The longest address text worth parsing (a longer string is a miss,
-/// skipped without being held).
-const MAX_TEXT: usize = 64;
+/// The longest address text parsed (surrounding whitespace included); a
+/// longer string is a miss, skipped without being held.
+const MAX_TEXT: usize = 256;
 /// Bytes asked of stdin per read.
 const READ: usize = 256 * 1024;
 

@@ -3,7 +3,7 @@
 //! address (ARCHITECTURE §4).
 //!
 //! The body is a JSON array or text, told apart by its first byte that is
-//! not whitespace (`[`: JSON):
+//! not whitespace (`[` or `{`: JSON, and only an array is taken):
 //! - JSON: each element an address string, or an object
 //!   `{"ip": ADDR, "peer": ID_OR_ADDR, "nexthop": ADDR}` (`peer` and
 //!   `nexthop` optional) narrowing that address's lookup as the GET
@@ -20,10 +20,11 @@
 //! bad peer) is answered in its place with `{"ip", "error"}`, as GET
 //! answers it with 400, so one bad row does not cost a million answers.
 //! At most [`CONCURRENT`] bulk requests are answered at once (the rest
-//! wait up to 10 s, then 503); each holds its body and a 64 KiB output
-//! buffer. Answers stream as the client reads; a client that stops reading
-//! for `--http-write-stall` ends its answer (the connection is cut, so a
-//! partial answer is never taken for a whole one).
+//! wait up to 10 s, then 503), the permit taken before the body is read:
+//! each holds its body and a 64 KiB output buffer. Answers stream as the
+//! client reads; a client that stops reading for `--http-write-stall`, or
+//! reads under 1 MiB/s on average after a minute, ends its answer (the
+//! connection is cut, so a partial answer is never taken for a whole one).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -32,7 +33,7 @@ use std::io::{self, Write};
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -90,27 +91,8 @@ pub(crate) async fn lookup_many(
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         return too_large();
     }
-    let body = match read_body(req.into_body(), declared).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let json = body
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'[');
-    if json {
-        // Syntax checked whole before anything is answered: a body that
-        // does not parse gets 400, not a 200 cut short.
-        let mut de = serde_json::Deserializer::from_slice(&body);
-        let checked =
-            <IgnoredAny as serde::Deserialize>::deserialize(&mut de).and_then(|_| de.end());
-        if let Err(e) = checked {
-            return bad(format!(
-                "the body is not a JSON array: {e} (byte {})",
-                offset(&body, e.line(), e.column())
-            ));
-        }
-    }
+    // The permit first, then the body: at most `CONCURRENT` bodies are
+    // held, whatever the number of connections.
     let wait = Arc::clone(&ctx.bulk_lock).acquire_owned();
     let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
         Ok(Ok(p)) => p,
@@ -130,6 +112,18 @@ pub(crate) async fn lookup_many(
                 .into_response()
         }
     };
+    let mut body = match read_body(req.into_body(), declared).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    // A UTF-8 byte order mark is not part of the body's text.
+    if body.starts_with(&[0xef, 0xbb, 0xbf]) {
+        body.drain(..3);
+    }
+    let json = body
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'[' || b == b'{');
     let (tx, rx) = tokio::sync::mpsc::channel::<io::Result<Bytes>>(4);
     let failed = tx.clone();
     let out = ChannelWriter {
@@ -137,9 +131,22 @@ pub(crate) async fn lookup_many(
         rt: tokio::runtime::Handle::current(),
         stall: ctx.opts.http.write_stall,
     };
+    let (checked_tx, checked_rx) = tokio::sync::oneshot::channel::<Result<(), String>>();
     let task_ctx = Arc::clone(&ctx);
+    // Off the HTTP runtime (one worker): the JSON check, then the answers.
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        if json {
+            // Syntax checked whole before anything is answered: a body
+            // that does not parse gets 400, not a 200 cut short.
+            if let Err(e) = check_json(&body) {
+                let _ = checked_tx.send(Err(e));
+                return;
+            }
+        }
+        if checked_tx.send(Ok(())).is_err() {
+            return; // the client went away
+        }
         let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             answer_all(&task_ctx, &base, &body, json, out)
         }))
@@ -149,6 +156,17 @@ pub(crate) async fn lookup_many(
             let _ = failed.blocking_send(Err(e));
         }
     });
+    match checked_rx.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return bad(e),
+        Err(_) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({ "error": "the bulk lookup failed" })),
+            )
+                .into_response()
+        }
+    }
     let body =
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
     (
@@ -156,6 +174,23 @@ pub(crate) async fn lookup_many(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// A JSON body parses, and its top level is an array; the error names the
+/// byte.
+fn check_json(body: &[u8]) -> Result<(), String> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let checked = <IgnoredAny as serde::Deserialize>::deserialize(&mut de).and_then(|_| de.end());
+    if let Err(e) = checked {
+        return Err(format!(
+            "the body is not a JSON array: {e} (byte {})",
+            offset(body, e.line(), e.column())
+        ));
+    }
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return Err("the body is a JSON value but not an array".into());
+    }
+    Ok(())
 }
 
 /// The body, at most [`MAX_BODY`] bytes (413 past it).
@@ -206,7 +241,14 @@ fn answer_all(
     json: bool,
     out: ChannelWriter,
 ) -> io::Result<()> {
-    let mut out = io::BufWriter::with_capacity(64 << 10, out);
+    let mut out = io::BufWriter::with_capacity(
+        64 << 10,
+        Paced {
+            inner: out,
+            start: Instant::now(),
+            written: 0,
+        },
+    );
     let mut line = Vec::with_capacity(1024);
     let mut writer = RouteWriter::default();
     let mut looked_up = 0u64;
@@ -226,6 +268,38 @@ fn answer_all(
         .fetch_add(looked_up, Ordering::Relaxed);
     done?;
     out.flush()
+}
+
+/// An answer's minimum pace: after a minute, on average 1 MiB a second.
+/// The write-stall timeout bounds each write; this bounds the whole
+/// answer, so a client reading a few bytes a second does not hold one of
+/// the `CONCURRENT` slots for a day.
+struct Paced<W> {
+    inner: W,
+    start: Instant,
+    written: u64,
+}
+
+const PACE_GRACE: Duration = Duration::from_secs(60);
+const PACE_BYTES_PER_SEC: u64 = 1 << 20;
+
+impl<W: Write> Write for Paced<W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let allowed = PACE_GRACE + Duration::from_secs(self.written / PACE_BYTES_PER_SEC);
+        if self.start.elapsed() > allowed {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client reads the answer too slowly (under 1 MiB/s on average)",
+            ));
+        }
+        let n = self.inner.write(b)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// One element's answer object (no newline); whether it was looked up.
@@ -290,10 +364,25 @@ fn answer(
 /// "med","next_hop","origin","origin_asn","path_id"` | `"peer",
 /// "peer_address","peer_asn","peer_bgp_id","peer_type","prefix"` | `"rd",
 /// "rib"}`; a test checks the bytes against `serde_json` of [`j::route`].
-#[derive(Default)]
 pub(crate) struct RouteWriter {
     attrs: PtrMap<ipfib_rib::attrs::AttrSet>,
     peers: PtrMap<ipfib_rib::PeerInfo>,
+    /// Bytes of cached pieces, and the most kept before the caches start
+    /// again (a piece of an attribute set with thousands of communities
+    /// is hundreds of KB).
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl Default for RouteWriter {
+    fn default() -> Self {
+        RouteWriter {
+            attrs: PtrMap::default(),
+            peers: PtrMap::default(),
+            bytes: 0,
+            max_bytes: 16 << 20,
+        }
+    }
 }
 
 /// Two pieces of JSON around one field's value, and what they were
@@ -303,10 +392,6 @@ struct Piece<T> {
     bytes: Vec<u8>,
     split: usize,
 }
-
-/// Distinct attribute sets (or peers) cached per request before the cache
-/// starts again: about 64 MiB of pieces at most.
-const MAX_CACHED: usize = 1 << 16;
 
 /// `"key":VALUE`, with a comma before it unless one or the object's
 /// opening brace is there.
@@ -321,12 +406,12 @@ fn field(out: &mut Vec<u8>, key: &str, v: &Value) {
 
 impl RouteWriter {
     pub(crate) fn write(&mut self, r: &ipfib_rib::Route, ip: IpAddr, out: &mut Vec<u8>) {
-        if self.attrs.len() >= MAX_CACHED {
+        if self.bytes > self.max_bytes {
             self.attrs.clear();
-        }
-        if self.peers.len() >= MAX_CACHED {
             self.peers.clear();
+            self.bytes = 0;
         }
+        let bytes = &mut self.bytes;
         let a = self
             .attrs
             .entry(Arc::as_ptr(&r.attrs) as usize)
@@ -349,6 +434,7 @@ impl RouteWriter {
                 field(&mut b, "origin", &json!(x.origin.as_str()));
                 field(&mut b, "origin_asn", &json!(x.as_path.origin_asn()));
                 b.extend_from_slice(br#","path_id":"#);
+                *bytes += b.len();
                 Piece {
                     _held: Arc::clone(&r.attrs),
                     bytes: b,
@@ -381,6 +467,7 @@ impl RouteWriter {
                 field(&mut b, "rd", &json!(j::rd(&r.peer)));
                 field(&mut b, "rib", &json!(k.rib.as_str()));
                 b.push(b'}');
+                *bytes += b.len();
                 Piece {
                     _held: Arc::clone(&r.peer),
                     bytes: b,
@@ -408,17 +495,16 @@ impl RouteWriter {
     }
 }
 
-/// An address as GET parses it (`IpAddr`'s grammar; an IPv4-mapped IPv6
-/// address stays IPv6 in the answer's `ip`), surrounding whitespace
-/// ignored; the common plain IPv4 text through the core's allocation-free
-/// parser.
+/// An address as GET parses it (`IpAddr`'s grammar, no surrounding
+/// whitespace; an IPv4-mapped IPv6 address stays IPv6 in the answer's
+/// `ip`); plain IPv4 text through the core's allocation-free parser.
 fn parse_ip(text: &str) -> Option<IpAddr> {
     if !text.contains(':') {
         if let Some(AnyAddr::V4(a)) = AnyAddr::parse_ascii(text.as_bytes()) {
             return Some(IpAddr::V4(a.into()));
         }
     }
-    text.trim().parse().ok()
+    text.parse().ok()
 }
 
 /// `n` in decimal, as `Display` writes it.
@@ -853,9 +939,13 @@ mod tests {
         let mut writer = RouteWriter::default();
         let q = Query::everything();
         let mut checked = 0;
-        for round in 0..3 {
+        for round in 0..4 {
             if round == 2 {
                 writer = RouteWriter::default();
+            }
+            if round == 3 {
+                // Caches cleared every few routes.
+                writer.max_bytes = 2000;
             }
             for p in want.iter().chain(&v6) {
                 let ip = match p {
@@ -874,7 +964,7 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 3 * 402);
+        assert_eq!(checked, 4 * 402);
     }
 
     #[test]
@@ -899,7 +989,7 @@ mod tests {
         }
         for (text, want) in [
             ("1.2.3.4", Some("1.2.3.4")),
-            (" 1.2.3.4 ", Some("1.2.3.4")),
+            (" 1.2.3.4 ", None),
             ("::ffff:1.2.3.4", Some("::ffff:1.2.3.4")),
             ("01.2.3.4", None),
             ("1.2.3", None),
