@@ -93,9 +93,13 @@ def main() -> None:
 
     def mmdb_asn(ip: str) -> int | None:
         rec = reader.get(ip)
+        if isinstance(rec, dict):  # ipfib's MMDB of a ranges file: {"value": N}
+            rec = rec.get("value")
         return None if rec is None else int(str(rec))
 
-    con.create_function("mmdb_asn", mmdb_asn, ["VARCHAR"], "BIGINT", side_effects=False)
+    con.create_function(
+        "mmdb_asn", mmdb_asn, ["VARCHAR"], "BIGINT", null_handling="special", side_effects=False
+    )
     queries = {
         "ipfib asn(VARCHAR)": "SELECT sum(asn(ip_text)) FROM flows",
         "ipfib asn_ipv4(UINTEGER)": "SELECT sum(asn_ipv4(ip)) FROM flows",
@@ -116,6 +120,7 @@ def main() -> None:
             "ASOF LEFT JOIN ranges r ON f.ip >= r.lo ORDER BY f.rowid"
         )
         .arrow()
+        .read_all()
         .column("a")
     )
     mask = col.is_null().to_numpy(zero_copy_only=False)

@@ -20,7 +20,7 @@
 //!   each block starts with its row count as a text line. Either way the
 //!   answers are flushed whenever the input runs dry, so the process never
 //!   holds answers ClickHouse waits for.
-//! - Reload: between blocks (at most once per `--reload-check` seconds)
+//! - Reload: when rows arrive (at most once per `--reload-check` seconds)
 //!   the file's identity (device, inode, size, modification time) is
 //!   checked; a file replaced by rename (what `ipfib compile` does) is
 //!   opened whole, checked, and answers every later row. Every answer comes
@@ -289,6 +289,12 @@ struct Loaded {
 
 impl Loaded {
     fn open(path: &Path) -> Result<Self, String> {
+        // Only a regular file (or a link to one): opening a FIFO renamed
+        // over the table would wait for a writer forever.
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file", path.display()));
+        }
         let img = ImageTable::open(path).map_err(|e| {
             format!(
                 "{}: {e} (the UDF answers from a compiled table file: `ipfib compile`)",
@@ -437,7 +443,6 @@ fn serve<S: Source>(spec: &Spec, mut src: S, mut input: impl Read, out: impl Wri
         buf.copy_within(start..end, 0);
         end -= start;
         start = 0;
-        src.refresh();
         let have = end;
         let n = loop {
             match input.read(&mut buf[have..]) {
@@ -447,6 +452,11 @@ fn serve<S: Source>(spec: &Spec, mut src: S, mut input: impl Read, out: impl Wri
             }
         };
         end = have + n;
+        if n > 0 {
+            // New rows: a table replaced while this process waited for
+            // them answers them (an idle pool process waits here for hours).
+            src.refresh();
+        }
         if n == 0 {
             if have > 0 || skip != Skip::None || left.is_some_and(|l| l > 0) {
                 return Err(format!("stdin ended inside row {row_no}").into());
@@ -472,6 +482,9 @@ fn header(b: &[u8]) -> Header {
         };
     };
     let digits = b.get(..end).unwrap_or(&[]);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Header::Bad;
+    }
     match std::str::from_utf8(digits)
         .ok()
         .and_then(|s| s.parse().ok())

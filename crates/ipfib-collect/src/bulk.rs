@@ -190,7 +190,16 @@ fn check_json(body: &[u8]) -> Result<(), String> {
     if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
         return Err("the body is a JSON value but not an array".into());
     }
-    Ok(())
+    // The elements as the answers will read them: what the syntax check
+    // skips (strings that are not UTF-8, lone surrogates) is found here,
+    // before any answer is sent.
+    match walk_json(body, &mut |_| Ok(())) {
+        Err(Walk::Json(e)) => Err(format!(
+            "the body is not a JSON array of addresses: {e} (byte {})",
+            offset(body, e.line(), e.column())
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The body, at most [`MAX_BODY`] bytes (413 past it).
@@ -582,6 +591,22 @@ fn each_line(body: &[u8], f: &mut dyn FnMut(Item<'_>) -> io::Result<()>) -> io::
 /// The elements of a JSON array (already checked to parse), one at a
 /// time, none held after its answer.
 fn each_json(body: &[u8], f: &mut dyn FnMut(Item<'_>) -> io::Result<()>) -> io::Result<()> {
+    walk_json(body, f).map_err(|e| match e {
+        Walk::Stopped(e) => e,
+        // `check_json` walked the same elements first: not reached.
+        Walk::Json(e) => io::Error::other(format!("the body is not a JSON array: {e}")),
+    })
+}
+
+/// Why a walk of the elements ended early.
+enum Walk {
+    /// The JSON itself (a string that is not UTF-8, a lone surrogate).
+    Json(serde_json::Error),
+    /// `f` failed (the client went away).
+    Stopped(io::Error),
+}
+
+fn walk_json(body: &[u8], f: &mut dyn FnMut(Item<'_>) -> io::Result<()>) -> Result<(), Walk> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let mut stopped = None;
     let r = de::Deserializer::deserialize_seq(
@@ -592,13 +617,9 @@ fn each_json(body: &[u8], f: &mut dyn FnMut(Item<'_>) -> io::Result<()>) -> io::
         },
     );
     match (r, stopped) {
-        (_, Some(e)) => Err(e),
+        (_, Some(e)) => Err(Walk::Stopped(e)),
         (Ok(()), None) => Ok(()),
-        // The syntax was checked: only a top-level value that is not an
-        // array gets here.
-        (Err(e), None) => Err(io::Error::other(format!(
-            "the body is not a JSON array: {e}"
-        ))),
+        (Err(e), None) => Err(Walk::Json(e)),
     }
 }
 

@@ -463,6 +463,8 @@ fn damaged_input_is_refused() {
     let hdr = spec("IPv4", "String", "value", true);
     assert!(fails(&hdr, b"x\n").unwrap().contains("block header"));
     assert!(fails(&hdr, &[b'1'; 40]).unwrap().contains("block header"));
+    assert!(fails(&hdr, b"+2\n").unwrap().contains("block header"));
+    assert!(fails(&hdr, b"\n").unwrap().contains("block header"));
     assert!(fails(&hdr, b"2\n\x01\x02\x03\x04")
         .unwrap()
         .contains("row 1"));
@@ -541,6 +543,15 @@ fn file_source_reloads_on_rename() {
     std::fs::rename(&tmp, &path).unwrap();
     src.refresh();
     assert_eq!(value(&src).as_deref(), Some("two"));
+    // A FIFO renamed over it: refused at once (an open would wait for a
+    // writer forever), the open table answers.
+    let fifo = dir.join("t.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        std::fs::rename(&fifo, &path).unwrap();
+        src.refresh();
+        assert_eq!(value(&src).as_deref(), Some("two"));
+    }
     // Gone: the open table answers.
     std::fs::remove_file(&path).unwrap();
     src.refresh();
