@@ -44,6 +44,18 @@ FUNCTION = """<functions><function>
   <argument><type>IPv4</type><name>ip</name></argument>
   <format>RowBinary</format>
   <command>ipfib udf --table {table} --argument IPv4</command>
+</function><function>
+  <type>executable_pool</type><name>ipfib_asn32</name>
+  <return_type>Nullable(UInt32)</return_type>
+  <argument><type>IPv4</type><name>ip</name></argument>
+  <format>RowBinary</format>
+  <command>ipfib udf --table {table} --argument IPv4 --return-type Nullable(UInt32)</command>
+</function><function>
+  <type>executable_pool</type><name>ipfib_none</name>
+  <return_type>Nullable(String)</return_type>
+  <argument><type>IPv4</type><name>ip</name></argument>
+  <format>RowBinary</format>
+  <command>ipfib udf --table {empty} --argument IPv4</command>
 </function></functions>"""
 
 
@@ -110,7 +122,15 @@ def main() -> None:
     scripts = work / "scripts"
     scripts.mkdir()
     os.symlink(BIN.resolve(), scripts / "ipfib")
-    (scripts / "f.xml").write_text(FUNCTION.format(table=table))
+    # The floor: the same UDF over a table of one host route, so (nearly)
+    # every row is a one-byte NULL: what the executable-UDF pipe costs.
+    empty_src = work / "empty.txt"
+    empty_src.write_text("255.255.255.255/32 0\n")
+    empty = work / "empty.ipfib"
+    subprocess.run(
+        [str(BIN), "compile", str(empty_src), "-o", str(empty)], check=True, capture_output=True
+    )
+    (scripts / "f.xml").write_text(FUNCTION.format(table=table, empty=empty))
     s = session.Session(f":memory:?udf_path={scripts}")
     s.query(
         "CREATE TABLE routes (prefix String, asn String) ENGINE = Memory AS "
@@ -145,7 +165,9 @@ def main() -> None:
         path = work / f"{name}.parquet"
         pq.write_table(pa.table({"ip": pa.array(trace, pa.uint32())}), path)
         s.query("DROP TABLE IF EXISTS a")
-        s.query(f"CREATE TABLE a ENGINE = Memory AS SELECT toIPv4(assumeNotNull(ip)) AS ip FROM file('{path}')")
+        s.query(
+            f"CREATE TABLE a ENGINE = Memory AS SELECT toIPv4(assumeNotNull(ip)) AS ip FROM file('{path}')"
+        )
         diff = (
             s.query(
                 "SELECT countIf(ifNull(ipfib_asn(ip), '') != dictGet('rt', 'asn', tuple(ip))), "
@@ -162,6 +184,8 @@ def main() -> None:
             "no lookup": "SELECT sum(toUInt32(ip)) FROM a",
             "dictGet ip_trie": "SELECT sum(length(dictGet('rt', 'asn', tuple(ip)))) FROM a",
             "ipfib udf": "SELECT sum(length(ifNull(ipfib_asn(ip), ''))) FROM a",
+            "ipfib udf UInt32": "SELECT sum(ifNull(ipfib_asn32(ip), 0)) FROM a",
+            "UDF answering NULL": "SELECT count(ipfib_none(ip)) FROM a",
         }
         res = {}
         for q, sql in queries.items():

@@ -30,9 +30,9 @@
 //!   not be done (the mapping would change under the answers).
 
 use crate::{CmdResult, Outcome};
-use ipfib::engine::NO_ROUTE;
+use ipfib::engine::{Engine as _, NO_ROUTE};
 use ipfib::image::ImageTable;
-use ipfib::prefix::{AnyAddr, Prefix};
+use ipfib::prefix::AnyAddr;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -629,13 +629,32 @@ impl<'s> Encoder<'s> {
             }
             self.hits.push((false, NO_ROUTE));
         }
+        // Values come from the value engine (a slot straight to the text,
+        // in a table of distinct values that stays in cache); only the
+        // prefix needs the route ordinal (and the route arrays, a cache
+        // miss or two more per row on a full table).
+        let by_route = self.spec.answer == Answer::Prefix;
         let n4 = self.v4.len();
-        t.img.v4.lookup_batch::<32>(&self.v4, &mut self.ord[..n4]);
+        if by_route {
+            t.img.v4.lookup_batch::<32>(&self.v4, &mut self.ord[..n4]);
+        } else {
+            t.img
+                .v4
+                .by_value()
+                .lookup_batch::<32>(&self.v4, &mut self.ord[..n4]);
+        }
         for (&i, &o) in self.v4_at.iter().zip(&self.ord[..n4]) {
             self.hits[i] = (false, o);
         }
         let n6 = self.v6.len();
-        t.img.v6.lookup_batch::<32>(&self.v6, &mut self.ord[..n6]);
+        if by_route {
+            t.img.v6.lookup_batch::<32>(&self.v6, &mut self.ord[..n6]);
+        } else {
+            t.img
+                .v6
+                .by_value()
+                .lookup_batch::<32>(&self.v6, &mut self.ord[..n6]);
+        }
         for (&i, &o) in self.v6_at.iter().zip(&self.ord[..n6]) {
             self.hits[i] = (true, o);
         }
@@ -646,40 +665,41 @@ impl<'s> Encoder<'s> {
         Ok(())
     }
 
-    /// One row's answer: the route at ordinal `o` of a family.
-    fn one(&mut self, t: &Loaded, v6: bool, o: u32, out: &mut impl Write) -> io::Result<()> {
+    /// One row's answer: for `prefix`, the route at ordinal `id` of a
+    /// family; otherwise the value at slot `id`.
+    fn one(&mut self, t: &Loaded, v6: bool, id: u32, out: &mut impl Write) -> io::Result<()> {
         let spec = self.spec;
-        let route = if v6 {
-            t.img.v6.route(o).map(|(p, v)| (Either::V6(p), v))
-        } else {
-            t.img.v4.route(o).map(|(p, v)| (Either::V4(p), v))
-        };
-        let Some((prefix, value)) = route else {
-            return miss(spec, out);
+        let value = |slot| {
+            if v6 {
+                t.img.v6.value(slot)
+            } else {
+                t.img.v4.value(slot)
+            }
         };
         match &spec.answer {
-            Answer::Value => put(spec, value, out),
+            Answer::Value => match value(id) {
+                Some(v) => put(spec, v, out),
+                None => miss(spec, out),
+            },
             Answer::Prefix => {
                 use std::fmt::Write as _;
                 self.text.clear();
-                let _ = match prefix {
-                    Either::V4(p) => write!(self.text, "{p}"),
-                    Either::V6(p) => write!(self.text, "{p}"),
+                let written = if v6 {
+                    t.img.v6.route(id).map(|(p, _)| write!(self.text, "{p}"))
+                } else {
+                    t.img.v4.route(id).map(|(p, _)| write!(self.text, "{p}"))
                 };
-                put(spec, &self.text, out)
+                match written {
+                    Some(_) => put(spec, &self.text, out),
+                    None => miss(spec, out),
+                }
             }
             Answer::Field(path) => {
-                let slots = if v6 {
-                    t.img.v6.slots()
-                } else {
-                    t.img.v4.slots()
+                let Some(v) = value(id) else {
+                    return miss(spec, out);
                 };
-                let slot = slots.get(o as usize).copied().unwrap_or(NO_ROUTE);
                 let mut cache = t.fields.borrow_mut();
-                match cache
-                    .entry((v6, slot))
-                    .or_insert_with(|| field_of(value, path))
-                {
+                match cache.entry((v6, id)).or_insert_with(|| field_of(v, path)) {
                     Some(f) => put(spec, f, out),
                     None => miss(spec, out),
                 }
@@ -737,12 +757,6 @@ fn put(spec: &Spec, text: &str, out: &mut impl Write) -> io::Result<()> {
         }
         None => miss(spec, out),
     }
-}
-
-/// A prefix of either family.
-enum Either {
-    V4(Prefix<u32>),
-    V6(Prefix<u128>),
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use ipfib::engine::auto::AutoOptions;
 use ipfib::gen::{synthetic_v4, synthetic_v6, Rng};
 use ipfib::image::to_bytes;
 use ipfib::oracle::Oracle;
+use ipfib::prefix::Prefix;
 use ipfib::table::Table;
 
 /// A table of synthetic routes plus edge cases (a default route, host
