@@ -46,7 +46,7 @@ use ipfib_rib::Query;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Value};
 
-use super::http::{bad, peer_filter, scope, ChannelWriter, Params};
+use super::http::{bad, peer_filter, permit, scope, ChannelWriter, Params};
 use super::{json as j, Ctx};
 
 /// The largest body taken (ARCHITECTURE §4).
@@ -93,24 +93,15 @@ pub(crate) async fn lookup_many(
     }
     // The permit first, then the body: at most `CONCURRENT` bodies are
     // held, whatever the number of connections.
-    let wait = Arc::clone(&ctx.bulk_lock).acquire_owned();
-    let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(_)) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "error": "shutting down" })),
-            )
-                .into_response()
-        }
-        Err(_) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "5")],
-                Json(json!({ "error": "too many bulk lookups in progress; try again later" })),
-            )
-                .into_response()
-        }
+    let permit = match permit(
+        &ctx.bulk_lock,
+        "5",
+        "too many bulk lookups in progress; try again later",
+    )
+    .await
+    {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     let mut body = match read_body(req.into_body(), declared).await {
         Ok(b) => b,

@@ -522,24 +522,15 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         })
         .count();
     let left_out = in_scope.saturating_sub(usize::from(u16::MAX));
-    let wait = Arc::clone(&ctx.dump_lock).acquire_owned();
-    let permit = match tokio::time::timeout(Duration::from_secs(10), wait).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(_)) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "error": "shutting down" })),
-            )
-                .into_response()
-        }
-        Err(_) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "30")],
-                Json(json!({ "error": "another dump is being sent; try again later" })),
-            )
-                .into_response()
-        }
+    let permit = match permit(
+        &ctx.dump_lock,
+        "30",
+        "another dump is being sent; try again later",
+    )
+    .await
+    {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(4);
     // A dump that does not finish (an error, a panic) ends the body with
@@ -592,6 +583,30 @@ async fn dump_mrt(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
         );
     }
     answer
+}
+
+/// A permit of `lock` (the dumps', the bulk lookups'), waited for up to
+/// 10 s; past that a 503 with `Retry-After: retry_after` and `busy`.
+pub(crate) async fn permit(
+    lock: &Arc<tokio::sync::Semaphore>,
+    retry_after: &'static str,
+    busy: &str,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+    let wait = Arc::clone(lock).acquire_owned();
+    match tokio::time::timeout(Duration::from_secs(10), wait).await {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(_)) => Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": "shutting down" })),
+        )
+            .into_response()),
+        Err(_) => Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, retry_after)],
+            Json(json!({ "error": busy })),
+        )
+            .into_response()),
+    }
 }
 
 /// The dump's output: each write (the dump buffers 64 KiB) goes to the
