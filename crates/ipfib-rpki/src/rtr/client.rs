@@ -1,0 +1,511 @@
+//! One RTR session to one cache, on its own thread.
+//!
+//! The client keeps its own VRP and ASPA sets, edits them as PDUs arrive,
+//! and hands them out (an [`Event::Data`]) only at End of Data, so a
+//! consumer only ever sees whole, consistent sets. A connection lost in
+//! the middle of a response leaves the client's sets half-edited: it
+//! forgets its session, and the next connection asks for everything again
+//! (Reset Query); the consumer keeps the last whole set meanwhile.
+//!
+//! Timers (RFC 8210 §6): after End of Data the client asks for changes
+//! every `refresh` seconds (sooner on a Serial Notify); a failed connection
+//! is retried after `retry`; when no End of Data has arrived for `expire`
+//! seconds the data is dropped ([`Event::Expired`]): routes keep their last
+//! status until then, then become not-found. Version 1 caches send the
+//! timers in End of Data; version 0 uses the RFC's defaults (3600, 600,
+//! 7200); [`RtrOptions`] can cap each.
+//!
+//! Versions: the client offers version 2 (ASPA) and steps down to what the
+//! cache answers with (a Cache Response of a lower version, or an Error
+//! Report "unsupported version"), down to 0.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::pdu::{code, Pdu, Timers};
+use crate::aspa::{Aspa, Aspas};
+use crate::vrp::{Vrp, VrpSet};
+
+/// Client settings.
+#[derive(Clone, Debug)]
+pub struct RtrOptions {
+    /// The highest protocol version offered (0, 1 or 2).
+    pub version: u8,
+    pub connect_timeout: Duration,
+    /// Caps on the cache's timers (`None`: the cache's value).
+    pub max_refresh: Option<Duration>,
+    pub max_retry: Option<Duration>,
+    pub max_expire: Option<Duration>,
+}
+
+impl Default for RtrOptions {
+    fn default() -> Self {
+        RtrOptions {
+            version: 2,
+            connect_timeout: Duration::from_secs(10),
+            max_refresh: None,
+            max_retry: None,
+            max_expire: None,
+        }
+    }
+}
+
+/// What a session reports.
+pub enum Event<'a> {
+    /// A whole, consistent data set, after an End of Data.
+    Data {
+        vrps: &'a VrpSet,
+        aspas: &'a Aspas,
+        session: u16,
+        serial: u32,
+        version: u8,
+    },
+    /// No End of Data for the expire interval: stop using this cache's data.
+    Expired,
+    /// A connection or protocol problem (the session carries on: retry).
+    Problem(String),
+    /// Connected and asking (for logs and status pages).
+    Connected { version: u8 },
+}
+
+/// A running session; stopped (and its thread joined) by [`RtrClient::stop`]
+/// or on drop.
+pub struct RtrClient {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RtrClient {
+    /// Starts a session to the cache at `addr` (`host:port`), reporting to
+    /// `on_event` from the session's thread.
+    pub fn spawn(
+        addr: String,
+        opts: RtrOptions,
+        on_event: impl FnMut(Event<'_>) + Send + 'static,
+    ) -> RtrClient {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("rtr {addr}"))
+            .spawn(move || Session::new(addr, opts, flag, Box::new(on_event)).run())
+            .expect("spawn the RTR thread");
+        RtrClient {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the session (within the read tick, 200 ms) and joins it.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            // Dropped from its own thread (its event sink held the last
+            // owner): the flag ends the loop, there is nothing to join.
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+impl Drop for RtrClient {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// RFC 8210 §6's defaults, for version 0 caches.
+const DEFAULT_TIMERS: Timers = Timers {
+    refresh: 3600,
+    retry: 600,
+    expire: 7200,
+};
+
+/// How often a blocked read wakes to check timers and the stop flag.
+const TICK: Duration = Duration::from_millis(200);
+
+type Sink = Box<dyn FnMut(Event<'_>) + Send>;
+
+struct Session {
+    addr: String,
+    opts: RtrOptions,
+    stop: Arc<AtomicBool>,
+    sink: Sink,
+    version: u8,
+    vrps: VrpSet,
+    aspas: Aspas,
+    /// (session id, serial) of the last End of Data, while the sets match it.
+    state: Option<(u16, u32)>,
+    timers: Timers,
+    /// When the last End of Data arrived; `None` when no data is held.
+    last_data: Option<Instant>,
+}
+
+/// How one connection ended.
+enum End {
+    Stopped,
+    Problem(String),
+}
+
+impl Session {
+    fn new(addr: String, opts: RtrOptions, stop: Arc<AtomicBool>, sink: Sink) -> Session {
+        Session {
+            version: opts.version.min(2),
+            addr,
+            opts,
+            stop,
+            sink,
+            vrps: VrpSet::new(),
+            aspas: Aspas::new(),
+            state: None,
+            timers: DEFAULT_TIMERS,
+            last_data: None,
+        }
+    }
+
+    fn capped(&self, secs: u32, cap: Option<Duration>) -> Duration {
+        let d = Duration::from_secs(secs.max(1) as u64);
+        cap.map_or(d, |c| d.min(c))
+    }
+    fn refresh(&self) -> Duration {
+        self.capped(self.timers.refresh, self.opts.max_refresh)
+    }
+    fn retry(&self) -> Duration {
+        self.capped(self.timers.retry, self.opts.max_retry)
+    }
+    fn expire(&self) -> Duration {
+        self.capped(self.timers.expire, self.opts.max_expire)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Drops the data once it is older than the expire interval.
+    fn check_expiry(&mut self) {
+        if let Some(t) = self.last_data {
+            if t.elapsed() >= self.expire() {
+                self.last_data = None;
+                self.state = None;
+                self.vrps.clear();
+                self.aspas.clear();
+                (self.sink)(Event::Expired);
+            }
+        }
+    }
+
+    fn run(mut self) {
+        while !self.stopped() {
+            match self.connect() {
+                Ok(stream) => match self.serve(stream) {
+                    End::Stopped => return,
+                    End::Problem(p) => (self.sink)(Event::Problem(p)),
+                },
+                Err(p) => (self.sink)(Event::Problem(p)),
+            }
+            let until = Instant::now() + self.retry();
+            while Instant::now() < until && !self.stopped() {
+                self.check_expiry();
+                std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
+            }
+        }
+    }
+
+    fn connect(&self) -> Result<TcpStream, String> {
+        let addrs = self
+            .addr
+            .to_socket_addrs()
+            .map_err(|e| format!("{}: {e}", self.addr))?;
+        let mut last = format!("{}: no address", self.addr);
+        for a in addrs {
+            match TcpStream::connect_timeout(&a, self.opts.connect_timeout) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = format!("connect to {a}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    fn query(&self) -> Pdu {
+        match self.state {
+            Some((session, serial)) => Pdu::SerialQuery {
+                version: self.version,
+                session,
+                serial,
+            },
+            None => Pdu::ResetQuery {
+                version: self.version,
+            },
+        }
+    }
+
+    /// Sends an Error Report for `err` (best effort) and ends the connection.
+    fn fail(&self, s: &mut TcpStream, code: u16, pdu: &[u8], what: String) -> End {
+        let report = Pdu::ErrorReport {
+            version: self.version,
+            code,
+            pdu: pdu.to_vec(),
+            text: what.clone(),
+        };
+        let _ = s.write_all(&report.encode());
+        End::Problem(what)
+    }
+
+    fn serve(&mut self, mut s: TcpStream) -> End {
+        let _ = s.set_nodelay(true);
+        if let Err(e) = s.set_read_timeout(Some(TICK)) {
+            return End::Problem(format!("socket: {e}"));
+        }
+        if let Err(e) = s.write_all(&self.query().encode()) {
+            return End::Problem(format!("send query: {e}"));
+        }
+        (self.sink)(Event::Connected {
+            version: self.version,
+        });
+        let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+        let mut chunk = vec![0u8; 1 << 16];
+        // Inside a response (Cache Response seen, End of Data not yet).
+        let mut in_response = false;
+        // A query is out and not yet answered.
+        let mut asked = true;
+        let mut next_refresh: Option<Instant> = None;
+        loop {
+            if self.stopped() {
+                return End::Stopped;
+            }
+            self.check_expiry();
+            if !asked && next_refresh.is_some_and(|t| Instant::now() >= t) {
+                if let Err(e) = s.write_all(&self.query().encode()) {
+                    return End::Problem(format!("send query: {e}"));
+                }
+                asked = true;
+                next_refresh = None;
+            }
+            match s.read(&mut chunk) {
+                Ok(0) => return End::Problem("the cache closed the connection".into()),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    continue
+                }
+                Err(e) => return End::Problem(format!("read: {e}")),
+            }
+            let mut at = 0;
+            loop {
+                let (pdu, used) = match Pdu::decode(&buf[at..]) {
+                    Ok(Some(x)) => x,
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.state = None;
+                        let end = buf.len().min(at + 64);
+                        let bad = buf[at..end].to_vec();
+                        return self.fail(&mut s, e.code, &bad, e.what);
+                    }
+                };
+                let raw = buf[at..at + used].to_vec();
+                at += used;
+                match self.handle(&mut s, pdu, &raw, &mut in_response, &mut asked) {
+                    Ok(Some(refresh)) => next_refresh = Some(refresh),
+                    Ok(None) => {}
+                    Err(end) => return end,
+                }
+            }
+            buf.drain(..at);
+        }
+    }
+
+    /// Handles one PDU; `Ok(Some(t))` after an End of Data (refresh at `t`).
+    fn handle(
+        &mut self,
+        s: &mut TcpStream,
+        pdu: Pdu,
+        raw: &[u8],
+        in_response: &mut bool,
+        asked: &mut bool,
+    ) -> Result<Option<Instant>, End> {
+        let v = pdu.version();
+        if v != self.version && !matches!(pdu, Pdu::ErrorReport { .. }) {
+            if v < self.version && !*in_response {
+                // The cache speaks an older version: adopt it.
+                self.version = v;
+                self.state = None;
+            } else {
+                return Err(self.fail(
+                    s,
+                    code::UNEXPECTED_VERSION,
+                    raw,
+                    format!("PDU of version {v} in a version {} session", self.version),
+                ));
+            }
+        }
+        match pdu {
+            Pdu::CacheResponse { session, .. } => {
+                if *in_response {
+                    return Err(self.fail(
+                        s,
+                        code::CORRUPT_DATA,
+                        raw,
+                        "Cache Response inside a response".into(),
+                    ));
+                }
+                match self.state {
+                    // An answer to a Serial Query: changes follow.
+                    Some((sid, _)) if sid == session => {}
+                    Some((sid, _)) => {
+                        self.state = None;
+                        return Err(End::Problem(format!(
+                            "the cache changed session {sid} to {session}: asking for everything"
+                        )));
+                    }
+                    None => {
+                        self.vrps.clear();
+                        self.aspas.clear();
+                    }
+                }
+                // Until End of Data the sets match no serial: a connection
+                // lost now makes the next one ask for everything.
+                self.state = None;
+                *in_response = true;
+            }
+            Pdu::Prefix {
+                announce,
+                prefix,
+                max_len,
+                asn,
+                ..
+            } => {
+                if !*in_response {
+                    return Err(self.fail(
+                        s,
+                        code::CORRUPT_DATA,
+                        raw,
+                        "Prefix PDU outside a response".into(),
+                    ));
+                }
+                let vrp = Vrp {
+                    prefix,
+                    max_len,
+                    asn,
+                };
+                // Duplicates and unknown withdrawals are tolerated (a
+                // cache that repeats itself still describes one set).
+                if announce {
+                    self.vrps.insert(vrp);
+                } else {
+                    self.vrps.remove(&vrp);
+                }
+            }
+            Pdu::Aspa {
+                announce,
+                customer,
+                providers,
+                ..
+            } => {
+                if !*in_response {
+                    return Err(self.fail(
+                        s,
+                        code::CORRUPT_DATA,
+                        raw,
+                        "ASPA PDU outside a response".into(),
+                    ));
+                }
+                if announce {
+                    self.aspas.insert(Aspa::new(customer, providers));
+                } else {
+                    self.aspas.remove(customer);
+                }
+            }
+            Pdu::RouterKey { .. } => {}
+            Pdu::EndOfData {
+                session,
+                serial,
+                timers,
+                version,
+            } => {
+                if !*in_response {
+                    return Err(self.fail(
+                        s,
+                        code::CORRUPT_DATA,
+                        raw,
+                        "End of Data outside a response".into(),
+                    ));
+                }
+                *in_response = false;
+                *asked = false;
+                self.state = Some((session, serial));
+                self.timers = timers.unwrap_or(DEFAULT_TIMERS);
+                self.last_data = Some(Instant::now());
+                (self.sink)(Event::Data {
+                    vrps: &self.vrps,
+                    aspas: &self.aspas,
+                    session,
+                    serial,
+                    version,
+                });
+                return Ok(Some(Instant::now() + self.refresh()));
+            }
+            Pdu::CacheReset { .. } => {
+                // The cache cannot answer our serial: ask for everything.
+                self.state = None;
+                let q = self.query().encode();
+                s.write_all(&q)
+                    .map_err(|e| End::Problem(format!("send Reset Query: {e}")))?;
+                *asked = true;
+            }
+            Pdu::SerialNotify { .. } => {
+                if !*asked && !*in_response && self.state.is_some() {
+                    let q = self.query().encode();
+                    s.write_all(&q)
+                        .map_err(|e| End::Problem(format!("send Serial Query: {e}")))?;
+                    *asked = true;
+                }
+            }
+            Pdu::ErrorReport {
+                code: c,
+                text,
+                version,
+                ..
+            } => {
+                if c == code::UNSUPPORTED_VERSION || c == code::UNEXPECTED_VERSION {
+                    let next = if version < self.version {
+                        version
+                    } else {
+                        self.version.saturating_sub(1)
+                    };
+                    if next < self.version {
+                        self.version = next;
+                        self.state = None;
+                        return Err(End::Problem(format!(
+                            "the cache does not speak this version ({text}): trying version {next}"
+                        )));
+                    }
+                }
+                if *in_response {
+                    self.state = None;
+                }
+                return Err(End::Problem(format!(
+                    "the cache reported error {c}: {text}"
+                )));
+            }
+            Pdu::SerialQuery { .. } | Pdu::ResetQuery { .. } => {
+                return Err(self.fail(
+                    s,
+                    code::INVALID_REQUEST,
+                    raw,
+                    "a query from the cache".into(),
+                ));
+            }
+        }
+        Ok(None)
+    }
+}
