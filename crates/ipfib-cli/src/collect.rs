@@ -104,6 +104,32 @@ pub struct Args {
     /// Worker threads of the runtime.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// An RTR cache (`HOST:PORT`, repeatable) whose VRPs and ASPAs give
+    /// every route its `rov` and `aspa` status (RFC 8210 versions 2, 1, 0).
+    #[arg(long, value_name = "HOST:PORT")]
+    rtr: Vec<String>,
+    /// A validator's output file (rpki-client or Routinator JSON,
+    /// Routinator CSV; repeatable), read once at start.
+    #[arg(long, value_name = "FILE")]
+    vrps: Vec<PathBuf>,
+    /// SLURM local exceptions (RFC 8416; repeatable) applied on top of
+    /// every source.
+    #[arg(long, value_name = "FILE")]
+    slurm: Vec<PathBuf>,
+    /// Caps the RTR caches' refresh interval, seconds (0: the cache's).
+    #[arg(long, default_value_t = 0.0)]
+    rtr_refresh: f64,
+    /// Caps the RTR caches' retry interval, seconds (0: the cache's).
+    #[arg(long, default_value_t = 0.0)]
+    rtr_retry: f64,
+    /// Caps the RTR caches' expire interval, seconds (0: the cache's):
+    /// data not refreshed this long is dropped.
+    #[arg(long, default_value_t = 0.0)]
+    rtr_expire: f64,
+    /// Seconds between counts of route statuses per peer (`/metrics`);
+    /// a change of the RPKI data also triggers one, at most every 5 s.
+    #[arg(long, default_value_t = 300.0)]
+    rpki_count_every: f64,
     /// Log level: error, warn, info, debug.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -189,7 +215,31 @@ pub fn run(args: Args) -> CmdResult {
         token,
         hosts: ipfib_collect::allowed_hosts(&args.http_host, args.http),
     };
+    let cap = |name: &str, v: f64| -> Result<Option<Duration>, String> {
+        Ok((v > 0.0).then_some(secs(name, v)?))
+    };
+    let rpki = (!args.rtr.is_empty() || !args.vrps.is_empty())
+        .then(|| -> Result<_, String> {
+            Ok(ipfib_collect::RpkiConfig {
+                rtr: args.rtr.clone(),
+                vrps: args.vrps.clone(),
+                slurm: args.slurm.clone(),
+                rtr_options: ipfib_rpki::rtr::RtrOptions {
+                    max_refresh: cap("rtr-refresh", args.rtr_refresh)?,
+                    max_retry: cap("rtr-retry", args.rtr_retry)?,
+                    max_expire: cap("rtr-expire", args.rtr_expire)?,
+                    ..Default::default()
+                },
+                count_every: secs("rpki-count-every", args.rpki_count_every)?
+                    .max(ipfib_collect::RPKI_RECOUNT_MIN),
+            })
+        })
+        .transpose()?;
+    if rpki.is_none() && !args.slurm.is_empty() {
+        return Err("--slurm needs --rtr or --vrps".into());
+    }
     let config = ipfib_collect::Config {
+        rpki,
         bmp: args.bmp,
         http: args.http,
         mrt: args.mrt,

@@ -27,6 +27,7 @@ mod info;
 mod load;
 mod lookup;
 mod replay;
+mod rov;
 mod udf;
 
 use clap::{Parser, Subcommand};
@@ -72,6 +73,9 @@ enum Command {
     /// Answer a ClickHouse executable UDF (`executable_pool`, RowBinary)
     /// from a compiled table file, reopened when it is replaced.
     Udf(udf::Args),
+    /// Validate routes against RPKI data offline: ROV (RFC 6811) and ASPA
+    /// for an MRT RIB dump or a table, with a summary per state and origin.
+    Rov(rov::Args),
 }
 
 /// How a command ended.
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
         Command::Classify(a) => classify::run(a),
         Command::Engines(a) => engines::run(a),
         Command::Udf(a) => udf::run(a),
+        Command::Rov(a) => rov::run(a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

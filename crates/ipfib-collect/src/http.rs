@@ -61,6 +61,7 @@ pub fn router(ctx: Arc<Ctx>) -> Router {
         .route("/api/v1/lookup", get(lookup).post(super::bulk::lookup_many))
         .route("/api/v1/routes", get(routes))
         .route("/api/v1/peers", get(peers))
+        .route("/api/v1/rpki", get(rpki_status))
         .route("/metrics", get(metrics))
         .route("/api/v1/dump.mrt", get(dump_mrt))
         .layer(axum::middleware::from_fn_with_state(
@@ -296,6 +297,9 @@ async fn lookup(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     match found {
         Some(r) => {
             let mut v = j::route(&r);
+            if let Some(live) = &ctx.rpki {
+                super::rpki::annotate(&mut v, &live.load(), &r, true);
+            }
             v["ip"] = Value::String(ip.to_string());
             Json(v).into_response()
         }
@@ -340,11 +344,31 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     if let Err(e) = scope(&q, &mut query) {
         return bad(e);
     }
+    let filter = match super::rpki::Filter::parse(
+        q.get("rov").map(String::as_str),
+        q.get("aspa").map(String::as_str),
+    ) {
+        Ok(f) => f,
+        Err(e) => return bad(e),
+    };
+    // One snapshot for the whole page: filter and statuses agree.
+    let snap = ctx.rpki.as_ref().map(|l| l.load());
+    if !filter.is_empty() && snap.is_none() {
+        return bad("rov= and aspa= need RPKI data (--rtr or --vrps)".into());
+    }
     let rib = Arc::clone(&ctx.rib);
+    let page_snap = snap.clone();
     // `longer` walks the RIB's prefix tree: off the async workers. Each
-    // prefix's routes are those the query's instance and RIB kinds allow.
+    // prefix's routes are those the query's instance and RIB kinds allow
+    // (and the RPKI filter keeps: a page counts only the routes it shows).
     let found = tokio::task::spawn_blocking(move || {
-        let of = |p: &AnyPrefix| rib.routes_matching_in(p, Match::Exact, usize::MAX, &query);
+        let of = |p: &AnyPrefix| {
+            let mut rs = rib.routes_matching_in(p, Match::Exact, usize::MAX, &query);
+            if let Some(s) = page_snap.as_deref() {
+                rs.retain(|r| filter.keeps(s, r));
+            }
+            rs
+        };
         paging::routes_page(&rib, &prefix, m, limit, cursor, &of)
     })
     .await;
@@ -365,7 +389,13 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
     if let Some(c) = next {
         head.insert("next_cursor".into(), c.encode().into());
     }
-    json_list(Value::Object(head), "routes", found, j::route)
+    json_list(Value::Object(head), "routes", found, move |r| {
+        let mut v = j::route(r);
+        if let Some(s) = &snap {
+            super::rpki::annotate(&mut v, s, r, false);
+        }
+        v
+    })
 }
 
 /// A JSON object `head` plus one list field `name`, streamed: the list is
@@ -375,7 +405,7 @@ fn json_list<T: Send + Sync + 'static>(
     head: Value,
     name: &str,
     items: Vec<T>,
-    to_json: fn(&T) -> Value,
+    to_json: impl Fn(&T) -> Value + Send + 'static,
 ) -> Response {
     const CHUNK: usize = 128;
     let mut text = head.to_string();
@@ -484,11 +514,72 @@ async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 }
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        ctx.metrics.render(&ctx.rib),
-    )
-        .into_response()
+    let mut text = ctx.metrics.render(&ctx.rib);
+    if let Some(live) = &ctx.rpki {
+        let counts = ctx
+            .rpki_counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        super::metrics::render_rpki(&mut text, &live.load(), counts.as_deref(), &ctx.rib);
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// The RPKI sources and totals: `{"configured": false}` without any.
+async fn rpki_status(State(ctx): State<Arc<Ctx>>) -> Response {
+    let Some(live) = &ctx.rpki else {
+        return Json(json!({ "configured": false })).into_response();
+    };
+    let snap = live.load();
+    let counts = ctx
+        .rpki_counts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let (v4, v6) = snap.vrps.prefix_counts();
+    let unix = |t: Option<std::time::SystemTime>| {
+        t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs())
+    };
+    let sources: Vec<Value> = snap
+        .sources
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "state": s.state,
+                "vrps": s.vrps,
+                "aspas": s.aspas,
+                "session": s.serial.map(|x| x.0),
+                "serial": s.serial.map(|x| x.1),
+                "version": s.version,
+                "updated": unix(s.updated),
+            })
+        })
+        .collect();
+    let count = counts.map(|c| {
+        let rov: serde_json::Map<String, Value> = ipfib_rpki::Rov::ALL
+            .iter()
+            .map(|r| (super::metrics::rov_label(*r).to_string(), c.rov[r.index()].into()))
+            .collect();
+        let aspa: serde_json::Map<String, Value> = ipfib_rpki::AspaStatus::ALL
+            .iter()
+            .map(|a| (a.as_str().to_string(), c.aspa[a.index()].into()))
+            .collect();
+        json!({ "routes": c.routes, "rov": rov, "aspa": aspa, "seconds": c.seconds, "generation": c.generation })
+    });
+    Json(json!({
+        "configured": true,
+        "vrps": snap.vrps.len(),
+        "vrp_prefixes": { "ipv4": v4, "ipv6": v6 },
+        "aspas": snap.aspas.len(),
+        "generation": snap.generation,
+        "build_seconds": snap.build_seconds,
+        "sources": sources,
+        "counts": count,
+    }))
+    .into_response()
 }
 
 /// The RIB's live routes as MRT TABLE_DUMP_V2 (RFC 6396), streamed as it

@@ -27,6 +27,7 @@ mod ingest;
 mod json;
 mod metrics;
 mod paging;
+pub mod rpki;
 mod server;
 
 use std::future::Future;
@@ -34,7 +35,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ipfib_rib::mrt::LoadReport;
 use ipfib_rib::Rib;
@@ -121,9 +122,29 @@ pub struct Config {
     /// `Rib::set_max_routes_per_prefix` takes it.
     pub max_routes_per_prefix: usize,
     pub opts: Opts,
+    /// RPKI sources; `None`: routes carry no RPKI status.
+    pub rpki: Option<RpkiConfig>,
     /// Called as the collector starts (see [`Event`]); from any thread.
     pub on_event: Arc<dyn Fn(Event<'_>) + Send + Sync>,
 }
+
+/// Where the collector's RPKI data comes from (docs/architecture.md, "RPKI").
+#[derive(Clone, Debug, Default)]
+pub struct RpkiConfig {
+    /// RTR caches, `host:port` each.
+    pub rtr: Vec<String>,
+    /// Validator output files (rpki-client or Routinator JSON, CSV).
+    pub vrps: Vec<PathBuf>,
+    /// SLURM files (RFC 8416) applied on top.
+    pub slurm: Vec<PathBuf>,
+    pub rtr_options: ipfib_rpki::rtr::RtrOptions,
+    /// Per-peer status counts are recounted at least this often, and
+    /// within [`RPKI_RECOUNT_MIN`] of a change of the VRP or ASPA set.
+    pub count_every: Duration,
+}
+
+/// The least time between two counts of the RIB's route statuses.
+pub const RPKI_RECOUNT_MIN: Duration = Duration::from_secs(5);
 
 /// What every task shares.
 pub(crate) struct Ctx {
@@ -135,6 +156,10 @@ pub(crate) struct Ctx {
     pub metrics: metrics::Metrics,
     pub sessions: ingest::Registry,
     pub opts: Opts,
+    /// The RPKI data, when configured.
+    pub rpki: Option<Arc<ipfib_rpki::Live>>,
+    /// The last count of route statuses (for `/metrics`).
+    pub rpki_counts: std::sync::Mutex<Option<Arc<rpki::Counts>>>,
 }
 
 /// Run the collector until SIGINT or SIGTERM (watched from the start, so
@@ -166,8 +191,10 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
         threads,
         max_routes_per_prefix,
         opts,
+        rpki: rpki_config,
         on_event,
     } = config;
+    let live = rpki_config.as_ref().map(start_rpki).transpose()?;
     if let Some((before, after)) = server::raise_nofile() {
         tracing::info!(before, after, "open file limit");
         let need = (opts.max_sessions + opts.http.max_conns + 64) as u64;
@@ -229,13 +256,80 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
             metrics: metrics::Metrics::default(),
             sessions: ingest::Registry::default(),
             opts,
+            rpki: live.clone(),
+            rpki_counts: std::sync::Mutex::new(None),
         });
-        serve(ctx, bmp, http, http_rt.handle().clone(), stop, &*on_event).await
+        let every = rpki_config.as_ref().map(|c| c.count_every);
+        serve(
+            ctx,
+            bmp,
+            http,
+            http_rt.handle().clone(),
+            stop,
+            &*on_event,
+            every,
+        )
+        .await
     });
+    if let Some(l) = &live {
+        l.stop();
+    }
     // Session tasks that are still winding down do not hold up the exit.
     http_rt.shutdown_timeout(Duration::from_secs(2));
     rt.shutdown_timeout(Duration::from_secs(2));
     result
+}
+
+/// Loads the RPKI files and starts the RTR sessions.
+fn start_rpki(c: &RpkiConfig) -> Result<Arc<ipfib_rpki::Live>, Error> {
+    let slurm = c
+        .slurm
+        .iter()
+        .map(|p| ipfib_rpki::Slurm::load(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let live = ipfib_rpki::Live::new(slurm);
+    for p in &c.vrps {
+        live.add_file(p.clone()).map_err(|e| e.to_string())?;
+    }
+    for a in &c.rtr {
+        live.add_rtr(a.clone(), c.rtr_options.clone());
+    }
+    Ok(live)
+}
+
+/// Recounts route statuses per peer after each RPKI publication (at most
+/// once per [`RPKI_RECOUNT_MIN`]) and every `every`, until `stop`.
+async fn count_rpki(ctx: Arc<Ctx>, every: Duration, mut stop: watch::Receiver<bool>) {
+    let Some(live) = ctx.rpki.clone() else { return };
+    let mut counted: Option<(u64, Instant)> = None;
+    loop {
+        let snap = live.load();
+        let due = match counted {
+            None => true,
+            Some((generation, at)) => {
+                let since = at.elapsed();
+                (generation != snap.generation && since >= RPKI_RECOUNT_MIN) || since >= every
+            }
+        };
+        if due {
+            let c = Arc::clone(&ctx);
+            let counts = tokio::task::spawn_blocking(move || rpki::count(&c.rib, &snap)).await;
+            if let Ok(counts) = counts {
+                tracing::debug!(
+                    routes = counts.routes,
+                    seconds = counts.seconds,
+                    "RPKI statuses counted"
+                );
+                counted = Some((counts.generation, Instant::now()));
+                *ctx.rpki_counts.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(counts));
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// Load one MRT RIB dump into the RIB before sessions arrive; a truncated
@@ -269,6 +363,7 @@ async fn serve(
     http_rt: tokio::runtime::Handle,
     stop: Stop,
     on_event: &(dyn Fn(Event<'_>) + Send + Sync),
+    rpki_every: Option<Duration>,
 ) -> Result<(), Error> {
     let bmp_l = tokio::net::TcpListener::bind(bmp)
         .await
@@ -284,6 +379,9 @@ async fn serve(
     tracing::info!(bmp = %bmp_at, http = %http_at, "listening");
     let (stop_tx, stop_rx) = watch::channel(false);
     let ingest = tokio::spawn(ingest::listen(bmp_l, Arc::clone(&ctx), stop_rx.clone()));
+    if let Some(every) = rpki_every {
+        tokio::spawn(count_rpki(Arc::clone(&ctx), every, stop_rx.clone()));
+    }
     let http_stop = stop_rx.clone();
     let router = http::router(Arc::clone(&ctx));
     let http_ctx = Arc::clone(&ctx);
@@ -345,6 +443,7 @@ mod tests {
             mrt: Vec::new(),
             threads: 1,
             max_routes_per_prefix: 0,
+            rpki: None,
             opts: Opts {
                 grace: Duration::from_secs(1),
                 idle_timeout: Duration::from_secs(1),

@@ -416,3 +416,94 @@ impl Metrics {
         o
     }
 }
+
+/// The `rov` label of a ROV state: `valid`, `not-found`, `invalid-as`,
+/// `invalid-length`.
+pub fn rov_label(r: ipfib_rpki::Rov) -> &'static str {
+    match r.reason() {
+        None => r.as_str(),
+        Some("as") => "invalid-as",
+        Some(_) => "invalid-length",
+    }
+}
+
+/// The RPKI part of `/metrics`: the data held, each source's state, and
+/// (once counted) routes per status per peer.
+pub fn render_rpki(
+    o: &mut String,
+    snap: &ipfib_rpki::Snapshot,
+    counts: Option<&crate::rpki::Counts>,
+    rib: &Rib,
+) {
+    use std::fmt::Write as _;
+    let head = |o: &mut String, name: &str, help: &str| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");
+    };
+    head(
+        o,
+        "ipfib_rpki_vrps",
+        "VRPs in use (every source, SLURM applied).",
+    );
+    let _ = writeln!(o, "ipfib_rpki_vrps {}", snap.vrps.len());
+    head(o, "ipfib_rpki_aspas", "ASPAs in use.");
+    let _ = writeln!(o, "ipfib_rpki_aspas {}", snap.aspas.len());
+    head(
+        o,
+        "ipfib_rpki_source_synced",
+        "1 when the source's data is current (a file, or an RTR cache synced and not expired).",
+    );
+    for s in &snap.sources {
+        let up = matches!(s.state.as_str(), "loaded" | "synced") || (s.serial.is_some());
+        let _ = writeln!(
+            o,
+            "ipfib_rpki_source_synced{{source=\"{}\"}} {}",
+            s.name.replace('\\', "\\\\").replace('"', "\\\""),
+            u8::from(up)
+        );
+    }
+    let Some(c) = counts else { return };
+    head(
+        o,
+        "ipfib_rpki_count_seconds",
+        "How long the last count of route statuses took.",
+    );
+    let _ = writeln!(o, "ipfib_rpki_count_seconds {:.6}", c.seconds);
+    head(
+        o,
+        "ipfib_rpki_routes",
+        "Live routes per peer and ROV state (at the last count).",
+    );
+    let peer_label = |id: u32| {
+        rib.peers()
+            .get(id)
+            .map(|p| p.key.address.to_string())
+            .unwrap_or_default()
+    };
+    for (peer, rov, _) in &c.per_peer {
+        let addr = peer_label(*peer);
+        for r in ipfib_rpki::Rov::ALL {
+            let _ = writeln!(
+                o,
+                "ipfib_rpki_routes{{peer=\"{peer}\",peer_address=\"{addr}\",rov=\"{}\"}} {}",
+                rov_label(r),
+                rov[r.index()]
+            );
+        }
+    }
+    head(
+        o,
+        "ipfib_rpki_aspa_routes",
+        "Live routes per peer and ASPA status (at the last count).",
+    );
+    for (peer, _, aspa) in &c.per_peer {
+        let addr = peer_label(*peer);
+        for a in ipfib_rpki::AspaStatus::ALL {
+            let _ = writeln!(
+                o,
+                "ipfib_rpki_aspa_routes{{peer=\"{peer}\",peer_address=\"{addr}\",aspa=\"{}\"}} {}",
+                a.as_str(),
+                aspa[a.index()]
+            );
+        }
+    }
+}

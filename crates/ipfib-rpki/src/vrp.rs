@@ -157,6 +157,12 @@ impl VrpSet {
     }
 }
 
+impl Extend<Vrp> for VrpSet {
+    fn extend<I: IntoIterator<Item = Vrp>>(&mut self, iter: I) {
+        self.set.extend(iter)
+    }
+}
+
 impl FromIterator<Vrp> for VrpSet {
     fn from_iter<I: IntoIterator<Item = Vrp>>(iter: I) -> Self {
         VrpSet {
