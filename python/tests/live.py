@@ -45,7 +45,8 @@ from typing import IO, Any, NoReturn
 
 import pytest
 
-PARTS = ("gobgpd", "gobgp", "bgpd", "chromium")
+PARTS = ("gobgpd", "gobgp", "bgpd", "chromium", "rtrtr")
+RTRTR_VERSION = "0.3.3"
 GOBGP_VERSION = "4.8.0"
 # Debian's place for FRR's daemons, which are not on PATH.
 FRR_BGPD = "/usr/lib/frr/bgpd"
@@ -125,6 +126,9 @@ def locate(part: str) -> tuple[str | None, str]:
                 # Debian's GoBGP 3.10 drops prefixes in `mrt inject`.
                 why = f"{path} (from {origin}) is version {version!r}, not {GOBGP_VERSION}"
                 continue
+        if part == "rtrtr" and _version(path) != RTRTR_VERSION:
+            why = f"{path} (from {origin}) is version {_version(path)!r}, not {RTRTR_VERSION}"
+            continue
         return path, ""
     return None, why
 

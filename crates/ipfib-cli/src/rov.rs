@@ -52,9 +52,11 @@ pub struct Args {
     top: usize,
     /// Instead of validating: write a VRP and ASPA set drawn from the
     /// input's routes (rpki-client JSON) to FILE, for benchmarks and
-    /// tests. About 70% of (prefix, origin) pairs get a VRP, some with a
-    /// longer max length, some with a wrong origin or at a shorter
-    /// covering prefix, some a second origin; ASPAs from the paths.
+    /// tests. A fifth of the address space (by /16 or /32) gets no VRP;
+    /// elsewhere about 70% of (prefix, origin) pairs get one, some with a
+    /// longer max length, others one with a wrong origin or at a shorter
+    /// covering prefix, some a second origin; ASPAs from the paths (30%
+    /// of customers, some missing a provider they use).
     #[arg(long, value_name = "FILE")]
     generate_vrps: Option<PathBuf>,
     /// Seed of --generate-vrps.
@@ -401,6 +403,14 @@ impl Mix {
     }
 }
 
+/// A number naming a prefix, to seed per-block choices.
+fn block_key(p: &AnyPrefix) -> u64 {
+    match p {
+        AnyPrefix::V4(x) => u64::from(x.addr()) << 8 | u64::from(x.len()),
+        AnyPrefix::V6(x) => ((x.addr() >> 64) as u64) ^ u64::from(x.len()),
+    }
+}
+
 fn truncate(p: &AnyPrefix, len: u8) -> AnyPrefix {
     match p {
         AnyPrefix::V4(x) => AnyPrefix::V4(x.truncate(len)),
@@ -448,6 +458,12 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
     let mut vrps: Vec<Vrp> = Vec::new();
     for (p, o) in &pairs {
         let width = if p.family() == 4 { 32 } else { 128 };
+        // A fifth of the address space (by /16 or /32 block) has no ROA at
+        // all: its routes are not-found.
+        let block = truncate(p, p.len().min(if width == 32 { 16 } else { 32 }));
+        if Mix(args.seed ^ block_key(&block)).next() % 5 == 0 {
+            continue;
+        }
         if rng.chance(0.70) {
             let extra = if rng.chance(0.10) {
                 1 + (rng.next() % 8) as u8

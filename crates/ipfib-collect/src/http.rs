@@ -549,6 +549,7 @@ async fn rpki_status(State(ctx): State<Arc<Ctx>>) -> Response {
             json!({
                 "name": s.name,
                 "state": s.state,
+                "problem": s.problem,
                 "vrps": s.vrps,
                 "aspas": s.aspas,
                 "session": s.serial.map(|x| x.0),

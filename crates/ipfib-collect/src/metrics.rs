@@ -453,7 +453,7 @@ pub fn render_rpki(
         "1 when the source's data is current (a file, or an RTR cache synced and not expired).",
     );
     for s in &snap.sources {
-        let up = matches!(s.state.as_str(), "loaded" | "synced") || (s.serial.is_some());
+        let up = matches!(s.state, "loaded" | "synced");
         let _ = writeln!(
             o,
             "ipfib_rpki_source_synced{{source=\"{}\"}} {}",

@@ -20,7 +20,27 @@ async function getJSON(url) {
   return { status: r.status, body };
 }
 
+// RPKI statuses (with --rtr or --vrps): a badge per route, and the
+// covering VRPs of the chosen route.
+function rpki(r) {
+  if (r.rov === undefined) return "";
+  const why = r.rov_reason ? ` (${esc(r.rov_reason)})` : "";
+  return `<span class="rov ${esc(r.rov)}">ROV ${esc(r.rov)}${why}</span> <span class="aspa ${esc(r.aspa)}">ASPA ${esc(r.aspa)}</span>`;
+}
+
+function showVrps(chosen) {
+  const v = $("vrps");
+  if (!chosen || chosen.vrps === undefined) { v.hidden = true; return; }
+  v.hidden = false;
+  v.innerHTML = chosen.vrps.length === 0
+    ? `No VRP covers ${esc(chosen.prefix)}: ROV not-found.`
+    : `VRPs covering ${esc(chosen.prefix)}: ` + chosen.vrps.map((x) => `<code>${esc(x.prefix)}-${esc(x.max_length)} AS${esc(x.asn)}</code>`).join(", ");
+}
+
 function show(routes, chosen) {
+  const hasRpki = routes.some((r) => r.rov !== undefined);
+  $("rpki-head").hidden = !hasRpki;
+  showVrps(chosen);
   const tbody = $("routes").querySelector("tbody");
   tbody.innerHTML = "";
   for (const r of routes) {
@@ -32,7 +52,8 @@ function show(routes, chosen) {
       <td><code>${esc(r.next_hop)}</code></td>
       <td><code>${esc((r.communities || []).join(" "))}</code></td>
       <td><code>${esc((r.large_communities || []).join(" "))}</code></td>
-      <td>${esc(r.origin)}</td><td>${esc(r.med)}</td><td>${esc(r.local_pref)}</td>`;
+      <td>${esc(r.origin)}</td><td>${esc(r.med)}</td><td>${esc(r.local_pref)}</td>` +
+      (hasRpki ? `<td>${rpki(r)}</td>` : "");
     tbody.appendChild(tr);
   }
   $("routes").hidden = routes.length === 0;

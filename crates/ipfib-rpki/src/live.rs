@@ -27,9 +27,11 @@ pub struct SourceStatus {
     pub name: String,
     pub vrps: usize,
     pub aspas: usize,
-    /// `"loaded"`, `"connecting"`, `"synced"`, `"expired"`, or the last
-    /// problem.
-    pub state: String,
+    /// `"loaded"` (a file), `"connecting"` (no data yet), `"synced"`
+    /// (data in use), `"expired"` (data dropped after the expire interval).
+    pub state: &'static str,
+    /// The last connection or protocol problem, cleared by fresh data.
+    pub problem: Option<String>,
     /// Session id and serial of the last End of Data (RTR).
     pub serial: Option<(u16, u32)>,
     pub version: Option<u8>,
@@ -79,14 +81,15 @@ impl Live {
         self.current.load_full()
     }
 
-    fn add_source(&self, name: String, state: &str) -> usize {
+    fn add_source(&self, name: String, state: &'static str) -> usize {
         let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
         s.push(Source {
             status: SourceStatus {
                 name,
                 vrps: 0,
                 aspas: 0,
-                state: state.into(),
+                state,
+                problem: None,
                 serial: None,
                 version: None,
                 updated: None,
@@ -122,24 +125,42 @@ impl Live {
                     session,
                     serial,
                     version,
-                } => live.update(i, |s| {
-                    s.vrps.clone_from(vrps);
-                    s.aspas.clone_from(aspas);
-                    s.status.state = "synced".into();
-                    s.status.serial = Some((session, serial));
-                    s.status.version = Some(version);
-                    s.status.updated = Some(SystemTime::now());
-                }),
+                } => {
+                    // A refresh that brought nothing new (same session and
+                    // serial): the published data stands, no rebuild.
+                    let unchanged = live
+                        .with_status(i, |st| {
+                            let same = st.serial == Some((session, serial)) && st.state == "synced";
+                            if same {
+                                st.problem = None;
+                            }
+                            same
+                        })
+                        .unwrap_or(false);
+                    if !unchanged {
+                        live.update(i, |s| {
+                            s.vrps.clone_from(vrps);
+                            s.aspas.clone_from(aspas);
+                            s.status.state = "synced";
+                            s.status.problem = None;
+                            s.status.serial = Some((session, serial));
+                            s.status.version = Some(version);
+                            s.status.updated = Some(SystemTime::now());
+                        });
+                    }
+                }
                 Event::Expired => live.update(i, |s| {
                     s.vrps.clear();
                     s.aspas.clear();
-                    s.status.state = "expired".into();
+                    s.status.state = "expired";
                     s.status.serial = None;
                     s.status.updated = Some(SystemTime::now());
                 }),
-                Event::Problem(p) => live.note(i, p),
+                Event::Problem(p) => {
+                    live.with_status(i, |st| st.problem = Some(p));
+                }
                 Event::Connected { version } => {
-                    live.note(i, format!("connected (version {version})"))
+                    live.with_status(i, |st| st.version = Some(version));
                 }
             }
         });
@@ -149,15 +170,13 @@ impl Live {
             .push(client);
     }
 
-    /// Records a source's state without republishing its data.
-    fn note(&self, i: usize, state: String) {
+    /// Edits a source's status (not its data) and republishes the
+    /// statuses beside the data as it is (under the sources' lock, as
+    /// [`Live::update`] publishes: one cannot undo the other).
+    fn with_status<R>(&self, i: usize, edit: impl FnOnce(&mut SourceStatus) -> R) -> Option<R> {
         let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = sources.get_mut(i) {
-            // Keep "synced" visible while a refresh reconnects quietly.
-            s.status.state = state;
-        }
+        let r = sources.get_mut(i).map(|s| edit(&mut s.status));
         let statuses = sources.iter().map(|s| s.status.clone()).collect();
-        drop(sources);
         let cur = self.load();
         self.current.store(Arc::new(Snapshot {
             vrps: Arc::clone(&cur.vrps),
@@ -166,6 +185,7 @@ impl Live {
             generation: cur.generation,
             build_seconds: cur.build_seconds,
         }));
+        r
     }
 
     /// Edits source `i`, then rebuilds and publishes the union.
