@@ -461,7 +461,7 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
         // A fifth of the address space (by /16 or /32 block) has no ROA at
         // all: its routes are not-found.
         let block = truncate(p, p.len().min(if width == 32 { 16 } else { 32 }));
-        if Mix(args.seed ^ block_key(&block)).next() % 5 == 0 {
+        if Mix(args.seed ^ block_key(&block)).next().is_multiple_of(5) {
             continue;
         }
         if rng.chance(0.70) {
