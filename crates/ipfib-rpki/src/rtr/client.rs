@@ -17,7 +17,10 @@
 //!
 //! Versions: the client offers version 2 (ASPA) and steps down to what the
 //! cache answers with (a Cache Response of a lower version, or an Error
-//! Report "unsupported version"), down to 0.
+//! Report "unsupported version"), down to 0. An Error Report makes it ask
+//! again at once, not after `retry`; a lower-version answer to a Serial
+//! Query is not applied (serials belong to one version): the client asks
+//! again at once for everything, at that version.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -153,6 +156,11 @@ struct Session {
 enum End {
     Stopped,
     Problem(String),
+    /// The version was lowered: ask again at once, at the new version
+    /// (8210bis §7: the router sends another query with the cache's
+    /// version), not after the retry interval. Versions only go down, so
+    /// this happens at most twice in a row.
+    Downgraded(String),
 }
 
 impl Session {
@@ -208,6 +216,10 @@ impl Session {
                 Ok(stream) => match self.serve(stream) {
                     End::Stopped => return,
                     End::Problem(p) => (self.sink)(Event::Problem(p)),
+                    End::Downgraded(p) => {
+                        (self.sink)(Event::Problem(p));
+                        continue;
+                    }
                 },
                 Err(p) => (self.sink)(Event::Problem(p)),
             }
@@ -307,7 +319,12 @@ impl Session {
                     Ok(None) => break,
                     Err(e) => {
                         self.state = None;
-                        let end = buf.len().min(at + 64);
+                        // The PDU in error, and only it, when its length
+                        // is known (a bad field); else what is there of it.
+                        let end = match Pdu::frame_len(&buf[at..]) {
+                            Ok(Some(len)) if at + len <= buf.len() => at + len,
+                            _ => buf.len().min(at + 64),
+                        };
                         let bad = buf[at..end].to_vec();
                         return self.fail(&mut s, e.code, &bad, e.what);
                     }
@@ -338,7 +355,16 @@ impl Session {
             if v < self.version && !*in_response {
                 // The cache speaks an older version: adopt it.
                 self.version = v;
-                self.state = None;
+                if self.state.take().is_some() {
+                    // An answer to a Serial Query: session ids and serials
+                    // belong to one version (RFC 8210 §7), so changes
+                    // answered at another cannot be applied to our sets
+                    // (and taken as a whole set they would drop all the
+                    // rest). Ask for everything at the new version.
+                    return Err(End::Downgraded(format!(
+                        "the cache answered at version {v}: asking for everything at it"
+                    )));
+                }
             } else {
                 return Err(self.fail(
                     s,
@@ -485,7 +511,7 @@ impl Session {
                     if next < self.version {
                         self.version = next;
                         self.state = None;
-                        return Err(End::Problem(format!(
+                        return Err(End::Downgraded(format!(
                             "the cache does not speak this version ({text}): trying version {next}"
                         )));
                     }
