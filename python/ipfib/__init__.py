@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._ipfib import DamagedTableWarning, Rib, Table, TableFileError
+from ._ipfib import DamagedTableWarning, Rib, Table, TableFileError, Vrps
 
-__all__ = ["Table", "Rib", "TableFileError", "DamagedTableWarning", "__version__"]
+__all__ = ["Table", "Rib", "Vrps", "TableFileError", "DamagedTableWarning", "__version__"]
 
 try:
     from importlib.metadata import PackageNotFoundError, version

@@ -32,6 +32,7 @@ mod many;
 mod mmdb;
 mod rib;
 mod rib_many;
+mod rpki;
 mod snapshot;
 mod table;
 mod value;
@@ -42,6 +43,7 @@ use pyo3::prelude::*;
 fn _ipfib(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Table>()?;
     m.add_class::<rib::Rib>()?;
+    m.add_class::<rpki::Vrps>()?;
     m.add("TableFileError", m.py().get_type::<load::TableFileError>())?;
     m.add(
         "DamagedTableWarning",

@@ -331,7 +331,7 @@ impl Rib {
     }
 
     /// Vectorised lookups for flow enrichment (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, peer = None, nexthops = None, *, errors = "raise"))]
+    #[pyo3(signature = (addrs, peer = None, nexthops = None, *, errors = "raise", rpki = None))]
     fn lookup_many<'py>(
         &self,
         py: Python<'py>,
@@ -339,10 +339,19 @@ impl Rib {
         peer: Option<Bound<'py, PyAny>>,
         nexthops: Option<Bound<'py, PyAny>>,
         errors: &str,
+        rpki: Option<PyRef<'py, crate::rpki::Vrps>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let on_error = crate::batch::OnError::parse(errors)?;
         let peer = peer_arg(&self.rib, peer.as_ref())?;
-        crate::rib_many::lookup_many(&self.rib, py, addrs, peer, nexthops.as_ref(), on_error)
+        crate::rib_many::lookup_many(
+            &self.rib,
+            py,
+            addrs,
+            peer,
+            nexthops.as_ref(),
+            on_error,
+            rpki.as_deref(),
+        )
     }
 
     /// What `from_mrt` read (a fresh dict each call).

@@ -299,6 +299,7 @@ fn run(
 /// Vectorised lookups (see `_ipfib.pyi`).
 /// `peer` is the `peer=` argument read (`rib.rs`), `on_error` the
 /// `errors=` one.
+#[allow(clippy::too_many_arguments)]
 pub fn lookup_many<'py>(
     the_rib: &ipfib_rib::Rib,
     py: Python<'py>,
@@ -306,6 +307,7 @@ pub fn lookup_many<'py>(
     peer: Option<PeerFilter>,
     nexthops: Option<&Bound<'py, PyAny>>,
     on_error: OnError,
+    rpki: Option<&crate::rpki::Vrps>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let base = Query {
         peer,
@@ -368,10 +370,75 @@ pub fn lookup_many<'py>(
         })
         .collect();
     let d = PyDict::new(py);
-    d.set_item("found", found)?;
+    d.set_item("found", &found)?;
     d.set_item("origin_asn", origin_asn)?;
     d.set_item("prefix_len", prefix_len)?;
     d.set_item("next_hop", PyArray1::from_vec(py, objects))?;
+    if let Some(v) = rpki {
+        let found_now: Vec<bool> = found.readonly().as_slice().map_err(slice_err)?.to_vec();
+        let (rov, aspa) = rpki_states(
+            the_rib,
+            py,
+            &input.items()?,
+            on_error,
+            &base,
+            nexthops.as_ref(),
+            &found_now,
+            v,
+        )?;
+        d.set_item("rov", PyArray1::from_vec(py, rov))?;
+        d.set_item("aspa", PyArray1::from_vec(py, aspa))?;
+    }
     d.set_item("peer", peer_ids)?;
     Ok(d)
+}
+
+/// The ROV and ASPA codes of each found row's chosen route (`Vrps.STATES`,
+/// `Vrps.ASPA_STATES`; 255 where nothing was found): a second pass that
+/// looks each found address up again for its whole route (its prefix and
+/// AS path), with the same query as the batch (peer, the row's next hop).
+#[allow(clippy::too_many_arguments)]
+fn rpki_states(
+    rib: &ipfib_rib::Rib,
+    py: Python<'_>,
+    items: &Items<'_>,
+    on_error: OnError,
+    base: &Query,
+    nexthops: Option<&FlowNextHops>,
+    found: &[bool],
+    v: &crate::rpki::Vrps,
+) -> PyResult<(Vec<u8>, Vec<u8>)> {
+    let n = found.len();
+    py.detach(|| {
+        let mut rov = vec![crate::rpki::NO_ROUTE; n];
+        let mut aspa = vec![crate::rpki::NO_ROUTE; n];
+        let mut one = |addr: ipfib::prefix::AnyAddr, p: usize| {
+            if !found.get(p).copied().unwrap_or(false) {
+                return;
+            }
+            let q = match nexthops {
+                Some(nh) => Query {
+                    next_hop: nh.next_hops.get(nh.by_pos[p]),
+                    ..base.clone()
+                },
+                None => base.clone(),
+            };
+            if let Some(r) = rib.lookup(addr, &q) {
+                (rov[p], aspa[p]) = v.route_codes(&r);
+            }
+        };
+        items.each_chunk(on_error, |m: &Mixed| {
+            let (a4, p4) = m.v4();
+            for (&a, &p) in a4.iter().zip(p4) {
+                one(ipfib::prefix::AnyAddr::V4(a), p as usize);
+            }
+            let (a6, p6) = m.v6();
+            for (&a, &p) in a6.iter().zip(p6) {
+                one(ipfib::prefix::AnyAddr::V6(a), p as usize);
+            }
+            Ok::<(), BadItem>(())
+        })?;
+        Ok((rov, aspa))
+    })
+    .map_err(bad_item)
 }
