@@ -216,7 +216,7 @@ pub fn run(args: Args) -> CmdResult {
             had_problems = true;
         }
         load_secs = t_load.elapsed().as_secs_f64();
-        let names: HashMap<u32, String> = rib
+        let names: Map<u32, String> = rib
             .peers()
             .all()
             .map(|p| (p.id, p.key.address.to_string()))
@@ -232,11 +232,9 @@ pub fn run(args: Args) -> CmdResult {
             if err.is_some() {
                 return;
             }
-            let origin =
-                ipfib_rpki::route_origin(e.attrs.as_path.segments().map(|s| (s.kind, s.asns)), asn);
             let it = Item {
                 prefix: *prefix,
-                origin,
+                origin: s.origin,
                 rov: s.rov,
                 aspa: Some(s.aspa),
                 peer: names.get(&e.peer).map(|n| (n.as_str(), asn)),
@@ -255,6 +253,7 @@ pub fn run(args: Args) -> CmdResult {
         had_problems |= crate::load::report_problems(&args.input, &loaded.report);
         load_secs = t_load.elapsed().as_secs_f64();
         let t = Instant::now();
+        let mut cur = ipfib_rpki::Cursor::default();
         for r in &loaded.routes {
             let origins = table_origins(&r.value)
                 .map_err(|e| format!("{}: line {}: {e}", args.input.display(), r.line))?;
@@ -262,7 +261,7 @@ pub fn run(args: Args) -> CmdResult {
                 let it = Item {
                     prefix: r.prefix,
                     origin,
-                    rov: vrps.validate(&r.prefix, origin),
+                    rov: vrps.validate_at(&r.prefix, origin, &mut cur),
                     aspa: None,
                     peer: None,
                 };
@@ -292,8 +291,11 @@ struct Summary {
     rov: [u64; 4],
     aspa: [u64; 3],
     with_path: u64,
-    per_origin: HashMap<RouteOrigin, [u64; 4]>,
+    per_origin: Map<RouteOrigin, [u64; 4]>,
 }
+
+/// foldhash maps: the summary and the peer names are hashed once per route.
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 impl Summary {
     fn add(&mut self, it: &Item<'_>) {

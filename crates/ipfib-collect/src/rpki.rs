@@ -12,13 +12,12 @@
 //! one binary search over the VRP prefixes and a short parent walk
 //! (measured in BENCHMARKS.md, "RPKI"); the per-peer counts cost one sweep.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use ipfib::prefix::AnyPrefix;
 use ipfib_rib::{AsPath, AttrSet, Entry, Rib, Route};
-use ipfib_rpki::{route_origin, AspaStatus, Rov, Snapshot};
+use ipfib_rpki::{path_origin, route_origin, AspaStatus, RouteOrigin, Rov, Snapshot};
 use serde_json::{json, Value};
 
 /// The two statuses of one route.
@@ -26,6 +25,8 @@ use serde_json::{json, Value};
 pub struct Status {
     pub rov: Rov,
     pub aspa: AspaStatus,
+    /// The origin ROV used (RFC 6811 §2).
+    pub origin: RouteOrigin,
 }
 
 fn segments(path: &AsPath) -> impl Iterator<Item = (u8, &[u32])> + '_ {
@@ -39,6 +40,7 @@ pub fn status(snap: &Snapshot, prefix: &AnyPrefix, attrs: &AttrSet, speaker_as: 
     Status {
         rov: snap.vrps.validate(prefix, origin),
         aspa: snap.aspas.verify_upstream(segments(&attrs.as_path)),
+        origin,
     }
 }
 
@@ -115,40 +117,48 @@ pub fn for_each_route(
     mut f: impl FnMut(&AnyPrefix, &Entry, u32, Status),
 ) {
     let peers = rib.peers();
-    let mut peer_as: HashMap<u32, Option<u32>> = HashMap::new();
-    let mut paths: HashMap<usize, (AspaStatus, AsPath)> = HashMap::new();
-    let mut origins: Vec<(ipfib_rpki::RouteOrigin, Rov)> = Vec::new();
+    // Peer id -> its AS while live (None: down or gone, skipped).
+    let mut peer_as: Map<u32, Option<u32>> = Map::default();
+    // Path allocation -> (origin unless the speaker's, ASPA status).
+    let mut paths: Map<usize, (Option<RouteOrigin>, AspaStatus, AsPath)> = Map::default();
+    let mut origins: Vec<(RouteOrigin, Rov)> = Vec::new();
+    let mut cur = ipfib_rpki::Cursor::default();
     rib.for_each_prefix(|routes| {
         origins.clear();
         for e in routes.iter() {
-            let Some(asn) = *peer_as
-                .entry(e.peer)
-                .or_insert_with(|| peers.get(e.peer).map(|p| p.key.asn))
-            else {
+            let Some(asn) = *peer_as.entry(e.peer).or_insert_with(|| {
+                peers
+                    .get(e.peer)
+                    .filter(|_| peers.is_live(e.peer))
+                    .map(|p| p.key.asn)
+            }) else {
                 continue;
             };
-            if !peers.is_live(e.peer) {
-                continue;
-            }
             let path = &e.attrs.as_path;
-            let origin = route_origin(segments(path), asn);
+            let key = Arc::as_ptr(&path.0) as *const u32 as usize;
+            let &mut (o, aspa, _) = paths.entry(key).or_insert_with(|| {
+                (
+                    path_origin(segments(path)),
+                    snap.aspas.verify_upstream(segments(path)),
+                    path.clone(),
+                )
+            });
+            let origin = o.unwrap_or(RouteOrigin::As(asn));
             let rov = match origins.iter().find(|(o, _)| *o == origin) {
                 Some(&(_, r)) => r,
                 None => {
-                    let r = snap.vrps.validate(&routes.prefix, origin);
+                    let r = snap.vrps.validate_at(&routes.prefix, origin, &mut cur);
                     origins.push((origin, r));
                     r
                 }
             };
-            let key = Arc::as_ptr(&path.0) as *const u32 as usize;
-            let aspa = paths
-                .entry(key)
-                .or_insert_with(|| (snap.aspas.verify_upstream(segments(path)), path.clone()))
-                .0;
-            f(&routes.prefix, e, asn, Status { rov, aspa });
+            f(&routes.prefix, e, asn, Status { rov, aspa, origin });
         }
     });
 }
+
+/// A hash map with foldhash: the sweep hashes a few times per route.
+type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Routes per status, per peer and in all.
 #[derive(Clone, Debug, Default)]
@@ -168,7 +178,7 @@ pub struct Counts {
 /// Counts every live route's statuses.
 pub fn count(rib: &Rib, snap: &Snapshot) -> Counts {
     let t = Instant::now();
-    let mut per: HashMap<u32, ([u64; 4], [u64; 3])> = HashMap::new();
+    let mut per: Map<u32, ([u64; 4], [u64; 3])> = Map::default();
     let mut c = Counts::default();
     for_each_route(rib, snap, |_, e, _, s| {
         let slot = per.entry(e.peer).or_default();

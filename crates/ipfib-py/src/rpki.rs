@@ -242,9 +242,10 @@ impl Vrps {
         }
         let vrps = Arc::clone(&self.vrps);
         let codes: Vec<u8> = py.detach(move || {
+            let mut cur = ipfib_rpki::Cursor::default();
             ps.iter()
                 .zip(&os)
-                .map(|(p, o)| rov_code(vrps.validate(p, *o)))
+                .map(|(p, o)| rov_code(vrps.validate_at(p, *o, &mut cur)))
                 .collect()
         });
         Ok(PyArray1::from_vec(py, codes))

@@ -31,7 +31,7 @@ pub mod vrp;
 pub use aspa::{Aspa, AspaStatus, Aspas};
 pub use files::{load_payloads, parse_payloads, LoadError, Payloads, Slurm};
 pub use live::{Live, Snapshot, SourceStatus};
-pub use vrp::{route_origin, RouteOrigin, Rov, Vrp, VrpSet, Vrps};
+pub use vrp::{path_origin, route_origin, Cursor, RouteOrigin, Rov, Vrp, VrpSet, Vrps};
 
 /// AS path segment types (RFC 4271 §4.3, RFC 5065), as `ipfib-io` numbers them.
 pub const AS_SET: u8 = 1;

@@ -89,7 +89,17 @@ proptest! {
         routes in proptest::collection::vec(route_strategy(), 1..60),
     ) {
         let snap: Vrps = vrps.iter().copied().collect();
+        // One cursor over routes in random order, one over them sorted:
+        // the search's hint never changes an answer.
+        let mut cur = crate::Cursor::default();
+        let mut sorted = routes.clone();
+        sorted.sort_by_key(|r| r.0);
+        let mut cur_sorted = crate::Cursor::default();
+        for (p, o) in &sorted {
+            prop_assert_eq!(snap.validate_at(p, *o, &mut cur_sorted), oracle_rov(&vrps, p, *o));
+        }
         for (p, o) in &routes {
+            prop_assert_eq!(snap.validate_at(p, *o, &mut cur), oracle_rov(&vrps, p, *o));
             prop_assert_eq!(snap.validate(p, *o), oracle_rov(&vrps, p, *o), "{} {:?}", p, o);
             // covering() returns exactly the covering VRPs.
             let mut got = snap.covering(p);

@@ -224,9 +224,35 @@ impl<A: Addr> Side<A> {
         side
     }
 
+    /// How many VRP prefixes sort at or before `p`: a binary search, or,
+    /// when the previous answer `hint` is close (routes taken in prefix
+    /// order), a few steps from it.
+    fn position(&self, p: &Prefix<A>, hint: &mut usize) -> usize {
+        let v = &self.prefixes;
+        let h = (*hint).min(v.len());
+        // The answer is h when v[h-1] <= p < v[h]; look a few steps ahead.
+        let at = if h > 0 && v[h - 1] > *p {
+            v.partition_point(|q| q <= p)
+        } else {
+            let end = (h + 8).min(v.len());
+            let near = h + v[h..end].partition_point(|q| q <= p);
+            if near < end || end == v.len() {
+                near
+            } else {
+                end + v[end..].partition_point(|q| q <= p)
+            }
+        };
+        *hint = at;
+        at
+    }
+
     /// The index of the longest VRP prefix covering `p`, or `NONE`.
     fn longest_covering(&self, p: &Prefix<A>) -> u32 {
-        let at = self.prefixes.partition_point(|q| q <= p);
+        self.longest_covering_at(p, &mut 0)
+    }
+
+    fn longest_covering_at(&self, p: &Prefix<A>, hint: &mut usize) -> u32 {
+        let at = self.position(p, hint);
         if at == 0 {
             return NONE;
         }
@@ -242,8 +268,8 @@ impl<A: Addr> Side<A> {
         &self.entries[self.first[i] as usize..self.first[i + 1] as usize]
     }
 
-    fn validate(&self, p: &Prefix<A>, origin: RouteOrigin) -> Rov {
-        let mut i = self.longest_covering(p);
+    fn validate(&self, p: &Prefix<A>, origin: RouteOrigin, hint: &mut usize) -> Rov {
+        let mut i = self.longest_covering_at(p, hint);
         if i == NONE {
             return Rov::NotFound;
         }
@@ -299,6 +325,13 @@ impl<A: Addr> Side<A> {
     }
 }
 
+/// Where [`Vrps::validate_at`] last searched, per family.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cursor {
+    v4: usize,
+    v6: usize,
+}
+
 /// An immutable VRP snapshot that answers "which VRPs cover this prefix"
 /// and validates routes (RFC 6811).
 #[derive(Clone, Debug, Default)]
@@ -346,9 +379,16 @@ impl Vrps {
 
     /// The RFC 6811 state of a route `prefix` originated by `origin`.
     pub fn validate(&self, prefix: &AnyPrefix, origin: RouteOrigin) -> Rov {
+        self.validate_at(prefix, origin, &mut Cursor::default())
+    }
+
+    /// [`Vrps::validate`] remembering where it searched: routes taken in
+    /// prefix order (a sorted table, a RIB walk) cost a few steps each
+    /// instead of a binary search. Any order gives the same answers.
+    pub fn validate_at(&self, prefix: &AnyPrefix, origin: RouteOrigin, cur: &mut Cursor) -> Rov {
         match prefix {
-            AnyPrefix::V4(p) => self.v4.validate(p, origin),
-            AnyPrefix::V6(p) => self.v6.validate(p, origin),
+            AnyPrefix::V4(p) => self.v4.validate(p, origin, &mut cur.v4),
+            AnyPrefix::V6(p) => self.v6.validate(p, origin, &mut cur.v6),
         }
     }
 
@@ -378,6 +418,13 @@ pub fn route_origin<'a>(
     segments: impl IntoIterator<Item = (u8, &'a [u32])>,
     speaker_as: u32,
 ) -> RouteOrigin {
+    path_origin(segments).unwrap_or(RouteOrigin::As(speaker_as))
+}
+
+/// [`route_origin`] of the path alone: `None` when the origin is the
+/// speaker's own AS (an empty path, a final confederation segment), which
+/// only the caller knows.
+pub fn path_origin<'a>(segments: impl IntoIterator<Item = (u8, &'a [u32])>) -> Option<RouteOrigin> {
     let mut last = None;
     for (kind, asns) in segments {
         if !asns.is_empty() {
@@ -385,12 +432,12 @@ pub fn route_origin<'a>(
         }
     }
     match last {
-        Some((crate::AS_SEQUENCE, asns)) => RouteOrigin::As(*asns.last().unwrap_or(&0)),
-        Some((crate::AS_SET, _)) => RouteOrigin::None,
+        Some((crate::AS_SEQUENCE, asns)) => asns.last().map(|&a| RouteOrigin::As(a)),
+        Some((crate::AS_SET, _)) => Some(RouteOrigin::None),
         // Confederation segments, an empty path, or an unknown kind (RFC
         // 6811 names only these four; a path with an unknown segment type
         // never reaches a RIB, treat it as the speaker's).
-        _ => RouteOrigin::As(speaker_as),
+        _ => None,
     }
 }
 
