@@ -919,3 +919,74 @@ fn live_publishes_each_update() {
     assert!(snap.aspas.is_empty());
     live.stop();
 }
+
+#[test]
+fn a_cache_over_the_limits_is_refused() {
+    let cache = Cache::new();
+    let opts = RtrOptions {
+        max_vrps: 3,
+        max_aspa_providers: 4,
+        ..quick()
+    };
+    let (client, rx) = spawn(cache.addr(), opts);
+    let cases: [(&str, Vec<Pdu>); 2] = [
+        (
+            "VRPs",
+            ["10.0.0.0/8", "11.0.0.0/8", "12.0.0.0/8", "13.0.0.0/8"]
+                .iter()
+                .map(|p| announce(2, vrp(p, 8, 64500)))
+                .collect(),
+        ),
+        (
+            "ASPA providers",
+            vec![
+                aspa(2, 1, &[2, 3, 3]),
+                aspa(2, 1, &[2, 3]),
+                aspa(2, 4, &[5, 6, 7]),
+            ],
+        ),
+    ];
+    for (what, pdus) in cases {
+        let mut conn = cache.accept();
+        assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 }, "{what}");
+        let mut all = vec![Pdu::CacheResponse {
+            version: 2,
+            session: SESSION,
+        }];
+        all.extend(pdus);
+        all.push(end(2, SESSION, 1));
+        conn.send(&all);
+        match conn.recv() {
+            Pdu::ErrorReport { code: c, text, .. } => {
+                assert_eq!(c, code::INTERNAL_ERROR, "{what}: {text}");
+                assert!(text.contains("more than"), "{what}: {text}");
+            }
+            p => panic!("{what}: want an Error Report, got {p:?}"),
+        }
+        conn.closed();
+        assert_no_data(&rx, what);
+    }
+    // At the limits exactly (a duplicate provider counted once, a
+    // replaced ASPA's providers given back): taken.
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+    conn.send(&[
+        Pdu::CacheResponse {
+            version: 2,
+            session: SESSION,
+        },
+        announce(2, vrp("10.0.0.0/8", 8, 64500)),
+        announce(2, vrp("11.0.0.0/8", 8, 64500)),
+        announce(2, vrp("12.0.0.0/8", 8, 64500)),
+        announce(2, vrp("12.0.0.0/8", 8, 64500)),
+        aspa(2, 1, &[2, 3, 3]),
+        aspa(2, 1, &[2, 3, 4]),
+        aspa_withdraw(2, 1),
+        aspa(2, 4, &[5, 6, 7, 8]),
+        end(2, SESSION, 1),
+    ]);
+    let d = next_data(&rx);
+    assert_eq!(d.vrps.len(), 3);
+    assert_eq!(d.aspas.len(), 1);
+    client.stop();
+}

@@ -43,6 +43,12 @@ pub struct RtrOptions {
     pub max_refresh: Option<Duration>,
     pub max_retry: Option<Duration>,
     pub max_expire: Option<Duration>,
+    /// The most VRPs one cache may hold (a cache sending more is refused:
+    /// its connection ends with an error, the last whole set stays in use
+    /// until it expires). Real caches held about 800K in 2026.
+    pub max_vrps: usize,
+    /// The most provider ASNs over all of one cache's ASPAs.
+    pub max_aspa_providers: usize,
 }
 
 impl Default for RtrOptions {
@@ -53,6 +59,8 @@ impl Default for RtrOptions {
             max_refresh: None,
             max_retry: None,
             max_expire: None,
+            max_vrps: 10_000_000,
+            max_aspa_providers: 10_000_000,
         }
     }
 }
@@ -150,6 +158,8 @@ struct Session {
     timers: Timers,
     /// When the last End of Data arrived; `None` when no data is held.
     last_data: Option<Instant>,
+    /// Provider ASNs over all of `aspas` (bounded by `max_aspa_providers`).
+    aspa_providers: usize,
 }
 
 /// How one connection ended.
@@ -176,6 +186,7 @@ impl Session {
             state: None,
             timers: DEFAULT_TIMERS,
             last_data: None,
+            aspa_providers: 0,
         }
     }
 
@@ -205,6 +216,7 @@ impl Session {
                 self.state = None;
                 self.vrps.clear();
                 self.aspas.clear();
+                self.aspa_providers = 0;
                 (self.sink)(Event::Expired);
             }
         }
@@ -396,6 +408,7 @@ impl Session {
                     None => {
                         self.vrps.clear();
                         self.aspas.clear();
+                        self.aspa_providers = 0;
                     }
                 }
                 // Until End of Data the sets match no serial: a connection
@@ -426,6 +439,11 @@ impl Session {
                 // Duplicates and unknown withdrawals are tolerated (a
                 // cache that repeats itself still describes one set).
                 if announce {
+                    if self.vrps.len() >= self.opts.max_vrps && !self.vrps.contains(&vrp) {
+                        self.state = None;
+                        let what = format!("the cache sent more than {} VRPs", self.opts.max_vrps);
+                        return Err(self.fail(s, code::INTERNAL_ERROR, raw, what));
+                    }
                     self.vrps.insert(vrp);
                 } else {
                     self.vrps.remove(&vrp);
@@ -446,9 +464,24 @@ impl Session {
                     ));
                 }
                 if announce {
+                    let before = self.aspas.get(customer).map_or(0, <[u32]>::len);
+                    let total = self.aspa_providers - before + providers.len();
+                    if total > self.opts.max_aspa_providers {
+                        self.state = None;
+                        let what = format!(
+                            "the cache sent more than {} ASPA providers",
+                            self.opts.max_aspa_providers
+                        );
+                        return Err(self.fail(s, code::INTERNAL_ERROR, raw, what));
+                    }
                     self.aspas.insert(Aspa::new(customer, providers));
+                    // Counted as held (duplicates removed), not as sent.
+                    let now = self.aspas.get(customer).map_or(0, <[u32]>::len);
+                    self.aspa_providers = self.aspa_providers - before + now;
                 } else {
+                    let before = self.aspas.get(customer).map_or(0, <[u32]>::len);
                     self.aspas.remove(customer);
+                    self.aspa_providers -= before;
                 }
             }
             Pdu::RouterKey { .. } => {}
