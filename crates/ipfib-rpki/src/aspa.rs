@@ -67,7 +67,7 @@ impl Aspa {
 
 /// The ASPA set: customer AS -> provider ASes. One ASPA per customer (RTR
 /// and the validators' outputs merge a customer's objects into one).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Aspas {
     map: HashMap<u32, Box<[u32]>>,
 }

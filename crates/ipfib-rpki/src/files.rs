@@ -338,16 +338,31 @@ impl Slurm {
     /// Whether filter `f` removes `v` (RFC 8416 §3.3.1: a filter's prefix
     /// matches VRPs of that prefix or more specific; both members present
     /// must match).
-    fn filtered(&self, v: &Vrp) -> bool {
+    pub fn filters(&self, v: &Vrp) -> bool {
         self.prefix_filters
             .iter()
             .any(|(p, a)| p.is_none_or(|p| covers(&p, &v.prefix)) && a.is_none_or(|a| a == v.asn))
     }
 
+    /// Whether this file asserts `v` (adds it whatever the sources say).
+    pub fn asserts(&self, v: &Vrp) -> bool {
+        self.prefix_assertions.contains(v)
+    }
+
+    /// The ASPA half of [`Slurm::apply`].
+    pub fn apply_aspas(&self, aspas: &mut Aspas) {
+        for c in &self.aspa_filters {
+            aspas.remove(*c);
+        }
+        for a in &self.aspa_assertions {
+            aspas.insert(a.clone());
+        }
+    }
+
     /// Applies the exceptions: filters first, then assertions (RFC 8416 §4).
     pub fn apply(&self, vrps: &mut VrpSet, aspas: &mut Aspas) {
         if !self.prefix_filters.is_empty() {
-            vrps.retain(|v| !self.filtered(v));
+            vrps.retain(|v| !self.filters(v));
         }
         for v in &self.prefix_assertions {
             vrps.insert(*v);

@@ -1,13 +1,18 @@
 //! The live RPKI data of a collector: any number of sources (RTR caches,
-//! files), SLURM exceptions on top, published as one immutable
-//! [`Snapshot`] that readers load without locks.
+//! files, sets given by an embedding program), SLURM exceptions on top,
+//! published as one immutable [`Snapshot`] that readers load without locks.
 //!
-//! A source's update replaces that source's sets; the snapshot is then
-//! rebuilt from the union of every source (VRPs: a set union; ASPAs: a
-//! customer's providers from every source merged), with the SLURM
-//! exceptions applied, and swapped in. Route statuses are not stored: a
-//! route's ROV and ASPA state is computed from the current snapshot when
-//! it is shown, so it can never be stale (docs/architecture.md, "RPKI").
+//! The published VRPs are the union of every source's, with the SLURM
+//! files applied in order (each file's filters, then its assertions, RFC
+//! 8416 §4); ASPAs likewise (a customer's providers from every source
+//! merged). A source's whole new set (a file, an RTR Reset Query's answer)
+//! rebuilds the snapshot from the union; a source's changes (an RTR
+//! Serial Query's answer) are applied to the previous snapshot by one
+//! merge of its sorted arrays ([`Vrps::with_changes`]), the union kept as
+//! a count per VRP of the sources holding it. Route statuses are not
+//! stored: a route's ROV and ASPA state is computed from the current
+//! snapshot when it is shown, so it can never be stale
+//! (docs/architecture.md, "RPKI").
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -18,17 +23,18 @@ use arc_swap::ArcSwap;
 use crate::aspa::{Aspa, Aspas};
 use crate::files::{load_payloads, LoadError, Slurm};
 use crate::rtr::{Event, RtrClient, RtrOptions};
-use crate::vrp::{VrpSet, Vrps};
+use crate::vrp::{Vrp, VrpSet, Vrps};
 
 /// Where one source stands.
 #[derive(Clone, Debug)]
 pub struct SourceStatus {
-    /// `rtr://host:port` or the file's path.
+    /// `rtr://host:port`, the file's path, or the name given.
     pub name: String,
     pub vrps: usize,
     pub aspas: usize,
-    /// `"loaded"` (a file), `"connecting"` (no data yet), `"synced"`
-    /// (data in use), `"expired"` (data dropped after the expire interval).
+    /// `"loaded"` (a file or a given set), `"connecting"` (no data yet),
+    /// `"synced"` (data in use), `"expired"` (data dropped after the
+    /// expire interval).
     pub state: &'static str,
     /// The last connection or protocol problem, cleared by fresh data.
     pub problem: Option<String>,
@@ -47,7 +53,7 @@ pub struct Snapshot {
     pub sources: Vec<SourceStatus>,
     /// Counts publications, from 1 (0: nothing published yet).
     pub generation: u64,
-    /// How long the last rebuild took, seconds.
+    /// How long the last publication took to build, seconds.
     pub build_seconds: f64,
 }
 
@@ -57,10 +63,18 @@ struct Source {
     aspas: Aspas,
 }
 
+/// What the sources' lock guards: the sources, and the union of their
+/// VRPs as a count of the sources holding each.
+#[derive(Default)]
+struct Sources {
+    list: Vec<Source>,
+    union: hashbrown::HashMap<Vrp, u32>,
+}
+
 /// Sources, exceptions and the published snapshot.
 pub struct Live {
     current: ArcSwap<Snapshot>,
-    sources: Mutex<Vec<Source>>,
+    sources: Mutex<Sources>,
     slurm: Vec<Slurm>,
     clients: Mutex<Vec<RtrClient>>,
 }
@@ -70,7 +84,7 @@ impl Live {
     pub fn new(slurm: Vec<Slurm>) -> Arc<Live> {
         Arc::new(Live {
             current: ArcSwap::from_pointee(Snapshot::default()),
-            sources: Mutex::new(Vec::new()),
+            sources: Mutex::new(Sources::default()),
             slurm,
             clients: Mutex::new(Vec::new()),
         })
@@ -81,9 +95,13 @@ impl Live {
         self.current.load_full()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sources> {
+        self.sources.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn add_source(&self, name: String, state: &'static str) -> usize {
-        let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        s.push(Source {
+        let mut s = self.lock();
+        s.list.push(Source {
             status: SourceStatus {
                 name,
                 vrps: 0,
@@ -97,19 +115,34 @@ impl Live {
             vrps: VrpSet::new(),
             aspas: Aspas::new(),
         });
-        s.len() - 1
+        s.list.len() - 1
     }
 
     /// Adds a validator's output file (JSON or CSV) as a source.
     pub fn add_file(&self, path: PathBuf) -> Result<(), LoadError> {
         let (vrps, aspas) = load_payloads(&path)?.into_sets();
-        let i = self.add_source(path.display().to_string(), "loaded");
-        self.update(i, |s| {
+        self.add_set(path.display().to_string(), vrps, aspas);
+        Ok(())
+    }
+
+    /// Adds a source holding `vrps` and `aspas` (an embedding program's
+    /// own data); returns its index for [`Live::change_set`].
+    pub fn add_set(&self, name: String, vrps: VrpSet, aspas: Aspas) -> usize {
+        let i = self.add_source(name, "loaded");
+        self.replace(i, |s| {
             s.vrps = vrps;
             s.aspas = aspas;
             s.status.updated = Some(SystemTime::now());
         });
-        Ok(())
+        i
+    }
+
+    /// Changes the VRPs of source `i` (from [`Live::add_set`]): `removed`
+    /// taken out, then `added` put in; published incrementally.
+    pub fn change_set(&self, i: usize, added: &[Vrp], removed: &[Vrp]) {
+        self.change(i, added, removed, None, |st| {
+            st.updated = Some(SystemTime::now());
+        });
     }
 
     /// Starts an RTR session to `addr` as a source.
@@ -122,34 +155,40 @@ impl Live {
                 Event::Data {
                     vrps,
                     aspas,
+                    changes,
                     session,
                     serial,
                     version,
                 } => {
-                    // A refresh that brought nothing new (same session and
-                    // serial): the published data stands, no rebuild.
+                    let synced = |st: &mut SourceStatus| {
+                        st.state = "synced";
+                        st.problem = None;
+                        st.serial = Some((session, serial));
+                        st.version = Some(version);
+                        st.updated = Some(SystemTime::now());
+                    };
                     let unchanged = live
                         .with_status(i, |st| {
-                            let same = st.serial == Some((session, serial)) && st.state == "synced";
-                            if same {
-                                st.problem = None;
-                            }
-                            same
+                            st.state == "synced"
+                                && st.serial == Some((session, serial))
+                                && changes
+                                    .is_some_and(|c| c.added.is_empty() && c.removed.is_empty())
                         })
                         .unwrap_or(false);
-                    if !unchanged {
-                        live.update(i, |s| {
+                    match changes {
+                        // A refresh that brought nothing: the data stands.
+                        Some(_) if unchanged => {
+                            live.with_status(i, |st| st.problem = None);
+                        }
+                        Some(c) => live.change(i, &c.added, &c.removed, Some(aspas), synced),
+                        None => live.replace(i, |s| {
                             s.vrps.clone_from(vrps);
                             s.aspas.clone_from(aspas);
-                            s.status.state = "synced";
-                            s.status.problem = None;
-                            s.status.serial = Some((session, serial));
-                            s.status.version = Some(version);
-                            s.status.updated = Some(SystemTime::now());
-                        });
+                            synced(&mut s.status);
+                        }),
                     }
                 }
-                Event::Expired => live.update(i, |s| {
+                Event::Expired => live.replace(i, |s| {
                     s.vrps.clear();
                     s.aspas.clear();
                     s.status.state = "expired";
@@ -172,37 +211,53 @@ impl Live {
 
     /// Edits a source's status (not its data) and republishes the
     /// statuses beside the data as it is (under the sources' lock, as
-    /// [`Live::update`] publishes: one cannot undo the other).
+    /// every publication is: one cannot undo another).
     fn with_status<R>(&self, i: usize, edit: impl FnOnce(&mut SourceStatus) -> R) -> Option<R> {
-        let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        let r = sources.get_mut(i).map(|s| edit(&mut s.status));
-        let statuses = sources.iter().map(|s| s.status.clone()).collect();
+        let mut sources = self.lock();
+        let r = sources.list.get_mut(i).map(|s| edit(&mut s.status));
         let cur = self.load();
-        self.current.store(Arc::new(Snapshot {
-            vrps: Arc::clone(&cur.vrps),
-            aspas: Arc::clone(&cur.aspas),
-            sources: statuses,
-            generation: cur.generation,
-            build_seconds: cur.build_seconds,
-        }));
+        self.publish(
+            &sources,
+            Arc::clone(&cur.vrps),
+            Arc::clone(&cur.aspas),
+            cur.generation,
+            cur.build_seconds,
+        );
         r
     }
 
-    /// Edits source `i`, then rebuilds and publishes the union.
-    fn update(&self, i: usize, edit: impl FnOnce(&mut Source)) {
-        let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = sources.get_mut(i) {
-            edit(s);
-            s.status.vrps = s.vrps.len();
-            s.status.aspas = s.aspas.len();
-        }
-        let t = Instant::now();
-        let mut union = VrpSet::new();
+    /// Stores a snapshot of `vrps` and `aspas` with the sources' statuses.
+    /// Called with the sources' lock held.
+    fn publish(
+        &self,
+        sources: &Sources,
+        vrps: Arc<Vrps>,
+        aspas: Arc<Aspas>,
+        generation: u64,
+        secs: f64,
+    ) {
+        self.current.store(Arc::new(Snapshot {
+            vrps,
+            aspas,
+            sources: sources.list.iter().map(|s| s.status.clone()).collect(),
+            generation,
+            build_seconds: secs,
+        }));
+    }
+
+    /// Whether `v` is published, given whether some source holds it: the
+    /// SLURM files in order, each removing what its filters match and
+    /// adding its assertions.
+    fn effective(&self, v: &Vrp, held: bool) -> bool {
+        self.slurm.iter().fold(held, |present, x| {
+            (present && !x.filters(v)) || x.asserts(v)
+        })
+    }
+
+    /// The ASPAs of every source merged, SLURM applied.
+    fn aspa_union(&self, sources: &Sources) -> Aspas {
         let mut providers: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-        for s in sources.iter() {
-            for v in s.vrps.iter() {
-                union.insert(*v);
-            }
+        for s in &sources.list {
             for a in s.aspas.to_vec() {
                 providers.entry(a.customer).or_default().extend(a.providers);
             }
@@ -212,18 +267,123 @@ impl Live {
             .map(|(c, p)| Aspa::new(c, p))
             .collect();
         for x in &self.slurm {
-            x.apply(&mut union, &mut aspas);
+            x.apply_aspas(&mut aspas);
         }
-        let vrps = union.snapshot();
-        let statuses = sources.iter().map(|s| s.status.clone()).collect();
+        aspas
+    }
+
+    /// Edits source `i` wholly, then rebuilds the union and the snapshot.
+    fn replace(&self, i: usize, edit: impl FnOnce(&mut Source)) {
+        let mut sources = self.lock();
+        if let Some(s) = sources.list.get_mut(i) {
+            edit(s);
+            s.status.vrps = s.vrps.len();
+            s.status.aspas = s.aspas.len();
+        }
+        let t = Instant::now();
+        let mut union: hashbrown::HashMap<Vrp, u32> = hashbrown::HashMap::new();
+        for s in &sources.list {
+            for v in s.vrps.iter() {
+                *union.entry(*v).or_default() += 1;
+            }
+        }
+        let mut published = VrpSet::new();
+        published.extend(union.keys().copied().filter(|v| self.effective(v, true)));
+        // Assertions of VRPs no source holds (a later file's filter may
+        // still take one out).
+        for x in &self.slurm {
+            for v in &x.prefix_assertions {
+                if !union.contains_key(v) && self.effective(v, false) {
+                    published.insert(*v);
+                }
+            }
+        }
+        sources.union = union;
+        let vrps = published.snapshot();
+        let aspas = self.aspa_union(&sources);
         let generation = self.load().generation + 1;
-        self.current.store(Arc::new(Snapshot {
-            vrps: Arc::new(vrps),
-            aspas: Arc::new(aspas),
-            sources: statuses,
+        self.publish(
+            &sources,
+            Arc::new(vrps),
+            Arc::new(aspas),
             generation,
-            build_seconds: t.elapsed().as_secs_f64(),
-        }));
+            t.elapsed().as_secs_f64(),
+        );
+    }
+
+    /// Applies changes to source `i`'s VRPs (and, when given, replaces its
+    /// ASPAs), then publishes the previous snapshot with the net changes of
+    /// the published set merged in.
+    fn change(
+        &self,
+        i: usize,
+        added: &[Vrp],
+        removed: &[Vrp],
+        aspas: Option<&Aspas>,
+        status: impl FnOnce(&mut SourceStatus),
+    ) {
+        let mut guard = self.lock();
+        let sources = &mut *guard;
+        let Some(s) = sources.list.get_mut(i) else {
+            return;
+        };
+        let t = Instant::now();
+        let (mut out, mut back) = (Vec::new(), Vec::new());
+        for v in removed {
+            if !s.vrps.remove(v) {
+                continue;
+            }
+            if let hashbrown::hash_map::Entry::Occupied(mut e) = sources.union.entry(*v) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                    if self.effective(v, true) && !self.effective(v, false) {
+                        out.push(*v);
+                    }
+                }
+            }
+        }
+        for v in added {
+            if !s.vrps.insert(*v) {
+                continue;
+            }
+            let n = sources.union.entry(*v).or_default();
+            *n += 1;
+            if *n == 1 && self.effective(v, true) && !self.effective(v, false) {
+                back.push(*v);
+            }
+        }
+        let aspas_changed = match aspas {
+            Some(a) => {
+                let same = s.aspas == *a;
+                if !same {
+                    s.aspas.clone_from(a);
+                }
+                !same
+            }
+            None => false,
+        };
+        status(&mut s.status);
+        s.status.vrps = s.vrps.len();
+        s.status.aspas = s.aspas.len();
+        let cur = self.load();
+        let vrps = if out.is_empty() && back.is_empty() {
+            Arc::clone(&cur.vrps)
+        } else {
+            Arc::new(cur.vrps.with_changes(&back, &out))
+        };
+        let aspas = if aspas_changed {
+            Arc::new(self.aspa_union(sources))
+        } else {
+            Arc::clone(&cur.aspas)
+        };
+        self.publish(
+            sources,
+            vrps,
+            aspas,
+            cur.generation + 1,
+            t.elapsed().as_secs_f64(),
+        );
     }
 
     /// Stops every RTR session.

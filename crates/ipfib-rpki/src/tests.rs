@@ -142,6 +142,100 @@ proptest! {
     }
 
     #[test]
+    fn changes_equal_a_fresh_snapshot(
+        first in proptest::collection::vec(vrp_strategy(), 0..60),
+        added in proptest::collection::vec(vrp_strategy(), 0..20),
+        removed_at in proptest::collection::vec(0usize..80, 0..20),
+        removed_new in proptest::collection::vec(vrp_strategy(), 0..5),
+    ) {
+        let old: Vrps = first.iter().copied().collect();
+        // Removals of VRPs held, and of some never held.
+        let mut removed: Vec<Vrp> = removed_at.iter().filter_map(|&i| first.get(i).copied()).collect();
+        removed.extend(&removed_new);
+        let got = old.with_changes(&added, &removed);
+        let mut want: std::collections::BTreeSet<Vrp> = first.iter().copied().collect();
+        for v in &removed {
+            want.remove(v);
+        }
+        want.extend(added.iter().copied());
+        let fresh: Vrps = want.iter().copied().collect();
+        let got_all: Vec<Vrp> = got.iter().collect();
+        let fresh_all: Vec<Vrp> = fresh.iter().collect();
+        prop_assert_eq!(got_all, fresh_all);
+        // And it answers as a fresh one does (parents rebuilt).
+        for v in first.iter().chain(&added) {
+            for o in [RouteOrigin::As(v.asn), RouteOrigin::As(v.asn + 1), RouteOrigin::None] {
+                prop_assert_eq!(got.validate(&v.prefix, o), fresh.validate(&v.prefix, o));
+            }
+        }
+    }
+
+    #[test]
+    fn live_publishes_the_union_with_slurm_applied(
+        first in proptest::collection::vec((0usize..2, vrp_strategy()), 0..40),
+        steps in proptest::collection::vec(
+            (0usize..2, proptest::collection::vec(vrp_strategy(), 0..8), proptest::collection::vec(0usize..60, 0..8), any::<bool>()),
+            1..8,
+        ),
+        filters in proptest::collection::vec((vrp_strategy(), any::<bool>()), 0..3),
+        asserts in proptest::collection::vec(vrp_strategy(), 0..3),
+    ) {
+        // Two SLURM files: the first filters (by prefix or by AS) and
+        // asserts, the second filters what the first asserted, sometimes.
+        let one = Slurm {
+            prefix_filters: filters.iter().map(|(v, by_as)| if *by_as { (None, Some(v.asn)) } else { (Some(v.prefix), None) }).collect(),
+            prefix_assertions: asserts.clone(),
+            ..Slurm::default()
+        };
+        let two = Slurm {
+            prefix_filters: asserts.iter().take(1).map(|v| (Some(v.prefix), Some(v.asn))).collect(),
+            ..Slurm::default()
+        };
+        let slurms = vec![one, two];
+        let live = crate::Live::new(slurms.clone());
+        let mut model: [std::collections::BTreeSet<Vrp>; 2] = Default::default();
+        for (src, v) in &first {
+            model[*src].insert(*v);
+        }
+        let ids: Vec<usize> = (0..2)
+            .map(|k| live.add_set(format!("s{k}"), model[k].iter().copied().collect(), Aspas::new()))
+            .collect();
+        let check = |model: &[std::collections::BTreeSet<Vrp>; 2]| -> Result<(), TestCaseError> {
+            let mut want = VrpSet::new();
+            want.extend(model[0].iter().chain(&model[1]).copied());
+            let mut none = Aspas::new();
+            for x in &slurms {
+                x.apply(&mut want, &mut none);
+            }
+            let mut want: Vec<Vrp> = want.iter().copied().collect();
+            want.sort();
+            let got: Vec<Vrp> = live.load().vrps.iter().collect();
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            prop_assert_eq!(got_sorted, want);
+            Ok(())
+        };
+        check(&model)?;
+        for (src, added, removed_at, whole) in &steps {
+            let held: Vec<Vrp> = model[*src].iter().copied().collect();
+            let removed: Vec<Vrp> = removed_at.iter().filter_map(|&i| held.get(i).copied()).collect();
+            for v in &removed {
+                model[*src].remove(v);
+            }
+            model[*src].extend(added.iter().copied());
+            if *whole {
+                // A whole new set: a second source added with it, the
+                // first emptied (a replace path without a public replace).
+                live.change_set(ids[*src], &[], &held);
+                live.change_set(ids[*src], &model[*src].iter().copied().collect::<Vec<_>>(), &[]);
+            } else {
+                live.change_set(ids[*src], added, &removed);
+            }
+            check(&model)?;
+        }
+    }
+
+    #[test]
     fn aspa_matches_the_ramps(
         aspas in proptest::collection::vec((1u32..8, proptest::collection::vec(1u32..8, 0..4)), 0..8),
         path in proptest::collection::vec(1u32..8, 0..8),

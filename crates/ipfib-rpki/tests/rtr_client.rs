@@ -34,6 +34,8 @@ enum Ev {
 struct Data {
     vrps: BTreeSet<Vrp>,
     aspas: Vec<Aspa>,
+    /// (added, removed) of an incremental answer.
+    changes: Option<(BTreeSet<Vrp>, BTreeSet<Vrp>)>,
     session: u16,
     serial: u32,
     version: u8,
@@ -46,12 +48,19 @@ fn spawn(addr: SocketAddr, opts: RtrOptions) -> (RtrClient, Receiver<Ev>) {
             Event::Data {
                 vrps,
                 aspas,
+                changes,
                 session,
                 serial,
                 version,
             } => Ev::Data(Data {
                 vrps: vrps.iter().copied().collect(),
                 aspas: aspas.to_vec(),
+                changes: changes.map(|c| {
+                    (
+                        c.added.iter().copied().collect(),
+                        c.removed.iter().copied().collect(),
+                    )
+                }),
                 session,
                 serial,
                 version,
@@ -327,6 +336,7 @@ fn answer_full(conn: &mut Conn, serial: u32) -> Data {
     pdus.push(end(2, SESSION, serial));
     conn.send(&pdus);
     Data {
+        changes: None,
         vrps: full_vrps().into_iter().collect(),
         aspas: vec![
             Aspa::new(64500, vec![64501, 64502]),
@@ -395,6 +405,13 @@ fn serial_notify_leads_to_an_incremental_update() {
     }];
     pdus.extend(gone.iter().map(|&v| withdraw(2, v)));
     pdus.extend(new.iter().map(|&v| announce(2, v)));
+    // Net of each other: announced then withdrawn (no change), a VRP held
+    // announced again (none), a withdrawal of one never held (none).
+    let brief = vrp("198.51.100.0/24", 24, 64512);
+    pdus.push(announce(2, brief));
+    pdus.push(withdraw(2, brief));
+    pdus.push(announce(2, new[0]));
+    pdus.push(withdraw(2, vrp("198.18.0.0/15", 15, 64513)));
     pdus.push(aspa_withdraw(2, 64503));
     pdus.push(aspa(2, 64500, &[64520]));
     pdus.push(aspa(2, 64530, &[1, 2]));
@@ -407,6 +424,7 @@ fn serial_notify_leads_to_an_incremental_update() {
     want.vrps.extend(new);
     want.aspas = vec![Aspa::new(64500, vec![64520]), Aspa::new(64530, vec![1, 2])];
     want.serial = 43;
+    want.changes = Some((new.into_iter().collect(), gone.into_iter().collect()));
     assert_eq!(next_data(&rx), want);
     // The second notify did not make a second query.
     conn.quiet(Duration::from_millis(300));
@@ -459,6 +477,7 @@ fn cache_reset_leads_to_a_reset_query() {
     assert_eq!(
         next_data(&rx),
         Data {
+            changes: None,
             vrps: [kept, added].into_iter().collect(),
             aspas: vec![Aspa::new(64599, vec![64500])],
             session: 8,
@@ -698,6 +717,7 @@ fn a_connection_lost_mid_response_asks_for_everything_again() {
     assert_eq!(
         next_data(&rx),
         Data {
+            changes: None,
             vrps: [only].into_iter().collect(),
             aspas: Vec::new(),
             session: SESSION,

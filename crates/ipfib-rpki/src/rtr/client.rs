@@ -71,6 +71,10 @@ pub enum Event<'a> {
     Data {
         vrps: &'a VrpSet,
         aspas: &'a Aspas,
+        /// For an answer to a Serial Query, the VRPs it added and removed
+        /// (net, against the previous Data's set); `None` after a whole
+        /// set (a Reset Query's answer).
+        changes: Option<&'a Changes>,
         session: u16,
         serial: u32,
         version: u8,
@@ -81,6 +85,20 @@ pub enum Event<'a> {
     Problem(String),
     /// Connected and asking (for logs and status pages).
     Connected { version: u8 },
+}
+
+/// What one incremental answer changed in the VRP set.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    pub added: Vec<Vrp>,
+    pub removed: Vec<Vrp>,
+}
+
+/// [`Changes`] as they accumulate, net of each other.
+#[derive(Default)]
+struct Pending {
+    added: hashbrown::HashSet<Vrp>,
+    removed: hashbrown::HashSet<Vrp>,
 }
 
 /// A running session; stopped (and its thread joined) by [`RtrClient::stop`]
@@ -160,6 +178,8 @@ struct Session {
     last_data: Option<Instant>,
     /// Provider ASNs over all of `aspas` (bounded by `max_aspa_providers`).
     aspa_providers: usize,
+    /// Inside an answer to a Serial Query: what it changed so far.
+    pending: Option<Pending>,
 }
 
 /// How one connection ended.
@@ -187,6 +207,7 @@ impl Session {
             timers: DEFAULT_TIMERS,
             last_data: None,
             aspa_providers: 0,
+            pending: None,
         }
     }
 
@@ -398,7 +419,7 @@ impl Session {
                 }
                 match self.state {
                     // An answer to a Serial Query: changes follow.
-                    Some((sid, _)) if sid == session => {}
+                    Some((sid, _)) if sid == session => self.pending = Some(Pending::default()),
                     Some((sid, _)) => {
                         self.state = None;
                         return Err(End::Problem(format!(
@@ -409,6 +430,7 @@ impl Session {
                         self.vrps.clear();
                         self.aspas.clear();
                         self.aspa_providers = 0;
+                        self.pending = None;
                     }
                 }
                 // Until End of Data the sets match no serial: a connection
@@ -444,9 +466,19 @@ impl Session {
                         let what = format!("the cache sent more than {} VRPs", self.opts.max_vrps);
                         return Err(self.fail(s, code::INTERNAL_ERROR, raw, what));
                     }
-                    self.vrps.insert(vrp);
-                } else {
-                    self.vrps.remove(&vrp);
+                    if self.vrps.insert(vrp) {
+                        if let Some(p) = &mut self.pending {
+                            if !p.removed.remove(&vrp) {
+                                p.added.insert(vrp);
+                            }
+                        }
+                    }
+                } else if self.vrps.remove(&vrp) {
+                    if let Some(p) = &mut self.pending {
+                        if !p.added.remove(&vrp) {
+                            p.removed.insert(vrp);
+                        }
+                    }
                 }
             }
             Pdu::Aspa {
@@ -504,9 +536,14 @@ impl Session {
                 self.state = Some((session, serial));
                 self.timers = timers.unwrap_or(DEFAULT_TIMERS);
                 self.last_data = Some(Instant::now());
+                let changes = self.pending.take().map(|p| Changes {
+                    added: p.added.into_iter().collect(),
+                    removed: p.removed.into_iter().collect(),
+                });
                 (self.sink)(Event::Data {
                     vrps: &self.vrps,
                     aspas: &self.aspas,
+                    changes: changes.as_ref(),
                     session,
                     serial,
                     version,

@@ -10,5 +10,5 @@
 pub mod client;
 pub mod pdu;
 
-pub use client::{Event, RtrClient, RtrOptions};
+pub use client::{Changes, Event, RtrClient, RtrOptions};
 pub use pdu::{Pdu, PduError, Timers};
