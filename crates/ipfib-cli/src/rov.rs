@@ -121,9 +121,12 @@ fn rpki_data(args: &Args) -> Result<(ipfib_rpki::Vrps, Aspas), Box<dyn std::erro
         aspas: all_aspas,
     }
     .into_sets();
-    for f in &args.slurm {
-        Slurm::load(f)?.apply(&mut vrps, &mut aspas);
-    }
+    let slurm = args
+        .slurm
+        .iter()
+        .map(|f| Slurm::load(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Slurm::apply_all(&slurm, &mut vrps, &mut aspas);
     Ok((vrps.snapshot(), aspas))
 }
 

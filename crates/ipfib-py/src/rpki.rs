@@ -138,11 +138,12 @@ impl Vrps {
                 aspas: all,
             }
             .into_sets();
-            for f in &slurms {
-                Slurm::load(f)
-                    .map_err(load_err)?
-                    .apply(&mut vrps, &mut aspas);
-            }
+            let slurms = slurms
+                .iter()
+                .map(|f| Slurm::load(f))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(load_err)?;
+            Slurm::apply_all(&slurms, &mut vrps, &mut aspas);
             Ok(Vrps {
                 vrps: Arc::new(vrps.snapshot()),
                 aspas: Arc::new(aspas),

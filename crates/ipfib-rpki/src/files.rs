@@ -349,30 +349,37 @@ impl Slurm {
         self.prefix_assertions.contains(v)
     }
 
-    /// The ASPA half of [`Slurm::apply`].
-    pub fn apply_aspas(&self, aspas: &mut Aspas) {
-        for c in &self.aspa_filters {
-            aspas.remove(*c);
+    /// The ASPA half of [`Slurm::apply_all`].
+    pub fn apply_aspas_all(files: &[Slurm], aspas: &mut Aspas) {
+        for f in files {
+            for c in &f.aspa_filters {
+                aspas.remove(*c);
+            }
         }
-        for a in &self.aspa_assertions {
-            aspas.insert(a.clone());
+        for f in files {
+            for a in &f.aspa_assertions {
+                aspas.insert(a.clone());
+            }
         }
     }
 
     /// Applies the exceptions: filters first, then assertions (RFC 8416 §4).
+    /// Several files: [`Slurm::apply_all`].
     pub fn apply(&self, vrps: &mut VrpSet, aspas: &mut Aspas) {
-        if !self.prefix_filters.is_empty() {
-            vrps.retain(|v| !self.filters(v));
+        Slurm::apply_all(std::slice::from_ref(self), vrps, aspas)
+    }
+
+    /// Applies several files' exceptions as one: every file's filters,
+    /// then every file's assertions, so no file's filter removes another
+    /// file's assertion and the order of the files does not matter.
+    pub fn apply_all(files: &[Slurm], vrps: &mut VrpSet, aspas: &mut Aspas) {
+        if files.iter().any(|f| !f.prefix_filters.is_empty()) {
+            vrps.retain(|v| !files.iter().any(|f| f.filters(v)));
         }
-        for v in &self.prefix_assertions {
-            vrps.insert(*v);
+        for f in files {
+            vrps.extend(f.prefix_assertions.iter().copied());
         }
-        for c in &self.aspa_filters {
-            aspas.remove(*c);
-        }
-        for a in &self.aspa_assertions {
-            aspas.insert(a.clone());
-        }
+        Slurm::apply_aspas_all(files, aspas);
     }
 }
 

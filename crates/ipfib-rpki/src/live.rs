@@ -246,12 +246,11 @@ impl Live {
     }
 
     /// Whether `v` is published, given whether some source holds it: the
-    /// SLURM files in order, each removing what its filters match and
-    /// adding its assertions.
+    /// SLURM files as one (every file's filters, then every file's
+    /// assertions: the order of the files does not matter).
     fn effective(&self, v: &Vrp, held: bool) -> bool {
-        self.slurm.iter().fold(held, |present, x| {
-            (present && !x.filters(v)) || x.asserts(v)
-        })
+        (held && !self.slurm.iter().any(|x| x.filters(v)))
+            || self.slurm.iter().any(|x| x.asserts(v))
     }
 
     /// The ASPAs of every source merged, SLURM applied.
@@ -266,9 +265,7 @@ impl Live {
             .into_iter()
             .map(|(c, p)| Aspa::new(c, p))
             .collect();
-        for x in &self.slurm {
-            x.apply_aspas(&mut aspas);
-        }
+        Slurm::apply_aspas_all(&self.slurm, &mut aspas);
         aspas
     }
 
@@ -289,14 +286,8 @@ impl Live {
         }
         let mut published = VrpSet::new();
         published.extend(union.keys().copied().filter(|v| self.effective(v, true)));
-        // Assertions of VRPs no source holds (a later file's filter may
-        // still take one out).
         for x in &self.slurm {
-            for v in &x.prefix_assertions {
-                if !union.contains_key(v) && self.effective(v, false) {
-                    published.insert(*v);
-                }
-            }
+            published.extend(x.prefix_assertions.iter().copied());
         }
         sources.union = union;
         let vrps = published.snapshot();

@@ -204,9 +204,7 @@ proptest! {
             let mut want = VrpSet::new();
             want.extend(model[0].iter().chain(&model[1]).copied());
             let mut none = Aspas::new();
-            for x in &slurms {
-                x.apply(&mut want, &mut none);
-            }
+            Slurm::apply_all(&slurms, &mut want, &mut none);
             let mut want: Vec<Vrp> = want.iter().copied().collect();
             want.sort();
             let got: Vec<Vrp> = live.load().vrps.iter().collect();
