@@ -1010,3 +1010,268 @@ fn a_cache_over_the_limits_is_refused() {
     assert_eq!(d.aspas.len(), 1);
     client.stop();
 }
+
+/// An ASPA announced with no providers counts one against
+/// `max_aspa_providers` (it still holds a customer): a cache cannot make
+/// the client hold any number of customers.
+#[test]
+fn empty_provider_aspas_count_against_the_limit() {
+    let cache = Cache::new();
+    let opts = RtrOptions {
+        max_aspa_providers: 4,
+        ..quick()
+    };
+    let (client, rx) = spawn(cache.addr(), opts);
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+    let mut all = vec![Pdu::CacheResponse {
+        version: 2,
+        session: SESSION,
+    }];
+    all.extend((1..=10_000).map(|c| aspa(2, c, &[])));
+    all.push(end(2, SESSION, 1));
+    conn.send(&all);
+    // Refused like any cache over the limit: an Error Report, no Data.
+    match conn.recv() {
+        Pdu::ErrorReport { code: c, text, .. } => {
+            assert_eq!(c, code::INTERNAL_ERROR, "{text}");
+        }
+        p => panic!("want an Error Report, got {p:?}"),
+    }
+    conn.closed();
+    assert_no_data(&rx, "10,000 ASPAs with max_aspa_providers = 4");
+    client.stop();
+}
+
+/// An expire interval shorter than the refresh interval (a cache's
+/// timers, or `--rtr-expire 600` against a cache refreshing hourly): the
+/// client refreshes at half the expire interval, so the data never
+/// expires while the cache answers.
+#[test]
+fn refresh_comes_before_expiry() {
+    let cache = Cache::new();
+    let opts = RtrOptions {
+        max_expire: Some(Duration::from_millis(500)),
+        ..quick()
+    };
+    let (client, rx) = spawn(cache.addr(), opts);
+    // End of Data says refresh 3600, expire 7200; the cap makes it 0.5 s.
+    let (mut conn, _) = synced(&cache, &rx, 42);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Ev::Expired) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no expiry: {e}"),
+        }
+    }
+    // The client should have asked (refresh capped under expire) before
+    // dropping the data; it asks nothing for the next hour.
+    let asked = (|| {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Got::Closed = conn.read_some() {
+                return false;
+            }
+            if !conn.buf.is_empty() {
+                return true;
+            }
+        }
+        false
+    })();
+    client.stop();
+    assert!(asked, "data expired and no query was sent to refresh it");
+}
+
+/// A Serial Notify for a newer serial that arrives while a response is
+/// being received is asked for right after End of Data, not at the next
+/// refresh (an hour by default).
+#[test]
+fn serial_notify_during_a_response_is_asked_after_it() {
+    let cache = Cache::new();
+    let (client, rx) = spawn(cache.addr(), quick());
+    let (mut conn, _) = synced(&cache, &rx, 42);
+    conn.send(&[Pdu::SerialNotify {
+        version: 2,
+        session: SESSION,
+        serial: 43,
+    }]);
+    assert!(matches!(conn.recv(), Pdu::SerialQuery { serial: 42, .. }));
+    conn.send(&[
+        Pdu::CacheResponse {
+            version: 2,
+            session: SESSION,
+        },
+        announce(2, vrp("203.0.113.0/24", 24, 64510)),
+        // The cache has moved on while answering.
+        Pdu::SerialNotify {
+            version: 2,
+            session: SESSION,
+            serial: 44,
+        },
+        end(2, SESSION, 43),
+    ]);
+    assert_eq!(next_data(&rx).serial, 43);
+    let asked = (|| {
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Got::Closed = conn.read_some() {
+                return false;
+            }
+            if !conn.buf.is_empty() {
+                return true;
+            }
+        }
+        false
+    })();
+    client.stop();
+    assert!(
+        asked,
+        "serial 44 was announced, no Serial Query followed End of Data 43"
+    );
+}
+
+/// The data expires while a Serial Query is out (a cache slow to answer):
+/// the answer on its way holds changes since serial 42, which must never
+/// pass for the whole set; the client ends the connection and asks for
+/// everything.
+#[test]
+fn an_incremental_answer_after_expiry_is_not_a_whole_set() {
+    let cache = Cache::new();
+    let opts = RtrOptions {
+        max_expire: Some(Duration::from_millis(500)),
+        ..quick()
+    };
+    let (client, rx) = spawn(cache.addr(), opts);
+    let (mut conn, _) = synced(&cache, &rx, 42);
+    conn.send(&[Pdu::SerialNotify {
+        version: 2,
+        session: SESSION,
+        serial: 43,
+    }]);
+    assert!(matches!(conn.recv(), Pdu::SerialQuery { serial: 42, .. }));
+    // The cache takes its time: the data expires meanwhile.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Ev::Expired) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no expiry: {e}"),
+        }
+    }
+    // Now the answer to the Serial Query: one change since 42.
+    let added = vrp("203.0.113.0/24", 24, 64510);
+    let _ = conn.s.write_all(
+        &[
+            Pdu::CacheResponse {
+                version: 2,
+                session: SESSION,
+            },
+            announce(2, added),
+            end(2, SESSION, 43),
+        ]
+        .iter()
+        .flat_map(|p| p.encode())
+        .collect::<Vec<u8>>(),
+    );
+    // Either no Data (the client asks for everything again) or the whole
+    // set at 43; never the delta alone.
+    let got = (|| {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Ev::Data(d)) => return Some(d),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    })();
+    client.stop();
+    if let Some(d) = got {
+        assert!(
+            d.vrps.len() > 1,
+            "serial {}: the changes since 42 were taken as the whole set: {:?}",
+            d.serial,
+            d.vrps
+        );
+    }
+}
+
+/// A restarted cache (a new session id in the answer to a Serial Query):
+/// the client asks for everything at once, not after the retry interval
+/// (600 s here) with the old session's data in use meanwhile.
+#[test]
+fn a_new_session_is_asked_for_everything_at_once() {
+    let cache = Cache::new();
+    let opts = RtrOptions {
+        connect_timeout: Duration::from_secs(2),
+        ..RtrOptions::default()
+    };
+    let (client, rx) = spawn(cache.addr(), opts);
+    let (mut conn, _) = synced(&cache, &rx, 42);
+    conn.send(&[Pdu::SerialNotify {
+        version: 2,
+        session: SESSION,
+        serial: 43,
+    }]);
+    assert!(matches!(conn.recv(), Pdu::SerialQuery { serial: 42, .. }));
+    conn.send(&[Pdu::CacheResponse {
+        version: 2,
+        session: SESSION + 1,
+    }]);
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+    client.stop();
+}
+
+/// The same session and serial at another version is another data set
+/// (version 1 has no ASPAs): `Live` does not keep the version 2 ASPAs as
+/// "a refresh that changed nothing".
+#[test]
+fn live_takes_the_same_serial_at_another_version() {
+    let cache = Cache::new();
+    let live = Live::new(Vec::new());
+    live.add_rtr(cache.addr().to_string(), quick());
+    let (mut conn, _) = {
+        let mut conn = cache.accept();
+        assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+        let d = answer_full(&mut conn, 42);
+        (conn, d)
+    };
+    let deadline = Instant::now() + WAIT;
+    while live.load().sources[0].serial != Some((SESSION, 42)) {
+        assert!(Instant::now() < deadline, "serial 42 not published");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!live.load().aspas.is_empty());
+    // The cache now speaks version 1 (a notify at version 1 while idle):
+    // the client reconnects at version 1 and gets the set at the same
+    // session and serial, without ASPAs.
+    conn.send(&[Pdu::SerialNotify {
+        version: 1,
+        session: SESSION,
+        serial: 42,
+    }]);
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 1 });
+    let mut pdus = vec![Pdu::CacheResponse {
+        version: 1,
+        session: SESSION,
+    }];
+    pdus.extend(full_vrps().into_iter().map(|v| announce(1, v)));
+    pdus.push(end(1, SESSION, 42));
+    conn.send(&pdus);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    // Wait for the version 1 data (or give up after 2 s).
+    while !live.load().aspas.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let snap = live.load();
+    live.stop();
+    assert_eq!(snap.sources[0].version, Some(1), "{:?}", snap.sources);
+    assert!(
+        snap.aspas.is_empty(),
+        "version 2 ASPAs kept: {:?}",
+        snap.aspas.to_vec()
+    );
+}

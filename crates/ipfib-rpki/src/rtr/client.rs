@@ -8,7 +8,8 @@
 //! (Reset Query); the consumer keeps the last whole set meanwhile.
 //!
 //! Timers (RFC 8210 §6): after End of Data the client asks for changes
-//! every `refresh` seconds (sooner on a Serial Notify); a failed connection
+//! every `refresh` seconds, at most half of `expire` (sooner on a Serial
+//! Notify, also one that came while a query was out); a failed connection
 //! is retried after `retry`; when no End of Data has arrived for `expire`
 //! seconds the data is dropped ([`Event::Expired`]): routes keep their last
 //! status until then, then become not-found. Version 1 caches send the
@@ -176,10 +177,14 @@ struct Session {
     timers: Timers,
     /// When the last End of Data arrived; `None` when no data is held.
     last_data: Option<Instant>,
-    /// Provider ASNs over all of `aspas` (bounded by `max_aspa_providers`).
+    /// Provider ASNs over all of `aspas` (bounded by `max_aspa_providers`;
+    /// an ASPA without providers counts one).
     aspa_providers: usize,
     /// Inside an answer to a Serial Query: what it changed so far.
     pending: Option<Pending>,
+    /// The serial of a Serial Notify that came while a query was out
+    /// (this connection): asked for after End of Data unless it brought it.
+    notified: Option<u32>,
 }
 
 /// How one connection ended.
@@ -191,6 +196,8 @@ enum End {
     /// version), not after the retry interval. Versions only go down, so
     /// this happens at most twice in a row.
     Downgraded(String),
+    /// Ask for everything again at once (not after the retry interval).
+    Again(String),
 }
 
 impl Session {
@@ -208,6 +215,7 @@ impl Session {
             last_data: None,
             aspa_providers: 0,
             pending: None,
+            notified: None,
         }
     }
 
@@ -215,8 +223,11 @@ impl Session {
         let d = Duration::from_secs(secs.max(1) as u64);
         cap.map_or(d, |c| d.min(c))
     }
+    /// Refresh, at most half the expire interval: a query goes out (and
+    /// has time to be answered) before the data would be dropped.
     fn refresh(&self) -> Duration {
         self.capped(self.timers.refresh, self.opts.max_refresh)
+            .min(self.expire() / 2)
     }
     fn retry(&self) -> Duration {
         self.capped(self.timers.retry, self.opts.max_retry)
@@ -229,8 +240,9 @@ impl Session {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Drops the data once it is older than the expire interval.
-    fn check_expiry(&mut self) {
+    /// Drops the data once it is older than the expire interval; true
+    /// when it did.
+    fn check_expiry(&mut self) -> bool {
         if let Some(t) = self.last_data {
             if t.elapsed() >= self.expire() {
                 self.last_data = None;
@@ -239,8 +251,10 @@ impl Session {
                 self.aspas.clear();
                 self.aspa_providers = 0;
                 (self.sink)(Event::Expired);
+                return true;
             }
         }
+        false
     }
 
     fn run(mut self) {
@@ -249,7 +263,7 @@ impl Session {
                 Ok(stream) => match self.serve(stream) {
                     End::Stopped => return,
                     End::Problem(p) => (self.sink)(Event::Problem(p)),
-                    End::Downgraded(p) => {
+                    End::Downgraded(p) | End::Again(p) => {
                         (self.sink)(Event::Problem(p));
                         continue;
                     }
@@ -306,6 +320,7 @@ impl Session {
 
     fn serve(&mut self, mut s: TcpStream) -> End {
         let _ = s.set_nodelay(true);
+        self.notified = None;
         if let Err(e) = s.set_read_timeout(Some(TICK)) {
             return End::Problem(format!("socket: {e}"));
         }
@@ -326,7 +341,14 @@ impl Session {
             if self.stopped() {
                 return End::Stopped;
             }
-            self.check_expiry();
+            if self.check_expiry() && (asked || in_response) {
+                // The answer on its way is relative to the serial just
+                // forgotten (changes since it): applied to the emptied
+                // sets it would pass for a whole set. Ask for everything.
+                return End::Again(
+                    "the data expired while a query was out: asking for everything".into(),
+                );
+            }
             if !asked && next_refresh.is_some_and(|t| Instant::now() >= t) {
                 if let Err(e) = s.write_all(&self.query().encode()) {
                     return End::Problem(format!("send query: {e}"));
@@ -421,8 +443,10 @@ impl Session {
                     // An answer to a Serial Query: changes follow.
                     Some((sid, _)) if sid == session => self.pending = Some(Pending::default()),
                     Some((sid, _)) => {
+                        // RFC 8210 §5.1: the session ends; our serial means
+                        // nothing to the new one, ask it for everything now.
                         self.state = None;
-                        return Err(End::Problem(format!(
+                        return Err(End::Again(format!(
                             "the cache changed session {sid} to {session}: asking for everything"
                         )));
                     }
@@ -495,9 +519,12 @@ impl Session {
                         "ASPA PDU outside a response".into(),
                     ));
                 }
+                // Each ASPA counts its providers, and at least one: an
+                // ASPA without providers still holds a customer.
+                let weight = |p: &[u32]| p.len().max(1);
                 if announce {
-                    let before = self.aspas.get(customer).map_or(0, <[u32]>::len);
-                    let total = self.aspa_providers - before + providers.len();
+                    let before = self.aspas.get(customer).map_or(0, weight);
+                    let total = self.aspa_providers - before + weight(&providers);
                     if total > self.opts.max_aspa_providers {
                         self.state = None;
                         let what = format!(
@@ -508,10 +535,10 @@ impl Session {
                     }
                     self.aspas.insert(Aspa::new(customer, providers));
                     // Counted as held (duplicates removed), not as sent.
-                    let now = self.aspas.get(customer).map_or(0, <[u32]>::len);
+                    let now = self.aspas.get(customer).map_or(0, weight);
                     self.aspa_providers = self.aspa_providers - before + now;
                 } else {
-                    let before = self.aspas.get(customer).map_or(0, <[u32]>::len);
+                    let before = self.aspas.get(customer).map_or(0, weight);
                     self.aspas.remove(customer);
                     self.aspa_providers -= before;
                 }
@@ -534,7 +561,13 @@ impl Session {
                 *in_response = false;
                 *asked = false;
                 self.state = Some((session, serial));
-                self.timers = timers.unwrap_or(DEFAULT_TIMERS);
+                // RFC 8210 §6's maxima: a cache cannot make the client
+                // wait 136 years to refresh or to reconnect.
+                self.timers = timers.map_or(DEFAULT_TIMERS, |t| Timers {
+                    refresh: t.refresh.min(86_400),
+                    retry: t.retry.min(7_200),
+                    expire: t.expire.min(172_800),
+                });
                 self.last_data = Some(Instant::now());
                 let changes = self.pending.take().map(|p| Changes {
                     added: p.added.into_iter().collect(),
@@ -548,6 +581,11 @@ impl Session {
                     serial,
                     version,
                 });
+                // A Serial Notify of a serial this answer did not bring:
+                // ask again now rather than at the refresh.
+                if self.notified.take().is_some_and(|n| n != serial) {
+                    return Ok(Some(Instant::now()));
+                }
                 return Ok(Some(Instant::now() + self.refresh()));
             }
             Pdu::CacheReset { .. } => {
@@ -558,12 +596,14 @@ impl Session {
                     .map_err(|e| End::Problem(format!("send Reset Query: {e}")))?;
                 *asked = true;
             }
-            Pdu::SerialNotify { .. } => {
+            Pdu::SerialNotify { serial, .. } => {
                 if !*asked && !*in_response && self.state.is_some() {
                     let q = self.query().encode();
                     s.write_all(&q)
                         .map_err(|e| End::Problem(format!("send Serial Query: {e}")))?;
                     *asked = true;
+                } else {
+                    self.notified = Some(serial);
                 }
             }
             Pdu::ErrorReport {
