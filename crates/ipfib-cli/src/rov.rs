@@ -277,7 +277,11 @@ pub fn run(args: Args) -> CmdResult {
     drop(out);
     let text = summary.render(args.top, json_out, [rpki_secs, load_secs, check_secs]);
     if args.summary {
-        print!("{text}");
+        // Not print!: a reader gone (`| head`) is an error main() treats
+        // as done, not a panic.
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(text.as_bytes())?;
+        stdout.flush()?;
     } else {
         eprint!("{text}");
     }
@@ -428,10 +432,21 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
     let mut pairs: Vec<(AnyPrefix, u32)> = Vec::new();
     // Customer -> providers seen upstream of it in paths (origin side first).
     let mut ups: HashMap<u32, std::collections::BTreeSet<u32>> = HashMap::new();
+    let mut had_problems = false;
     if mrt {
         let rib = ipfib_rib::Rib::try_new()?;
-        ipfib_rib::mrt::load(&args.input, &rib)?;
+        let report = ipfib_rib::mrt::load(&args.input, &rib)?;
         rib.sync();
+        // As validation does: what is complete is used, the damage named
+        // and the exit status 1.
+        for e in &report.errors {
+            eprintln!("ipfib: {}: {e}", args.input.display());
+            had_problems = true;
+        }
+        if let Some(d) = &report.damage {
+            eprintln!("ipfib: {}: {d}", args.input.display());
+            had_problems = true;
+        }
         let snap = ipfib_rpki::Snapshot::default();
         ipfib_collect::rpki::for_each_route(&rib, &snap, |prefix, e, asn, _| {
             if let RouteOrigin::As(o) =
@@ -449,6 +464,7 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
     } else {
         let opts = ipfib_io::TableOptions::from_names("auto", None, None, false, false)?;
         let (loaded, _) = crate::load::load_file(&args.input, &opts)?;
+        had_problems |= crate::load::report_problems(&args.input, &loaded.report);
         for r in &loaded.routes {
             for o in table_origins(&r.value).unwrap_or_default() {
                 if let RouteOrigin::As(a) = o {
@@ -527,5 +543,9 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
         aspas.len(),
         pairs.len()
     );
-    Ok(Outcome::Ok)
+    Ok(if had_problems {
+        Outcome::BadInput
+    } else {
+        Outcome::Ok
+    })
 }

@@ -158,7 +158,9 @@ fn rov_of_the_2026_rib_dump_equals_the_rfc() {
         ],
         None,
     );
-    assert_eq!(g.code, 0, "{}", g.stderr);
+    // Exit 1: the 2 MiB excerpt ends in a cut record (named on stderr).
+    assert_eq!(g.code, 1, "{}", g.stderr);
+    assert!(g.stderr.contains("damaged at byte"), "{}", g.stderr);
     let (vrps, aspas) = read_sets(&sets);
 
     // The expected state of every route, from bgpkit-parser's view.

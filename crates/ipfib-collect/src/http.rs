@@ -369,7 +369,15 @@ async fn routes(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
             }
             rs
         };
-        paging::routes_page(&rib, &prefix, m, limit, cursor, &of)
+        // A filter makes each prefix cost its routes' statuses: fewer
+        // prefixes a page (a sparse filter over a large RIB then answers
+        // short pages with a cursor, in bounded time).
+        let visits = if filter.is_empty() {
+            paging::MAX_VISITS
+        } else {
+            paging::MAX_VISITS_FILTERED
+        };
+        paging::routes_page(&rib, &prefix, m, limit, cursor, &of, visits)
     })
     .await;
     let Ok((found, next)) = found else {

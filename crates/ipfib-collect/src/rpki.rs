@@ -136,6 +136,11 @@ pub fn for_each_route(
             };
             let path = &e.attrs.as_path;
             let key = Arc::as_ptr(&path.0) as *const u32 as usize;
+            if paths.len() >= MEMO_PATHS && !paths.contains_key(&key) {
+                // Bounded: a RIB of more distinct paths than this starts
+                // the memo over (each entry holds its path alive).
+                paths.clear();
+            }
             let &mut (o, aspa, _) = paths.entry(key).or_insert_with(|| {
                 (
                     path_origin(segments(path)),
@@ -156,6 +161,9 @@ pub fn for_each_route(
         }
     });
 }
+
+/// The most AS paths the sweep remembers at once (about 50 MB).
+const MEMO_PATHS: usize = 1 << 20;
 
 /// A hash map with foldhash: the sweep hashes a few times per route.
 type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

@@ -216,12 +216,13 @@ impl Vrps {
             );
         }
         let os: Vec<RouteOrigin> = if let Ok(a) = origins.extract::<PyReadonlyArray1<'_, i64>>() {
-            a.as_slice()?
+            // as_array: strided arrays (a[::2]) too.
+            a.as_array()
                 .iter()
                 .map(|&n| int_origin(n))
                 .collect::<PyResult<_>>()?
         } else if let Ok(a) = origins.extract::<PyReadonlyArray1<'_, u32>>() {
-            a.as_slice()?.iter().map(|&n| RouteOrigin::As(n)).collect()
+            a.as_array().iter().map(|&n| RouteOrigin::As(n)).collect()
         } else {
             origins
                 .try_iter()?

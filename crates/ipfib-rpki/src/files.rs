@@ -64,14 +64,28 @@ fn asn(v: &AsnText) -> Result<u32, String> {
                 .or_else(|| t.strip_prefix("as"))
                 .unwrap_or(t);
             t.parse::<u64>()
-                .map_err(|_| format!("'{s}' is not an AS number"))?
+                .map_err(|_| format!("{} is not an AS number", shown(s)))?
         }
     };
     u32::try_from(n).map_err(|_| format!("AS number {n} is over 32 bits"))
 }
 
 fn prefix(s: &str) -> Result<AnyPrefix, String> {
-    AnyPrefix::parse(s.trim(), HostBits::Reject).map_err(|e| format!("'{s}': {e}"))
+    // The parser's message quotes its input whole: a long one is not a
+    // prefix (the longest, IPv6, is 43 characters).
+    if s.len() > 64 {
+        return Err(format!("{}: too long to be a prefix", shown(s)));
+    }
+    AnyPrefix::parse(s.trim(), HostBits::Reject).map_err(|e| format!("{}: {e}", shown(s)))
+}
+
+/// A field as errors show it: quoted, escaped, at most 64 characters.
+fn shown(s: &str) -> String {
+    let mut t: String = s.chars().take(64).collect();
+    if t.len() < s.len() {
+        t.push_str("...");
+    }
+    format!("{t:?}")
 }
 
 #[derive(Deserialize)]
@@ -145,7 +159,13 @@ fn field_error(file: &str, place: String, what: String) -> LoadError {
 /// in errors.
 pub fn parse_payloads(bytes: &[u8], file: &str) -> Result<Payloads, LoadError> {
     if first_non_space(bytes) == Some(b'{') {
-        let v: ValidatorJson = serde_json::from_slice(bytes).map_err(|e| json_error(file, e))?;
+        let v: ValidatorJson = serde_json::from_slice(bytes).map_err(|e| {
+            let mut err = json_error(file, e);
+            if bytes.windows(14).any(|w| w == b"\"slurmVersion\"") {
+                err.what += " (this is a SLURM file: give it with --slurm)";
+            }
+            err
+        })?;
         let mut out = Payloads::default();
         for (i, r) in v.roas.iter().enumerate() {
             out.vrps
@@ -170,6 +190,7 @@ fn parse_csv(bytes: &[u8], file: &str) -> Result<Payloads, LoadError> {
         what: format!("byte {}: not UTF-8 text, JSON or CSV", e.valid_up_to()),
     })?;
     let mut out = Payloads::default();
+    let mut header = false;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -180,23 +201,34 @@ fn parse_csv(bytes: &[u8], file: &str) -> Result<Payloads, LoadError> {
             file: file.to_string(),
             what: format!("line {}: {what}", n + 1),
         };
-        let a = asn(&AsnText::S(fields[0].to_string()));
-        // A header line ("ASN,IP Prefix,Max Length,Trust Anchor").
-        if a.is_err() && n == 0 && out.vrps.is_empty() {
+        // Routinator's header line ("ASN,IP Prefix,Max Length,Trust
+        // Anchor"), first only: anything else that is not a VRP is an error.
+        let lower = line.to_ascii_lowercase();
+        if !header && out.vrps.is_empty() && lower.starts_with("asn,") && lower.contains("prefix") {
+            header = true;
             continue;
         }
         if fields.len() < 3 {
             return Err(err(format!(
-                "{} fields, want ASN,prefix,max length",
-                fields.len()
+                "{} comma-separated fields ({}), want ASN,prefix,max length",
+                fields.len(),
+                shown(line)
             )));
         }
-        let a = a.map_err(&err)?;
+        let a = asn(&AsnText::S(fields[0].to_string())).map_err(&err)?;
         let p = prefix(fields[1]).map_err(|e| err(format!("prefix {e}")))?;
         let max: u8 = fields[2]
             .parse()
-            .map_err(|_| err(format!("max length '{}' is not a number", fields[2])))?;
+            .map_err(|_| err(format!("max length {} is not a number", shown(fields[2]))))?;
         out.vrps.push(Vrp::new(p, max, a).map_err(&err)?);
+    }
+    // A file with nothing in it (an empty or truncated output, a page of
+    // HTML) would silently turn validation off: refuse it.
+    if out.vrps.is_empty() {
+        return Err(LoadError {
+            file: file.to_string(),
+            what: "no VRP in it (an empty set is written as JSON: {\"roas\": []})".into(),
+        });
     }
     Ok(out)
 }

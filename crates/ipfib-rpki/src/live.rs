@@ -368,18 +368,21 @@ impl Live {
         } else {
             Arc::clone(&cur.aspas)
         };
-        self.publish(
-            sources,
-            vrps,
-            aspas,
-            cur.generation + 1,
-            t.elapsed().as_secs_f64(),
-        );
+        // Nothing published changed (a new serial with no changes, or
+        // changes SLURM hides): the same generation, so nothing recounts.
+        let same = Arc::ptr_eq(&vrps, &cur.vrps) && Arc::ptr_eq(&aspas, &cur.aspas);
+        let generation = cur.generation + u64::from(!same);
+        self.publish(sources, vrps, aspas, generation, t.elapsed().as_secs_f64());
     }
 
     /// Stops every RTR session.
     pub fn stop(&self) {
         let clients = std::mem::take(&mut *self.clients.lock().unwrap_or_else(|e| e.into_inner()));
+        // Every session told first, then each joined: they wind down
+        // together, not one after another.
+        for c in &clients {
+            c.signal();
+        }
         for c in clients {
             c.stop();
         }

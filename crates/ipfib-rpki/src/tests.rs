@@ -488,6 +488,36 @@ fn files_of_every_validator() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("over 32 bits"), "{e}");
+    // Files that would silently turn validation off are refused.
+    for (bytes, what) in [
+        (&b""[..], "no VRP"),
+        (&b"\n# only a comment\n"[..], "no VRP"),
+        (
+            &b"<!DOCTYPE html><html>502 Bad Gateway</html>\n"[..],
+            "line 1",
+        ),
+        (&b"[{\"asn\": 1, \"prefix\": \"10.0.0.0/8\"}]"[..], "line 1"),
+        (&b"AS1;10.0.0.0/8;8\n"[..], "line 1"),
+        (&b"\0\0\0\0\n"[..], "line 1"),
+    ] {
+        let e = parse_payloads(bytes, "odd").unwrap_err().to_string();
+        assert!(e.starts_with("odd: ") && e.contains(what), "{e}");
+    }
+    // An empty set in JSON is a set.
+    assert!(parse_payloads(br#"{"roas": []}"#, "empty.json")
+        .unwrap()
+        .vrps
+        .is_empty());
+    // A long bad field is shown cut, escaped.
+    let long = format!("AS1,{},8\n", "x".repeat(10_000));
+    let e = parse_payloads(long.as_bytes(), "long")
+        .unwrap_err()
+        .to_string();
+    assert!(e.len() < 300, "{e}");
+    let e = parse_payloads(br#"{"slurmVersion": 1}"#, "s.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("give it with --slurm"), "{e}");
 }
 
 #[test]
@@ -539,6 +569,11 @@ fn slurm_filters_then_asserts() {
 #[test]
 fn hostile_pdus_are_refused_with_a_code() {
     use crate::rtr::pdu::code;
+    // Fewer bytes than a header, given to decode_one directly.
+    assert_eq!(
+        Pdu::decode_one(&[1, 2, 0]).unwrap_err().code,
+        code::CORRUPT_DATA
+    );
     // Length under the header, over the limit.
     assert_eq!(
         Pdu::decode(&[1, 0, 0, 0, 0, 0, 0, 4]).unwrap_err().code,

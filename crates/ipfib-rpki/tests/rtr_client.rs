@@ -232,6 +232,11 @@ impl Conn {
     }
 
     /// Asserts the client sends nothing for `d`.
+    /// The cache ends the connection.
+    fn closed_by_cache(self) {
+        let _ = self.s.shutdown(std::net::Shutdown::Both);
+    }
+
     fn quiet(&mut self, d: Duration) {
         let until = Instant::now() + d;
         while Instant::now() < until {
@@ -1224,9 +1229,11 @@ fn a_new_session_is_asked_for_everything_at_once() {
     client.stop();
 }
 
-/// The same session and serial at another version is another data set
-/// (version 1 has no ASPAs): `Live` does not keep the version 2 ASPAs as
-/// "a refresh that changed nothing".
+/// A Serial Notify of another version decides nothing; a cache that
+/// answers at a lower version is asked for everything at it, and the same
+/// session and serial at another version is another data set (version 1
+/// has no ASPAs): `Live` does not keep the version 2 ASPAs as "a refresh
+/// that changed nothing".
 #[test]
 fn live_takes_the_same_serial_at_another_version() {
     let cache = Cache::new();
@@ -1244,13 +1251,31 @@ fn live_takes_the_same_serial_at_another_version() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(!live.load().aspas.is_empty());
-    // The cache now speaks version 1 (a notify at version 1 while idle):
-    // the client reconnects at version 1 and gets the set at the same
-    // session and serial, without ASPAs.
+    // A stray Serial Notify of version 1 changes nothing: no query, no
+    // reconnection, the session stays at version 2.
     conn.send(&[Pdu::SerialNotify {
         version: 1,
         session: SESSION,
         serial: 42,
+    }]);
+    conn.quiet(Duration::from_millis(300));
+    // The cache restarts speaking version 1: the client reconnects, offers
+    // version 2 (it holds a serial, so it asks for changes), and the
+    // cache answers at version 1: the client asks for everything at it,
+    // and gets the set at the same session and serial, without ASPAs.
+    conn.closed_by_cache();
+    let mut conn = cache.accept();
+    assert_eq!(
+        conn.recv(),
+        Pdu::SerialQuery {
+            version: 2,
+            session: SESSION,
+            serial: 42
+        }
+    );
+    conn.send(&[Pdu::CacheResponse {
+        version: 1,
+        session: SESSION,
     }]);
     let mut conn = cache.accept();
     assert_eq!(conn.recv(), Pdu::ResetQuery { version: 1 });
@@ -1274,4 +1299,50 @@ fn live_takes_the_same_serial_at_another_version() {
         "version 2 ASPAs kept: {:?}",
         snap.aspas.to_vec()
     );
+}
+
+/// An End of Data of another session than its Cache Response is refused
+/// (an Error Report, no Data); a malformed Error Report from the cache is
+/// not answered with one (RFC 8210 §5.11), the connection just ends.
+#[test]
+fn end_of_data_of_another_session_and_bad_error_reports() {
+    let cache = Cache::new();
+    let (client, rx) = spawn(cache.addr(), quick());
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+    conn.send(&[
+        Pdu::CacheResponse {
+            version: 2,
+            session: SESSION,
+        },
+        announce(2, vrp("10.0.0.0/8", 8, 64500)),
+        end(2, SESSION.wrapping_add(1), 1),
+    ]);
+    match conn.recv() {
+        Pdu::ErrorReport { code: c, text, .. } => {
+            assert_eq!(c, code::CORRUPT_DATA, "{text}");
+            assert!(text.contains("session"), "{text}");
+        }
+        p => panic!("want an Error Report, got {p:?}"),
+    }
+    conn.closed();
+    assert_no_data(&rx, "End of Data of another session");
+
+    let mut conn = cache.accept();
+    assert_eq!(conn.recv(), Pdu::ResetQuery { version: 2 });
+    // An Error Report whose inner PDU length overruns it.
+    let mut bad = Pdu::ErrorReport {
+        version: 2,
+        code: 2,
+        pdu: vec![1, 2],
+        text: "x".into(),
+    }
+    .encode();
+    bad[11] = 200;
+    conn.send_raw(&bad);
+    // No answer: the connection ends without an Error Report.
+    conn.closed();
+    assert_no_data(&rx, "a malformed Error Report");
+    let (_conn, _) = synced(&cache, &rx, 3);
+    client.stop();
 }

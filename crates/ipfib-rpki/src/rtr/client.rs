@@ -134,6 +134,12 @@ impl RtrClient {
         self.halt();
     }
 
+    /// Tells the session to stop without waiting for it (stop many at
+    /// once: signal each, then [`RtrClient::stop`] each).
+    pub fn signal(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     fn halt(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -182,6 +188,8 @@ struct Session {
     aspa_providers: usize,
     /// Inside an answer to a Serial Query: what it changed so far.
     pending: Option<Pending>,
+    /// The session id of the Cache Response being answered.
+    response_session: Option<u16>,
     /// The serial of a Serial Notify that came while a query was out
     /// (this connection): asked for after End of Data unless it brought it.
     notified: Option<u32>,
@@ -215,6 +223,7 @@ impl Session {
             last_data: None,
             aspa_providers: 0,
             pending: None,
+            response_session: None,
             notified: None,
         }
     }
@@ -269,6 +278,13 @@ impl Session {
                     }
                 },
                 Err(p) => (self.sink)(Event::Problem(p)),
+            }
+            // The next connection asks for everything (no serial held):
+            // it offers the highest version again, so a cache upgraded
+            // since, or one PDU of an older version, does not keep the
+            // session at a lower version (and without ASPA) for good.
+            if self.state.is_none() {
+                self.version = self.opts.version.min(2);
             }
             let until = Instant::now() + self.retry();
             while Instant::now() < until && !self.stopped() {
@@ -381,6 +397,11 @@ impl Session {
                             _ => buf.len().min(at + 64),
                         };
                         let bad = buf[at..end].to_vec();
+                        // RFC 8210 §5.11: an Error Report is never
+                        // answered with one.
+                        if bad.get(1) == Some(&super::pdu::ERROR_REPORT) {
+                            return End::Problem(format!("a malformed Error Report: {}", e.what));
+                        }
                         return self.fail(&mut s, e.code, &bad, e.what);
                     }
                 };
@@ -406,8 +427,13 @@ impl Session {
         asked: &mut bool,
     ) -> Result<Option<Instant>, End> {
         let v = pdu.version();
+        if v != self.version && matches!(pdu, Pdu::SerialNotify { .. }) {
+            // A notify decides nothing: the version is negotiated by the
+            // query and its Cache Response, not by a stray notify.
+            return Ok(None);
+        }
         if v != self.version && !matches!(pdu, Pdu::ErrorReport { .. }) {
-            if v < self.version && !*in_response {
+            if v < self.version && !*in_response && matches!(pdu, Pdu::CacheResponse { .. }) {
                 // The cache speaks an older version: adopt it.
                 self.version = v;
                 if self.state.take().is_some() {
@@ -460,6 +486,7 @@ impl Session {
                 // Until End of Data the sets match no serial: a connection
                 // lost now makes the next one ask for everything.
                 self.state = None;
+                self.response_session = Some(session);
                 *in_response = true;
             }
             Pdu::Prefix {
@@ -557,6 +584,13 @@ impl Session {
                         raw,
                         "End of Data outside a response".into(),
                     ));
+                }
+                if self.response_session != Some(session) {
+                    let what = format!(
+                        "End of Data of session {session} in a response of session {:?}",
+                        self.response_session
+                    );
+                    return Err(self.fail(s, code::CORRUPT_DATA, raw, what));
                 }
                 *in_response = false;
                 *asked = false;

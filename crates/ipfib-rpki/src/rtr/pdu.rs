@@ -181,6 +181,12 @@ impl Pdu {
 
     /// Decodes exactly one whole PDU.
     pub fn decode_one(b: &[u8]) -> Result<Pdu, PduError> {
+        if b.len() < 8 {
+            return Err(corrupt(format!(
+                "{} bytes: under the 8-byte header",
+                b.len()
+            )));
+        }
         let (version, kind) = (b[0], b[1]);
         if version > 2 {
             return Err(PduError {
