@@ -45,8 +45,9 @@ from typing import IO, Any, NoReturn
 
 import pytest
 
-PARTS = ("gobgpd", "gobgp", "bgpd", "chromium", "rtrtr")
+PARTS = ("gobgpd", "gobgp", "bgpd", "chromium", "rtrtr", "routinator")
 RTRTR_VERSION = "0.3.3"
+ROUTINATOR_VERSION = "0.15.3"
 GOBGP_VERSION = "4.8.0"
 # Debian's place for FRR's daemons, which are not on PATH.
 FRR_BGPD = "/usr/lib/frr/bgpd"
@@ -128,6 +129,9 @@ def locate(part: str) -> tuple[str | None, str]:
                 continue
         if part == "rtrtr" and _version(path) != RTRTR_VERSION:
             why = f"{path} (from {origin}) is version {_version(path)!r}, not {RTRTR_VERSION}"
+            continue
+        if part == "routinator" and _version(path) != ROUTINATOR_VERSION:
+            why = f"{path} (from {origin}) is version {_version(path)!r}, not {ROUTINATOR_VERSION}"
             continue
         return path, ""
     return None, why

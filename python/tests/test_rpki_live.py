@@ -351,3 +351,129 @@ def screenshot(c: Collector, addr: str, prefix: str) -> None:
     )
     assert out.is_file() and out.stat().st_size > 10_000, f"no screenshot at {out}"
     print(f"looking-glass screenshot: {out}")
+
+
+class Routinator:
+    """Routinator as an RTR cache on a free loopback port: no TALs, no
+    rsync, no RRDP (no network); its VRPs are the prefix assertions of a
+    local SLURM file, which it reads again at every refresh (1 s)."""
+
+    def __init__(self, vrps: list[dict[str, Any]]) -> None:
+        self.binary = live.require("routinator")
+        self.dir = Path(tempfile.mkdtemp(prefix="ipfib-routinator-"))
+        self.port = live.free_port()
+        (self.dir / "tals").mkdir()
+        conf = self.dir / "routinator.conf"
+        conf.write_text(f'repository-dir = "{self.dir / "cache"}"\n')
+        self.slurm = self.dir / "exceptions.json"
+        self.write(vrps)
+        self.log_path = self.dir / "routinator.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop)
+        argv = [
+            self.binary,
+            "-c",
+            str(conf),
+            "--no-rir-tals",
+            "--extra-tals-dir",
+            str(self.dir / "tals"),
+            "--exceptions",
+            str(self.slurm),
+            "--disable-rsync",
+            "--disable-rrdp",
+            "server",
+            "--rtr",
+            f"127.0.0.1:{self.port}",
+            "--refresh",
+            "1",
+        ]
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise AssertionError(f"Routinator did not listen:\n{self.log_path.read_text()[-3000:]}")
+
+    def write(self, vrps: list[dict[str, Any]]) -> None:
+        doc = {
+            "slurmVersion": 1,
+            "validationOutputFilters": {"prefixFilters": [], "bgpsecFilters": []},
+            "locallyAddedAssertions": {
+                "prefixAssertions": [
+                    {"asn": v["asn"], "prefix": v["prefix"], "maxPrefixLength": v["maxLength"]}
+                    for v in vrps
+                ],
+                "bgpsecAssertions": [],
+            },
+        }
+        tmp = self.slurm.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, self.slurm)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_routinator_feeds_the_collector(
+    sets: tuple[Path, dict[str, Any], list[dict[str, Any]]],
+) -> None:
+    """The same checks against Routinator: its VRPs (the generated set, as
+    its local exceptions) reach the collector over RTR and every sampled
+    route's state equals `ipfib rov`'s; a VRP removed from and one added
+    to its file are followed."""
+    _, doc, offline = sets
+    cache = Routinator(doc["roas"])
+    try:
+        with contextlib_running(cache.port) as c:
+            want = len({(v["prefix"], v["maxLength"], v["asn"]) for v in doc["roas"]})
+            wait_for(
+                "synced with Routinator",
+                lambda: rpki(c)["vrps"] == want,
+                timeout=30,
+                show=lambda: (rpki(c)["sources"], cache.log_path.read_text()[-2000:]),
+            )
+            src = rpki(c)["sources"][0]
+            assert src["state"] == "synced", src
+            rng = random.Random(11)
+            for r in rng.sample(offline, 200):
+                got = route_of(c, r["prefix"], r["peer_address"])
+                assert state(got) == state(r), (r, got)
+            valid = next(r for r in offline if state(r) == "valid")
+            missing = next(
+                r
+                for r in offline
+                if state(r) == "not-found"
+                and r["origin_asn"]
+                and int(r["prefix"].split("/")[1]) >= 16
+                and not covers(r["prefix"], valid["prefix"])
+            )
+            roas = [v for v in doc["roas"] if not covers(v["prefix"], valid["prefix"])]
+            roas.append(
+                {
+                    "asn": missing["origin_asn"],
+                    "prefix": missing["prefix"],
+                    "maxLength": int(missing["prefix"].split("/")[1]),
+                }
+            )
+            cache.write(roas)
+            wait_for(
+                "Routinator's change followed",
+                lambda: (
+                    route_of(c, valid["prefix"], valid["peer_address"])["rov"] == "not-found"
+                    and route_of(c, missing["prefix"], missing["peer_address"])["rov"] == "valid"
+                ),
+                timeout=30,
+            )
+    finally:
+        cache.stop()

@@ -108,9 +108,10 @@ enum ProviderJson {
 
 #[derive(Deserialize)]
 struct AspaJson {
-    #[serde(alias = "customer_asid", alias = "customerAsid")]
+    // rpki-client, the SLURM draft, Routinator's SLURM.
+    #[serde(alias = "customer_asid", alias = "customerAsid", alias = "customerAsn")]
     customer: AsnText,
-    #[serde(alias = "provider_set", alias = "providerSet")]
+    #[serde(alias = "provider_set", alias = "providerSet", alias = "providerAsns")]
     providers: Vec<ProviderJson>,
 }
 
@@ -292,7 +293,7 @@ struct PrefixFilterJson {
 
 #[derive(Deserialize)]
 struct AspaFilterJson {
-    #[serde(alias = "customerAsid", alias = "customer_asid")]
+    #[serde(alias = "customerAsid", alias = "customer_asid", alias = "customerAsn")]
     customer: AsnText,
 }
 
