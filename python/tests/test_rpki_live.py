@@ -37,6 +37,20 @@ DUMP = "rib.20260730.1400.first2MiB.mrt.bz2"
 EXPIRE = 6  # --rtr-expire: how long a lost cache's data stays in use
 
 
+def stop_process(proc: subprocess.Popen[bytes], log: Any, directory: Path) -> None:
+    """SIGTERM by PID, a bounded wait (then SIGKILL); its log closed, its
+    directory removed."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    log.close()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 class Rtrtr:
     """rtrtr serving `doc` (rpki-client JSON) over RTR on a free loopback
     port; `write` replaces the file (rtrtr notices within a second)."""
@@ -88,15 +102,7 @@ expire = {EXPIRE}
         os.replace(tmp, self.file)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_process(self.proc, self._log, self.dir)
 
 
 def wait_for(
@@ -414,15 +420,7 @@ class Routinator:
         os.replace(tmp, self.slurm)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_process(self.proc, self._log, self.dir)
 
 
 def test_routinator_feeds_the_collector(

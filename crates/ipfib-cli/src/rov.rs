@@ -207,17 +207,7 @@ pub fn run(args: Args) -> CmdResult {
     let mut had_problems = false;
     let (load_secs, check_secs);
     if mrt {
-        let rib = ipfib_rib::Rib::try_new()?;
-        let report = ipfib_rib::mrt::load(&args.input, &rib)?;
-        rib.sync();
-        for e in &report.errors {
-            eprintln!("ipfib: {}: {e}", args.input.display());
-            had_problems = true;
-        }
-        if let Some(d) = &report.damage {
-            eprintln!("ipfib: {}: {d}", args.input.display());
-            had_problems = true;
-        }
+        let rib = load_rib(&args.input, &mut had_problems)?;
         load_secs = t_load.elapsed().as_secs_f64();
         let names: Map<u32, String> = rib
             .peers()
@@ -427,6 +417,27 @@ fn truncate(p: &AnyPrefix, len: u8) -> AnyPrefix {
     }
 }
 
+/// An MRT RIB dump loaded into a RIB: what is complete is used, each
+/// skipped record and the damage named on stderr (`had_problems` set: the
+/// command exits 1).
+fn load_rib(
+    path: &Path,
+    had_problems: &mut bool,
+) -> Result<ipfib_rib::Rib, Box<dyn std::error::Error>> {
+    let rib = ipfib_rib::Rib::try_new()?;
+    let report = ipfib_rib::mrt::load(path, &rib)?;
+    rib.sync();
+    for e in &report.errors {
+        eprintln!("ipfib: {}: {e}", path.display());
+        *had_problems = true;
+    }
+    if let Some(d) = &report.damage {
+        eprintln!("ipfib: {}: {d}", path.display());
+        *had_problems = true;
+    }
+    Ok(rib)
+}
+
 /// `--generate-vrps`: VRPs and ASPAs drawn from the input's routes.
 fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
     let mut pairs: Vec<(AnyPrefix, u32)> = Vec::new();
@@ -434,19 +445,7 @@ fn generate(args: &Args, mrt: bool, out: &Path) -> CmdResult {
     let mut ups: HashMap<u32, std::collections::BTreeSet<u32>> = HashMap::new();
     let mut had_problems = false;
     if mrt {
-        let rib = ipfib_rib::Rib::try_new()?;
-        let report = ipfib_rib::mrt::load(&args.input, &rib)?;
-        rib.sync();
-        // As validation does: what is complete is used, the damage named
-        // and the exit status 1.
-        for e in &report.errors {
-            eprintln!("ipfib: {}: {e}", args.input.display());
-            had_problems = true;
-        }
-        if let Some(d) = &report.damage {
-            eprintln!("ipfib: {}: {d}", args.input.display());
-            had_problems = true;
-        }
+        let rib = load_rib(&args.input, &mut had_problems)?;
         let snap = ipfib_rpki::Snapshot::default();
         ipfib_collect::rpki::for_each_route(&rib, &snap, |prefix, e, asn, _| {
             if let RouteOrigin::As(o) =
