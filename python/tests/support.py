@@ -5,9 +5,11 @@ CI=true), the `ipfib` CLI binary, and random tables rich in edge cases."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import random
 import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -158,3 +160,28 @@ def check_enriched_flows(got: Any, tables: Sequence[Path], geo: Path) -> Any:
     assert [x if isinstance(x, str) else None for x in got["src_country"]] == list(cc)
     assert miss.sum() < len(got) // 2, "real flows must mostly match"
     return miss
+
+
+RIB_DUMP = "rib.20260730.1400.first2MiB.mrt.bz2"
+
+
+def rov_of_dump(vrps: Path) -> list[dict[str, Any]]:
+    """Writes a VRP/ASPA set drawn from the real 2026 RIB dump to `vrps`
+    (`ipfib rov --generate-vrps`) and returns `ipfib rov`'s JSON answer
+    for every route of the dump against it."""
+    dump = data_file(RIB_DUMP)
+    g = subprocess.run(
+        [cli(), "rov", "--generate-vrps", str(vrps), str(dump)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert g.returncode == 1 and vrps.is_file(), g.stderr  # the excerpt ends in a cut record
+    r = subprocess.run(
+        [cli(), "rov", "--vrps", str(vrps), "--output", "json", str(dump)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 1, r.stderr  # the excerpt ends in a cut record
+    return [json.loads(line) for line in r.stdout.splitlines()]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import random
-import subprocess
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 
 import ipfib
-from support import cli, data_file
+from support import data_file, rov_of_dump
 
 DUMP = "rib.20260730.1400.first2MiB.mrt.bz2"
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -168,23 +167,8 @@ def test_files_and_slurm(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    dump = data_file(DUMP)
     f = tmp_path_factory.mktemp("rpki") / "vrps.json"
-    g = subprocess.run(
-        [cli(), "rov", "--generate-vrps", str(f), str(dump)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert g.returncode == 1 and f.is_file(), g.stderr  # the excerpt ends in a cut record
-    r = subprocess.run(
-        [cli(), "rov", "--vrps", str(f), "--output", "json", str(dump)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 1, r.stderr  # the excerpt ends in a cut record
-    return f, [json.loads(line) for line in r.stdout.splitlines()]
+    return f, rov_of_dump(f)
 
 
 def test_real_routes_equal_ipfib_rov(real: tuple[Path, list[dict[str, Any]]]) -> None:

@@ -31,7 +31,7 @@ import pytest
 
 import live
 from collector import Collector, running
-from support import ROOT, cli, data_file
+from support import ROOT, data_file, rov_of_dump
 
 DUMP = "rib.20260730.1400.first2MiB.mrt.bz2"
 EXPIRE = 6  # --rtr-expire: how long a lost cache's data stays in use
@@ -120,24 +120,9 @@ def wait_for(
 def sets() -> Iterator[tuple[Path, dict[str, Any], list[dict[str, Any]]]]:
     """The generated VRP/ASPA file, its document, and `ipfib rov`'s
     per-route answers for the dump."""
-    dump = data_file(DUMP)
     d = Path(tempfile.mkdtemp(prefix="ipfib-rpki-"))
     f = d / "vrps.json"
-    g = subprocess.run(
-        [cli(), "rov", "--generate-vrps", str(f), str(dump)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert g.returncode == 1 and f.is_file(), g.stderr  # the excerpt ends in a cut record
-    r = subprocess.run(
-        [cli(), "rov", "--vrps", str(f), "--output", "json", str(dump)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 1, r.stderr  # the excerpt ends in a cut record
-    routes = [json.loads(line) for line in r.stdout.splitlines()]
+    routes = rov_of_dump(f)
     assert len(routes) == 679347
     yield f, json.loads(f.read_text()), routes
     shutil.rmtree(d, ignore_errors=True)

@@ -399,19 +399,28 @@ pub struct Vrps {
     v6: Side<u128>,
 }
 
+/// One family's (prefix, entry) pairs.
+type Items<A> = Vec<(Prefix<A>, Entry)>;
+
+/// VRPs as (prefix, entry) pairs per family, in the order given.
+fn split_families(vrps: impl IntoIterator<Item = Vrp>) -> (Items<u32>, Items<u128>) {
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
+    for v in vrps {
+        let e = Entry {
+            asn: v.asn,
+            max_len: v.max_len,
+        };
+        match v.prefix {
+            AnyPrefix::V4(p) => v4.push((p, e)),
+            AnyPrefix::V6(p) => v6.push((p, e)),
+        }
+    }
+    (v4, v6)
+}
+
 impl FromIterator<Vrp> for Vrps {
     fn from_iter<I: IntoIterator<Item = Vrp>>(iter: I) -> Self {
-        let (mut v4, mut v6) = (Vec::new(), Vec::new());
-        for v in iter {
-            let e = Entry {
-                asn: v.asn,
-                max_len: v.max_len,
-            };
-            match v.prefix {
-                AnyPrefix::V4(p) => v4.push((p, e)),
-                AnyPrefix::V6(p) => v6.push((p, e)),
-            }
-        }
+        let (v4, v6) = split_families(iter);
         Vrps {
             v4: Side::build(v4),
             v6: Side::build(v6),
@@ -425,19 +434,8 @@ impl Vrps {
     /// for a small change to a large set, a few milliseconds where
     /// [`VrpSet::snapshot`] hashes and sorts everything.
     pub fn with_changes(&self, added: &[Vrp], removed: &[Vrp]) -> Vrps {
-        type Items<A> = Vec<(Prefix<A>, Entry)>;
         fn split(vrps: &[Vrp]) -> (Items<u32>, Items<u128>) {
-            let (mut v4, mut v6) = (Vec::new(), Vec::new());
-            for v in vrps {
-                let e = Entry {
-                    asn: v.asn,
-                    max_len: v.max_len,
-                };
-                match v.prefix {
-                    AnyPrefix::V4(p) => v4.push((p, e)),
-                    AnyPrefix::V6(p) => v6.push((p, e)),
-                }
-            }
+            let (mut v4, mut v6) = split_families(vrps.iter().copied());
             v4.sort_unstable();
             v4.dedup();
             v6.sort_unstable();
