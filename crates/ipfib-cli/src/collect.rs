@@ -130,6 +130,20 @@ pub struct Args {
     /// a change of the RPKI data also triggers one, at most every 5 s.
     #[arg(long, default_value_t = 300.0)]
     rpki_count_every: f64,
+    /// Keep the RIB across restarts in this directory (created if
+    /// missing): a snapshot every --snapshot-every seconds, on SIGUSR1 and
+    /// at shutdown; at start the newest loads and answers at once, its
+    /// routers' routes marked stale until they send them again. With a
+    /// snapshot, --mrt is not loaded (the snapshot holds its routes).
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// Seconds between two snapshots (with --state).
+    #[arg(long, default_value_t = 300.0)]
+    snapshot_every: f64,
+    /// Seconds restored routes wait for their router to send them again
+    /// (End-of-RIB sweeps them sooner); then the rest are swept.
+    #[arg(long, default_value_t = 600.0)]
+    stale_grace: f64,
     /// Log level: error, warn, info, debug.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -238,8 +252,27 @@ pub fn run(args: Args) -> CmdResult {
     if rpki.is_none() && !args.slurm.is_empty() {
         return Err("--slurm needs --rtr or --vrps".into());
     }
+    let state = match args.state {
+        None => None,
+        Some(dir) => {
+            let every = secs("snapshot-every", args.snapshot_every)?;
+            if every < Duration::from_secs(1) {
+                return Err(format!(
+                    "--snapshot-every {}: at least 1 second",
+                    args.snapshot_every
+                )
+                .into());
+            }
+            Some(ipfib_collect::StateConfig {
+                dir,
+                every,
+                stale_grace: secs("stale-grace", args.stale_grace)?,
+            })
+        }
+    };
     let config = ipfib_collect::Config {
         rpki,
+        state,
         bmp: args.bmp,
         http: args.http,
         mrt: args.mrt,
@@ -291,6 +324,21 @@ fn print_event(e: Event<'_>) {
                 r.prefixes_v4,
                 r.prefixes_v6,
                 r.elapsed.as_secs_f64()
+            );
+        }
+        Event::SnapshotLoaded { path, report: r } => {
+            eprintln!(
+                "ipfib collect: {}: {} routes of {} peers, {} prefixes in {:.2} s (written {} s ago; routers' routes stale until sent again)",
+                path.display(),
+                r.routes,
+                r.peers,
+                r.prefixes,
+                r.seconds,
+                (std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64)
+                    - r.created)
+                    .max(0)
             );
         }
         Event::Listening { bmp, http } => {

@@ -363,7 +363,7 @@ fn answer(
 /// `{"as_path","communities","ip"` | `"large_communities","local_pref",
 /// "med","next_hop","origin","origin_asn","path_id"` | `"peer",
 /// "peer_address","peer_asn","peer_bgp_id","peer_type","prefix"` | `"rd",
-/// "rib"}`; a test checks the bytes against `serde_json` of [`j::route`].
+/// "rib","stale"}`; a test checks the bytes against `serde_json` of [`j::route`].
 pub(crate) struct RouteWriter {
     attrs: PtrMap<ipfib_rib::attrs::AttrSet>,
     peers: PtrMap<ipfib_rib::PeerInfo>,
@@ -466,6 +466,7 @@ impl RouteWriter {
                 b.push(b'"');
                 field(&mut b, "rd", &json!(j::rd(&r.peer)));
                 field(&mut b, "rib", &json!(k.rib.as_str()));
+                field(&mut b, "stale", &json!(r.peer.stale));
                 b.push(b'}');
                 *bytes += b.len();
                 Piece {

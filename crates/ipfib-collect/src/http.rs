@@ -523,6 +523,9 @@ async fn peers(State(ctx): State<Arc<Ctx>>, Params(q): P) -> Response {
 
 async fn metrics(State(ctx): State<Arc<Ctx>>) -> Response {
     let mut text = ctx.metrics.render(&ctx.rib);
+    if let Some(s) = &ctx.snapshots {
+        super::metrics::render_state(&mut text, s);
+    }
     if let Some(live) = &ctx.rpki {
         let counts = ctx
             .rpki_counts

@@ -365,6 +365,8 @@ async fn run_session(
     ctx.sessions.add(Arc::clone(&shared));
     tracing::info!(session = id, %remote, "BMP session open");
     let mut session = Session::new(id, Arc::clone(&ctx.rib));
+    // A warm restart matches a router's returning peers on its address.
+    session.router = Some(ipfib_rib::unmap(remote.ip()));
     let opts = &ctx.opts;
     session.limits = opts.limits;
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);

@@ -46,6 +46,8 @@ pub fn route(r: &Route) -> Value {
         "peer_asn": r.peer.key.asn,
         "peer_bgp_id": std::net::Ipv4Addr::from(r.peer.key.bgp_id).to_string(),
         "rib": r.peer.key.rib.as_str(),
+        // Restored from a snapshot, not yet sent again by its router.
+        "stale": r.peer.stale,
         "peer_type": instance::peer_type_name(r.peer.key.peer_type),
         "rd": rd(&r.peer),
         "path_id": r.path_id,
@@ -79,6 +81,7 @@ pub fn peer(p: &PeerInfo) -> Value {
         "bgp_id": std::net::Ipv4Addr::from(p.key.bgp_id).to_string(),
         "rib": p.key.rib.as_str(),
         "table_name": p.table_name(),
+        "stale": p.stale,
         "state": if down == 0 { "up" } else { "down" },
         "up_since": p.up_since,
         "down_since": (down != 0).then_some(down),

@@ -29,6 +29,7 @@ mod metrics;
 mod paging;
 pub mod rpki;
 mod server;
+mod state;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,12 +39,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ipfib_rib::mrt::LoadReport;
+use ipfib_rib::snapshot::SnapshotReport;
 use ipfib_rib::Rib;
 use tokio::sync::watch;
 
 pub use http::allowed_hosts;
 pub use ingest::DEFAULT_MAX_MESSAGE;
 pub use server::HttpLimits;
+pub use state::StateConfig;
 
 /// Why the collector could not run. `Display` is the whole message.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +74,12 @@ pub enum Event<'a> {
     MrtLoaded {
         path: &'a Path,
         report: &'a LoadReport,
+    },
+    /// The RIB came back from a snapshot of [`Config::state`] (and the
+    /// MRT dumps were not loaded: the snapshot holds their routes).
+    SnapshotLoaded {
+        path: &'a Path,
+        report: &'a SnapshotReport,
     },
     /// Both listeners are bound (port 0 resolved): sessions and requests
     /// are accepted from now on.
@@ -124,6 +133,9 @@ pub struct Config {
     pub opts: Opts,
     /// RPKI sources; `None`: routes carry no RPKI status.
     pub rpki: Option<RpkiConfig>,
+    /// Warm restart: where the RIB's snapshots are kept; `None`: nothing
+    /// is kept across restarts.
+    pub state: Option<StateConfig>,
     /// Called as the collector starts (see [`Event`]); from any thread.
     pub on_event: Arc<dyn Fn(Event<'_>) + Send + Sync>,
 }
@@ -160,6 +172,9 @@ pub(crate) struct Ctx {
     pub rpki: Option<Arc<ipfib_rpki::Live>>,
     /// The last count of route statuses (for `/metrics`).
     pub rpki_counts: std::sync::Mutex<Option<Arc<rpki::Counts>>>,
+    /// Warm restart, when configured.
+    pub state_config: Option<StateConfig>,
+    pub snapshots: Option<state::Snapshots>,
 }
 
 /// Run the collector until SIGINT or SIGTERM (watched from the start, so
@@ -192,6 +207,7 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
         max_routes_per_prefix,
         opts,
         rpki: rpki_config,
+        state: state_config,
         on_event,
     } = config;
     let live = rpki_config.as_ref().map(start_rpki).transpose()?;
@@ -231,24 +247,37 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
                 Box::pin(async move { signals.wait().await })
             }
         };
-        let rib =
-            Arc::new(Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?);
-        rib.set_max_routes_per_prefix(max_routes_per_prefix);
-        // The dumps load on a blocking thread while signals are watched: a
-        // SIGTERM during a long load ends the process at once (exit 0).
+        // The snapshot (with `--state`), else the dumps, load on a
+        // blocking thread while signals are watched: a SIGTERM during a
+        // long load ends the process at once (exit 0). A snapshot holds
+        // the dumps' routes as they were when it was written: the dumps
+        // are not loaded again over it.
         let load = {
-            let (rib, on_event) = (Arc::clone(&rib), Arc::clone(&on_event));
-            tokio::task::spawn_blocking(move || {
-                mrt.iter().try_for_each(|p| load_mrt(&rib, p, &*on_event))
+            let on_event = Arc::clone(&on_event);
+            let dir = state_config.as_ref().map(|c| c.dir.clone());
+            tokio::task::spawn_blocking(move || -> Result<Rib, String> {
+                if let Some(dir) = &dir {
+                    if let Some(rib) = state::restore(dir, &*on_event)? {
+                        if !mrt.is_empty() {
+                            tracing::info!("--mrt not loaded: the snapshot holds its routes");
+                        }
+                        return Ok(rib);
+                    }
+                }
+                let rib =
+                    Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?;
+                mrt.iter().try_for_each(|p| load_mrt(&rib, p, &*on_event))?;
+                Ok(rib)
             })
         };
-        tokio::select! {
-            done = load => done.map_err(|e| format!("MRT load failed: {e}"))??,
+        let rib = tokio::select! {
+            done = load => Arc::new(done.map_err(|e| format!("start failed: {e}"))??),
             _ = &mut stop => {
-                tracing::info!("stopped during the MRT load");
+                tracing::info!("stopped during the load");
                 return Ok(());
             }
-        }
+        };
+        rib.set_max_routes_per_prefix(max_routes_per_prefix);
         let ctx = Arc::new(Ctx {
             rib,
             dump_lock: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -258,6 +287,8 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
             opts,
             rpki: live.clone(),
             rpki_counts: std::sync::Mutex::new(None),
+            snapshots: state_config.as_ref().map(|_| state::Snapshots::default()),
+            state_config,
         });
         let every = rpki_config.as_ref().map(|c| c.count_every);
         serve(
@@ -382,6 +413,8 @@ async fn serve(
     if let Some(every) = rpki_every {
         tokio::spawn(count_rpki(Arc::clone(&ctx), every, stop_rx.clone()));
     }
+    tokio::spawn(state::keep(Arc::clone(&ctx), stop_rx.clone()));
+    tokio::spawn(state::expire(Arc::clone(&ctx), stop_rx.clone()));
     let http_stop = stop_rx.clone();
     let router = http::router(Arc::clone(&ctx));
     let http_ctx = Arc::clone(&ctx);
@@ -397,6 +430,10 @@ async fn serve(
         Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "HTTP server ended with an error"),
         _ => tracing::warn!("HTTP server did not finish within 5 s"),
+    }
+    // Sessions have ended (their peers stay up): the RIB as it stands.
+    if ctx.state_config.is_some() {
+        state::write_now(&ctx, "shutdown").await;
     }
     tracing::info!("stopped");
     Ok(())
@@ -444,6 +481,7 @@ mod tests {
             threads: 1,
             max_routes_per_prefix: 0,
             rpki: None,
+            state: None,
             opts: Opts {
                 grace: Duration::from_secs(1),
                 idle_timeout: Duration::from_secs(1),

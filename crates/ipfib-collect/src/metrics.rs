@@ -347,10 +347,14 @@ impl Metrics {
             "counter",
         );
         let _ = writeln!(o, "ipfib_bmp_strings_cut_total {}", get(&c.strings_cut));
-        let (mut up, mut down) = (0u64, 0u64);
+        let (mut up, mut down, mut stale, mut stale_routes) = (0u64, 0u64, 0u64, 0u64);
         for p in rib.peers().all() {
             if p.is_up() {
-                up += 1
+                up += 1;
+                if p.stale {
+                    stale += 1;
+                    stale_routes += p.route_count();
+                }
             } else {
                 down += 1
             }
@@ -367,6 +371,20 @@ impl Metrics {
             "gauge",
         );
         let _ = writeln!(o, "ipfib_rib_routes {}", rib.route_count());
+        counter(
+            &mut o,
+            "ipfib_rib_stale_peers",
+            "Peers restored from a snapshot whose router has not sent its table again.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_rib_stale_peers {stale}");
+        counter(
+            &mut o,
+            "ipfib_rib_stale_routes",
+            "Routes restored from a snapshot not yet sent again, replaced, withdrawn or swept.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_rib_stale_routes {stale_routes}");
         counter(
             &mut o,
             "ipfib_rib_prefixes",
@@ -424,6 +442,59 @@ pub fn rov_label(r: ipfib_rpki::Rov) -> &'static str {
         None => r.as_str(),
         Some("as") => "invalid-as",
         Some(_) => "invalid-length",
+    }
+}
+
+/// The snapshot part of `/metrics` (with `--state`).
+pub(crate) fn render_state(o: &mut String, s: &crate::state::Snapshots) {
+    use std::fmt::Write as _;
+    let head = |o: &mut String, name: &str, help: &str, kind: &str| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    head(
+        o,
+        "ipfib_snapshots_total",
+        "RIB snapshots written.",
+        "counter",
+    );
+    let _ = writeln!(
+        o,
+        "ipfib_snapshots_total {}",
+        s.written.load(Ordering::Relaxed)
+    );
+    head(
+        o,
+        "ipfib_snapshot_failures_total",
+        "RIB snapshots that could not be written (the last good one stays).",
+        "counter",
+    );
+    let _ = writeln!(
+        o,
+        "ipfib_snapshot_failures_total {}",
+        s.failures.load(Ordering::Relaxed)
+    );
+    if let Some(r) = s.last.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        head(
+            o,
+            "ipfib_snapshot_last_timestamp_seconds",
+            "Unix time of the last snapshot written.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_snapshot_last_timestamp_seconds {}", r.created);
+        head(
+            o,
+            "ipfib_snapshot_last_bytes",
+            "Size of the last snapshot.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_snapshot_last_bytes {}", r.bytes);
+        head(
+            o,
+            "ipfib_snapshot_last_duration_seconds",
+            "Time the last snapshot took to write.",
+            "gauge",
+        );
+        let _ = writeln!(o, "ipfib_snapshot_last_duration_seconds {:.3}", r.seconds);
     }
 }
 

@@ -29,10 +29,11 @@ pub mod peers;
 pub mod rib;
 mod routelist;
 mod seg;
+pub mod snapshot;
 pub mod target;
 mod walk;
 
 pub use attrs::{AsPath, AttrSet, Origin};
 pub use instance::{Instance, RibSet};
-pub use peers::{PeerInfo, PeerKey, RibKind};
-pub use rib::{unmap, Entry, Hit, Match, PeerFilter, Query, Rib, Route, Routes};
+pub use peers::{NlriClass, PeerInfo, PeerInit, PeerKey, PeerOrigin, RibKind};
+pub use rib::{unmap, EndOfRib, Entry, Hit, Match, PeerFilter, Query, Rib, Route, Routes};

@@ -107,6 +107,50 @@ pub struct PeerKey {
     pub rib: RibKind,
 }
 
+/// Which NLRI a peer's routes came as: one BMP neighbour's unicast,
+/// labeled unicast and VPN routes are different RIB peers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NlriClass {
+    #[default]
+    Unicast,
+    /// Labeled unicast (SAFI 4): the neighbour's instance.
+    Labeled,
+    /// VPN (SAFI 128): the instance its route distinguisher names.
+    Vpn,
+}
+
+impl NlriClass {
+    /// The class of routes of SAFI `safi` (1 unicast, 4 labeled, 128 VPN).
+    pub fn of_safi(safi: u8) -> Option<NlriClass> {
+        match safi {
+            1 => Some(NlriClass::Unicast),
+            4 => Some(NlriClass::Labeled),
+            128 => Some(NlriClass::Vpn),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub(crate) fn from_code(c: u8) -> Option<NlriClass> {
+        [NlriClass::Unicast, NlriClass::Labeled, NlriClass::Vpn]
+            .get(c as usize)
+            .copied()
+    }
+}
+
+/// Where a peer's routes come from, beyond its [`PeerKey`]: what a warm
+/// restart matches a router's returning peers on (see `restart.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeerOrigin {
+    /// The address the BMP session came from (`None`: an MRT dump, or a
+    /// program's own peer).
+    pub router: Option<IpAddr>,
+    pub class: NlriClass,
+}
+
 /// A peer as the RIB knows it (made by [`crate::Rib::add_peer`]).
 /// Thread-safe: what identifies it never changes; its state and route
 /// count change under the RIB's hand only, and are read through methods.
@@ -116,6 +160,11 @@ pub struct PeerInfo {
     /// The BMP session (connection) that reported it; 0 for MRT peers.
     pub session: u64,
     pub key: PeerKey,
+    pub origin: PeerOrigin,
+    /// Restored from a snapshot at start (`--state`): its routes are what
+    /// the router had sent before the restart, kept until the router
+    /// sends them again (see `restart.rs`).
+    pub stale: bool,
     /// Unix seconds of its Peer Up (or first route).
     pub up_since: i64,
     /// Unix seconds of its Peer Down or session loss; 0 while up.
@@ -126,6 +175,9 @@ pub struct PeerInfo {
     pub(crate) swept: AtomicBool,
     /// Table name (RFC 9069 Peer Up TLV 3), when sent.
     pub(crate) table_name: OnceLock<String>,
+    /// The stale peer this one took over (see `restart.rs`): its routes
+    /// give way to this peer's, route by route.
+    pub(crate) predecessor: OnceLock<u32>,
 }
 
 impl PeerInfo {
@@ -152,6 +204,38 @@ impl PeerInfo {
     /// Its table name (RFC 9069 Peer Up TLV 3), when its router sent one.
     pub fn table_name(&self) -> Option<&str> {
         self.table_name.get().map(String::as_str)
+    }
+}
+
+/// What a new peer is ([`crate::Rib::add_peer_with`]).
+#[derive(Clone, Debug)]
+pub struct PeerInit {
+    pub session: u64,
+    pub key: PeerKey,
+    pub origin: PeerOrigin,
+    pub stale: bool,
+    /// Unix seconds it came up (`None`: now).
+    pub up_since: Option<i64>,
+    pub table_name: Option<String>,
+}
+
+impl Default for PeerInit {
+    fn default() -> Self {
+        PeerInit {
+            session: 0,
+            key: PeerKey {
+                peer_type: 0,
+                distinguisher: 0,
+                address: IpAddr::from([0u8; 4]),
+                asn: 0,
+                bgp_id: 0,
+                rib: RibKind::Mrt,
+            },
+            origin: PeerOrigin::default(),
+            stale: false,
+            up_since: None,
+            table_name: None,
+        }
     }
 }
 
@@ -207,6 +291,23 @@ impl Peers {
 
     /// Register a new peer; `None` when [`MAX_PEERS`] are registered.
     pub(crate) fn add(&self, session: u64, key: PeerKey) -> Option<Arc<PeerInfo>> {
+        self.add_with(PeerInit {
+            session,
+            key,
+            ..PeerInit::default()
+        })
+    }
+
+    /// Register a new peer described by `init`.
+    pub(crate) fn add_with(&self, init: PeerInit) -> Option<Arc<PeerInfo>> {
+        let PeerInit {
+            session,
+            key,
+            origin,
+            stale,
+            up_since,
+            table_name,
+        } = init;
         let reused = self
             .free
             .lock()
@@ -231,11 +332,14 @@ impl Peers {
             id,
             session,
             key,
-            up_since: unix_now(),
+            origin,
+            stale,
+            up_since: up_since.unwrap_or_else(unix_now),
             down_since: AtomicI64::new(0),
             routes: AtomicU64::new(0),
             swept: AtomicBool::new(false),
-            table_name: OnceLock::new(),
+            table_name: table_name.map(OnceLock::from).unwrap_or_default(),
+            predecessor: OnceLock::new(),
         });
         // Concurrent registrations get distinct ids (the free list is
         // popped under its lock, unused slots come from one atomic

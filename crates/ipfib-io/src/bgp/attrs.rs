@@ -158,8 +158,9 @@ pub(super) enum Form {
 pub(super) struct AttrScan {
     /// Attribute types present.
     pub(super) seen: [bool; 256],
-    /// An MP_UNREACH with AFI and SAFI alone (End-of-RIB, RFC 4724 §2).
-    pub(super) mp_unreach_empty: bool,
+    /// An MP_UNREACH with AFI and SAFI alone (End-of-RIB, RFC 4724 §2):
+    /// its AFI and SAFI.
+    pub(super) mp_unreach_empty: Option<(u16, u8)>,
 }
 
 /// Walk path attributes into `u` (RFC 4271 §4.3, 4760, 6793, 1997, 8092),
@@ -171,7 +172,7 @@ pub(super) fn attributes(
     form: Form,
     u: &mut Update,
 ) -> Result<AttrScan, WireError> {
-    let mut mp_unreach_empty = false;
+    let mut mp_unreach_empty = None;
     let mut mp_seen = false;
     let mut seen = [false; 256];
     while attrs.left() > 0 {
@@ -331,7 +332,7 @@ pub(super) fn attributes(
                     u.next_hop_mp = next_hop(&mut v, afi)?;
                     v.u8("MP_REACH reserved")?;
                 } else if v.left() == 0 {
-                    mp_unreach_empty = true;
+                    mp_unreach_empty = Some((afi, safi));
                 }
                 let k = NlriKind {
                     afi,

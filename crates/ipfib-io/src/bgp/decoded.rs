@@ -101,6 +101,9 @@ pub struct Update {
     /// routes, no attributes and no NLRI, or one whose only content is an
     /// MP_UNREACH with AFI and SAFI alone.
     pub end_of_rib: bool,
+    /// The AFI and SAFI an End-of-RIB marker is for: `(1, 1)` (IPv4
+    /// unicast) for the empty UPDATE, MP_UNREACH's otherwise.
+    pub end_of_rib_family: (u16, u8),
     /// Attribute errors (RFC 7606) that did not end the decoding.
     pub errors: Vec<AttrError>,
     /// An error asked for "treat-as-withdraw": every announced route
@@ -134,6 +137,7 @@ impl Update {
         self.labeled_nlri = 0;
         self.vpn_nlri = 0;
         self.end_of_rib = false;
+        self.end_of_rib_family = (1, 1);
         self.errors.clear();
         self.treat_as_withdraw = false;
     }

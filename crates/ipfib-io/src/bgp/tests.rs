@@ -406,6 +406,10 @@ fn end_of_rib_needs_no_nlri() {
     let (r, u) = decode(&bgp(UPDATE, &body));
     r.unwrap();
     assert!(u.end_of_rib);
+    assert_eq!(u.end_of_rib_family, (2, 1));
+    let (r, u) = decode(&bgp(UPDATE, &[0, 0, 0, 0]));
+    r.unwrap();
+    assert_eq!((u.end_of_rib, u.end_of_rib_family), (true, (1, 1)));
 }
 
 #[test]

@@ -101,8 +101,9 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
         labeled_withdrawn.append(labeled_announced);
         u.mp_announced = 0;
     }
-    u.end_of_rib = (wlen == 0 && alen == 0 && announced.left() == 0)
-        || (mp_unreach_empty
+    let plain_eor = wlen == 0 && alen == 0 && announced.left() == 0;
+    u.end_of_rib = plain_eor
+        || (mp_unreach_empty.is_some()
             && u.announced.is_empty()
             && u.withdrawn.is_empty()
             && u.vpn_withdrawn.is_empty()
@@ -110,5 +111,9 @@ pub fn decode_update(buf: &[u8], cfg: &WireConfig, u: &mut Update) -> Result<(),
             && u.labeled_withdrawn.is_empty()
             && u.labeled_announced.is_empty()
             && u.errors.is_empty());
+    u.end_of_rib_family = match mp_unreach_empty {
+        Some(f) if u.end_of_rib && !plain_eor => f,
+        _ => (1, 1),
+    };
     Ok(())
 }

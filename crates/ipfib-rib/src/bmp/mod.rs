@@ -11,8 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use crate::attrs::{AttrSet, AttrsRef};
-use crate::peers::{PeerInfo, PeerKey, RibKind};
-use crate::rib::{Rib, RibError};
+use crate::peers::{NlriClass, PeerInfo, PeerInit, PeerKey, PeerOrigin, RibKind};
+use crate::rib::{EndOfRib, Rib, RibError};
 use ipfib::prefix::AnyPrefix;
 use ipfib_io::bgp::{self as wire, Cur, ErrorAction, OpenCaps, Update, WireConfig, WireError};
 
@@ -175,11 +175,11 @@ struct Neighbour {
     /// Peer Up per family: each decides its own families only).
     decided: u8,
     table_name: Option<String>,
-    /// Its RIB peers by (kind, route distinguisher, [`Nlri`] class): VPN
+    /// Its RIB peers by (kind, route distinguisher, [`NlriClass`] class): VPN
     /// and labeled-unicast routes never share a RIB peer with the
     /// neighbour's own unicast routes (the same prefix and path id may be
     /// a route of each family).
-    ribs: HashMap<(RibKind, u64, Nlri), Arc<PeerInfo>, foldhash::fast::RandomState>,
+    ribs: HashMap<(RibKind, u64, NlriClass), Arc<PeerInfo>, foldhash::fast::RandomState>,
     /// Made by a Route Monitoring before any Peer Up: the first Peer Up
     /// completes it (its routes stay) instead of replacing it.
     provisional: bool,
@@ -270,6 +270,10 @@ pub struct SessionInfo {
 /// task that reads the connection.
 pub struct Session {
     pub id: u64,
+    /// The address the session came from: a warm restart matches a
+    /// router's returning peers on it (`rib/restart.rs`); `None` (a
+    /// recording replayed into a program) takes over nothing.
+    pub router: Option<IpAddr>,
     rib: Arc<Rib>,
     neighbours: HashMap<NeighbourKey, Neighbour, foldhash::fast::RandomState>,
     update: Update,
@@ -334,6 +338,7 @@ impl Session {
     pub fn new(id: u64, rib: Arc<Rib>) -> Session {
         Session {
             id,
+            router: None,
             rib,
             neighbours: HashMap::default(),
             update: Update::default(),
@@ -622,9 +627,26 @@ impl Session {
         }
         if u.end_of_rib {
             st.end_of_rib += 1;
+            let (afi, safi) = u.end_of_rib_family;
+            if let (Some(router), Some(class)) = (self.router, NlriClass::of_safi(safi)) {
+                let neighbour = PeerKey {
+                    peer_type: h.peer_type,
+                    distinguisher: h.distinguisher,
+                    address: h.address,
+                    asn: h.asn,
+                    bgp_id: h.bgp_id,
+                    rib: rib_kind,
+                };
+                self.rib.end_of_rib(EndOfRib {
+                    router,
+                    neighbour: &neighbour,
+                    class,
+                    afi,
+                });
+            }
             return Ok(());
         }
-        let (rib, session) = (&self.rib, self.id);
+        let (rib, session) = (&self.rib, (self.id, self.router));
         let own = n.header.distinguisher;
         // Past the per-peer route limit, only routes the peer already has
         // may change (like BGP maximum-prefix, without ending anything).
@@ -643,16 +665,16 @@ impl Session {
         for (rd, class, prefix, path_id) in u
             .withdrawn
             .iter()
-            .map(|&(p, id)| (own, Nlri::Unicast, p, id))
+            .map(|&(p, id)| (own, NlriClass::Unicast, p, id))
             .chain(
                 u.labeled_withdrawn
                     .iter()
-                    .map(|&(p, id)| (own, Nlri::Labeled, p, id)),
+                    .map(|&(p, id)| (own, NlriClass::Labeled, p, id)),
             )
             .chain(
                 u.vpn_withdrawn
                     .iter()
-                    .map(|&(rd, p, id)| (rd, Nlri::Vpn, p, id)),
+                    .map(|&(rd, p, id)| (rd, NlriClass::Vpn, p, id)),
             )
         {
             if let Some(peer) = n.ribs.get(&(rib_kind, rd, class)) {
@@ -663,20 +685,25 @@ impl Session {
         let mut no_peer = 0u64;
         let room = &mut self.rib_peers;
         room.max = self.limits.max_rib_peers;
-        let mut peer_of = |rd: u64, class: Nlri| {
+        let mut peer_of = |rd: u64, class: NlriClass| {
             Ok::<_, RibError>(rib_peer(rib, session, n, rib_kind, rd, class, room))
         };
         st.withdrawn +=
             (u.withdrawn.len() + u.labeled_withdrawn.len() + u.vpn_withdrawn.len()) as u64;
         let (mp, conventional) = u.announced.split_at(u.mp_announced);
         let groups = [
-            (mp, u.next_hop_mp, Nlri::Unicast, None),
-            (conventional, u.next_hop_v4, Nlri::Unicast, None),
-            (&u.labeled_announced[..], u.next_hop_mp, Nlri::Labeled, None),
+            (mp, u.next_hop_mp, NlriClass::Unicast, None),
+            (conventional, u.next_hop_v4, NlriClass::Unicast, None),
+            (
+                &u.labeled_announced[..],
+                u.next_hop_mp,
+                NlriClass::Labeled,
+                None,
+            ),
             (
                 &[][..],
                 u.next_hop_mp,
-                Nlri::Vpn,
+                NlriClass::Vpn,
                 Some(&u.vpn_announced[..]),
             ),
         ];
@@ -717,7 +744,7 @@ impl Session {
                 }
             }
             for &(rd, prefix, path_id) in vpn.unwrap_or(&[]) {
-                let Some(peer) = peer_of(rd, Nlri::Vpn)? else {
+                let Some(peer) = peer_of(rd, NlriClass::Vpn)? else {
                     no_peer += 1;
                     continue;
                 };
@@ -818,26 +845,16 @@ fn complete(n: &mut Neighbour, h: PeerHeader, table_name: Option<String>) {
 /// register a peer per route.
 pub const MAX_RIB_PEERS_PER_NEIGHBOUR: usize = 4096;
 
-/// Which family a route came in, for the RIB peer that holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Nlri {
-    Unicast,
-    /// Labeled unicast (SAFI 4): the neighbour's instance.
-    Labeled,
-    /// VPN (SAFI 128): the instance its route distinguisher names.
-    Vpn,
-}
-
 /// The RIB peer of neighbour `n`'s routes of `kind` in the instance `rd`
 /// that came as `class` NLRI, registered on first use; `None` past
 /// [`MAX_RIB_PEERS_PER_NEIGHBOUR`].
 fn rib_peer(
     rib: &Rib,
-    session: u64,
+    (session, router): (u64, Option<IpAddr>),
     n: &mut Neighbour,
     kind: RibKind,
     rd: u64,
-    class: Nlri,
+    class: NlriClass,
     room: &mut RibPeerRoom,
 ) -> Option<Arc<PeerInfo>> {
     if let Some(p) = n.ribs.get(&(kind, rd, class)) {
@@ -850,13 +867,14 @@ fn rib_peer(
     let hh = &n.header;
     // A full registry drops the routes (counted) rather than ending the
     // session: the router's other peers keep working.
-    let Ok(p) = rib.add_peer(
+    let Ok(p) = rib.add_peer_with(PeerInit {
         session,
-        PeerKey {
+        origin: PeerOrigin { router, class },
+        key: PeerKey {
             // A VPN route belongs to its distinguisher's instance, never
             // to the global one: RD 0:0 from a global or Loc-RIB peer is
             // reported as an RD instance (peer type 1).
-            peer_type: if class == Nlri::Vpn && crate::instance::is_global(hh.peer_type, rd) {
+            peer_type: if class == NlriClass::Vpn && crate::instance::is_global(hh.peer_type, rd) {
                 1
             } else {
                 hh.peer_type
@@ -867,7 +885,8 @@ fn rib_peer(
             bgp_id: hh.bgp_id,
             rib: kind,
         },
-    ) else {
+        ..PeerInit::default()
+    }) else {
         room.registry_full = true;
         return None;
     };

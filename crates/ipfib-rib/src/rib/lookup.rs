@@ -95,12 +95,17 @@ impl Inner {
     /// still hold them, which is why sorts compute each key once).
     pub(super) fn pref_key(&self, e: &Entry) -> PrefKey {
         let x = &e.attrs;
+        let (rank, stale) = self
+            .peers
+            .with(e.peer, |p| (p.key.rib.rank(), p.stale))
+            .unwrap_or((3, false));
         (
-            self.peers.with(e.peer, |p| p.key.rib.rank()).unwrap_or(3),
+            rank,
             std::cmp::Reverse(x.local_pref.unwrap_or(100)),
             x.as_path.selection_len(),
             x.origin,
             x.med.unwrap_or(0),
+            stale,
             e.peer,
             e.path_id,
         )
@@ -114,6 +119,7 @@ pub(super) type PrefKey = (
     u32,
     crate::attrs::Origin,
     u32,
+    bool,
     u32,
     u32,
 );

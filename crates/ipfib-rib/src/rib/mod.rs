@@ -62,6 +62,7 @@
 
 mod lookup;
 mod query;
+mod restart;
 mod store;
 mod threads;
 mod types;
@@ -72,6 +73,7 @@ pub mod doctest;
 #[cfg(test)]
 mod tests;
 
+pub use restart::EndOfRib;
 pub use types::{
     unmap, Entry, Hit, Match, PeerFilter, Query, RibCounters, RibError, Route, Routes,
     MAX_PREFIX_IDS, MAX_ROUTES_PER_PREFIX,
@@ -116,6 +118,8 @@ struct Inner {
     /// sweeps side by side could each leave the other's last steps, a
     /// peer's registry count, undone for an instant).
     sweeping: Mutex<()>,
+    /// Stale peers not yet swept (`restart.rs`).
+    stale: Mutex<Vec<restart::Stale>>,
 }
 
 /// The multi-peer RIB.
@@ -133,7 +137,9 @@ struct Inner {
 /// 3. shortest AS path (a set counts as one);
 /// 4. lowest ORIGIN (IGP < EGP < incomplete);
 /// 5. lowest MED (missing: 0), compared across all neighbours;
-/// 6. lowest peer id (the peer seen first), then lowest path id.
+/// 6. a route its router sent since the collector started before one
+///    restored from a snapshot (stale, see [`PeerInfo::stale`]);
+/// 7. lowest peer id (the peer seen first), then lowest path id.
 ///
 /// A subset of RFC 4271 §9.1.2.2: IGP cost and eBGP-over-iBGP are not
 /// known to a collector.
@@ -200,6 +206,7 @@ impl Rib {
             counters: RibCounters::default(),
             max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
             sweeping: Mutex::new(()),
+            stale: Mutex::new(Vec::new()),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,

@@ -2,6 +2,7 @@
 //! prefixes held, and counts: the looking-glass side of the RIB.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 
@@ -188,6 +189,15 @@ impl Rib {
             .filter(|p| p.is_up())
             .map(|p| p.routes.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// `prefix`'s route array as it is now (live entries or not).
+    pub(crate) fn routes_array(&self, prefix: &AnyPrefix) -> Option<Arc<Routes>> {
+        let &id = self.inner.ids.pin().get(prefix)?;
+        self.inner
+            .slot(id)?
+            .load_full()
+            .filter(|r| r.prefix == *prefix)
     }
 
     /// Visit every prefix with its entries (live or not), in no order.

@@ -302,6 +302,9 @@ impl Rib {
         }
         let id = self.prefix_id(prefix)?;
         let max = self.inner.max_routes_per_prefix.load(Ordering::Relaxed);
+        // The stale peer this one took over (`restart.rs`): its route with
+        // this key gives way to the new one in the same edit.
+        let pred = peer.predecessor.get().map(|&p| entry_key(p, path_id));
         // Unchanged re-announcement (common in pre-policy feeds), or a new
         // route of a full prefix: no copy. (`edit` decides again on what
         // it copies: writers may have changed the prefix since.)
@@ -316,7 +319,8 @@ impl Rib {
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok(true);
                 }
-                if held.is_none() && r.len() >= max {
+                let replaces = pred.is_some_and(|k| r.list.get(k).is_some());
+                if held.is_none() && !replaces && r.len() >= max {
                     self.inner
                         .counters
                         .over_prefix_limit
@@ -332,12 +336,21 @@ impl Rib {
             attrs: Arc::clone(attrs),
         };
         let mut full = false;
+        let mut gave_way = None;
         let change = self.edit(prefix, true, |list| {
-            full = list.get(new.key()).is_none() && list.len() >= max;
+            let stale = pred.filter(|&k| list.get(k).is_some());
+            full = list.get(new.key()).is_none() && stale.is_none() && list.len() >= max;
             if full {
                 return None;
             }
-            let (list, old) = list.upsert(new.clone(), &|e| inner.pref_key(e));
+            let (mut list, old) = list.upsert(new.clone(), &|e| inner.pref_key(e));
+            gave_way = None;
+            if let Some(k) = stale {
+                if let Some((l, e)) = list.remove(k, &|e| inner.pref_key(e)) {
+                    list = l;
+                    gave_way = Some(e.peer);
+                }
+            }
             // A replaced route let go of its attribute set.
             Some((list, old.is_none(), old.is_some()))
         })?;
@@ -353,6 +366,9 @@ impl Rib {
         }
         if change.removed {
             inner.attrs.released(1);
+        }
+        if let Some(p) = gave_way {
+            self.gave_way(p);
         }
         inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
         Ok(true)
@@ -398,10 +414,15 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
             return false;
         };
+        // The stale peer this one took over (`restart.rs`): the router
+        // withdrawing a route it had before the restart removes that too.
+        let pred = peer.predecessor.get().map(|&p| entry_key(p, path_id));
+        let k = entry_key(peer.id, path_id);
         let has = self.inner.slot(id).is_some_and(|s| {
-            s.load()
-                .as_ref()
-                .is_some_and(|r| r.prefix == prefix && r.get(peer.id, path_id).is_some())
+            s.load().as_ref().is_some_and(|r| {
+                r.prefix == prefix
+                    && (r.list.get(k).is_some() || pred.is_some_and(|p| r.list.get(p).is_some()))
+            })
         });
         if !has {
             self.inner
@@ -410,17 +431,26 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
             return false;
         }
+        let (mut own, mut stale) = (false, None);
         let change = self
             .edit(prefix, false, |list| {
+                let pref = &|e: &Entry| self.inner.pref_key(e);
+                let first = list.remove(k, pref).map(|(l, _)| l);
+                own = first.is_some();
+                let second = pred.and_then(|pk| first.as_ref().unwrap_or(list).remove(pk, pref));
+                stale = second.as_ref().map(|(_, e)| e.peer);
                 // Nothing removed: nothing to publish.
-                let k = entry_key(peer.id, path_id);
-                let (list, _) = list.remove(k, &|e| self.inner.pref_key(e))?;
-                Some((list, false, true))
+                second.map(|(l, _)| l).or(first).map(|l| (l, false, true))
             })
             .unwrap_or_default();
         if change.removed {
-            peer.routes.fetch_sub(1, Ordering::Relaxed);
-            self.inner.attrs.released(1);
+            if own {
+                peer.routes.fetch_sub(1, Ordering::Relaxed);
+                self.inner.attrs.released(1);
+            }
+            if let Some(p) = stale {
+                self.gave_way(p);
+            }
         } else {
             self.inner
                 .counters
@@ -428,6 +458,34 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
         }
         change.removed
+    }
+
+    /// Put `entries` (keys unique, peers registered) into `prefix`'s
+    /// routes in one edit: a snapshot's load. The prefix must hold none
+    /// of them yet; the caller counts them to their peers. The bound on
+    /// routes per prefix was applied when the routes first came.
+    pub(crate) fn install(&self, prefix: AnyPrefix, entries: &[Entry]) -> Result<(), RibError> {
+        let inner = &self.inner;
+        self.edit(prefix, true, |list| {
+            let pref = &|e: &Entry| inner.pref_key(e);
+            if list.is_empty() {
+                return Some((List::from_vec(entries.to_vec(), pref), true, false));
+            }
+            let mut l = list.upsert(entries[0].clone(), pref).0;
+            for e in &entries[1..] {
+                l = l.upsert(e.clone(), pref).0;
+            }
+            Some((l, true, false))
+        })?;
+        Ok(())
+    }
+
+    /// Stale peer `p`'s route gave way to its successor's (`restart.rs`).
+    fn gave_way(&self, p: u32) {
+        self.inner.peers.with(p, |p| {
+            p.routes.fetch_sub(1, Ordering::Relaxed);
+        });
+        self.inner.attrs.released(1);
     }
 
     /// Peer Down (or its session's grace period ended): its routes vanish
