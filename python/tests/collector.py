@@ -25,11 +25,11 @@ class Collector:
     """`ipfib collect` on free loopback ports; stopped by its PID (SIGTERM,
     which must end it cleanly, exit 0)."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, bmp: str = "127.0.0.1:0") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ipfib-collect-"))
         self.log_path = self.dir / "collect.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop)
-        argv = [cli(), "collect", "--bmp", "127.0.0.1:0", "--http", "127.0.0.1:0", *extra]
+        argv = [cli(), "collect", "--bmp", bmp, "--http", "127.0.0.1:0", *extra]
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
         self.bmp_port = 0
         self.http = ""
@@ -71,6 +71,12 @@ class Collector:
         m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
         assert m, f"{name} not in /metrics"
         return float(m.group(1))
+
+    def kill(self) -> None:
+        """SIGKILL by PID: no shutdown, no last snapshot."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
 
     def stop(self) -> int | None:
         """SIGTERM by PID, bounded wait (then SIGKILL); the exit code."""

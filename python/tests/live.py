@@ -481,6 +481,11 @@ class _Routers:
             args += ["large-community", ",".join(large_communities)]
         self._cli(self.source_api, *args)
 
+    def del_route(self, prefix: str) -> None:
+        """Withdraw a route B originated (added or injected): A withdraws it."""
+        family = "ipv6" if ipaddress.ip_network(prefix).version == 6 else "ipv4"
+        self._cli(self.source_api, "global", "rib", "-a", family, "del", prefix)
+
     def inject_mrt(
         self,
         path: Path | str,

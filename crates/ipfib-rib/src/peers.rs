@@ -175,9 +175,9 @@ pub struct PeerInfo {
     pub(crate) swept: AtomicBool,
     /// Table name (RFC 9069 Peer Up TLV 3), when sent.
     pub(crate) table_name: OnceLock<String>,
-    /// The stale peer this one took over (see `restart.rs`): its routes
-    /// give way to this peer's, route by route.
-    pub(crate) predecessor: OnceLock<u32>,
+    /// The stale peers this one took over (see `restart.rs`): their
+    /// routes give way to this peer's, route by route.
+    pub(crate) predecessor: OnceLock<Box<[u32]>>,
 }
 
 impl PeerInfo {

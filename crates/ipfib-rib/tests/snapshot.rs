@@ -179,6 +179,8 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 type Model = BTreeMap<(AnyPrefix, u32), u8>;
+/// Stale routes: (prefix, which of the two old peers, path id).
+type StaleModel = BTreeMap<(AnyPrefix, u8, u32), u8>;
 
 /// The live routes of `prefix` as (stale, path id, next hop's last byte),
 /// in the RIB's preference order.
@@ -196,35 +198,42 @@ fn seen(rib: &Rib, p: &AnyPrefix) -> Vec<(bool, u32, u8)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Before the restart, the router's peer holds `before`; the snapshot
-    /// restores it stale; a peer with the same router, key and class
-    /// takes it over and runs `ops`. After every step each prefix shows
+    /// Before the restart, the router's peer holds `before`, over two
+    /// sessions (the same neighbour reported twice); the snapshot
+    /// restores both stale; a peer with the same router, key and class
+    /// takes both over and runs `ops`. After every step each prefix shows
     /// the new peer's routes, then the stale routes not yet replaced,
     /// withdrawn or swept, in that order (same preference otherwise).
     #[test]
     fn takeover_follows_the_model(
-        before in proptest::collection::vec((0u8..12, any::<bool>(), 0u32..3, 0u8..3), 0..30),
+        before in proptest::collection::vec((0u8..12, any::<bool>(), 0u32..3, 0u8..3, 0u8..2), 0..30),
         ops in proptest::collection::vec(op(), 0..40),
         other_class in any::<bool>(),
     ) {
         let k = key("192.0.2.1", RibKind::PrePolicy);
         let a = Rib::new();
-        let old = router_peer(&a, &k, NlriClass::Unicast);
-        let mut stale = Model::new();
-        for &(p, v6, id, n) in &before {
-            a.announce(&old, prefix(p, v6), id, &attrs(&a, n)).expect("announce");
-            stale.insert((prefix(p, v6), id), n);
+        let old = [router_peer(&a, &k, NlriClass::Unicast), router_peer(&a, &k, NlriClass::Unicast)];
+        let mut stale = StaleModel::new();
+        for &(p, v6, id, n, which) in &before {
+            a.announce(&old[which as usize], prefix(p, v6), id, &attrs(&a, n)).expect("announce");
+            stale.insert((prefix(p, v6), which, id), n);
         }
         let rib = loaded(&write(&a));
-        prop_assert_eq!(rib.stale_peers(), usize::from(!stale.is_empty()));
+        let held: std::collections::BTreeSet<u8> = stale.keys().map(|k| k.1).collect();
+        prop_assert_eq!(rib.stale_peers(), held.len());
         // A peer of another class (labeled) takes nothing over.
         let class = if other_class { NlriClass::Labeled } else { NlriClass::Unicast };
         let new = router_peer(&rib, &k, class);
         let takes_over = !other_class;
-        let families: u8 = stale.keys().map(|(p, _)| if p.family() == 4 { 1 } else { 2 }).fold(0, |a, b| a | b);
+        // Per old peer, the families it holds.
+        let families = |which: u8| -> u8 {
+            stale.keys().filter(|k| k.1 == which).map(|(p, _, _)| if p.family() == 4 { 1 } else { 2 }).fold(0, |a, b| a | b)
+        };
+        let families = [families(0), families(1)];
         let mut ended = 0u8;
+        let mut swept_peers: [Option<bool>; 2] = [None; 2];
         let mut fresh = Model::new();
         let universe: Vec<AnyPrefix> = (0..12).flat_map(|i| [prefix(i, false), prefix(i, true)]).collect();
         for o in &ops {
@@ -233,14 +242,16 @@ proptest! {
                     rib.announce(&new, prefix(p, v6), id, &attrs(&rib, n)).expect("announce");
                     fresh.insert((prefix(p, v6), id), n);
                     if takes_over {
-                        stale.remove(&(prefix(p, v6), id));
+                        stale.remove(&(prefix(p, v6), 0, id));
+                        stale.remove(&(prefix(p, v6), 1, id));
                     }
                 }
                 Op::Withdraw(p, v6, id) => {
                     rib.withdraw(&new, prefix(p, v6), id);
                     fresh.remove(&(prefix(p, v6), id));
                     if takes_over {
-                        stale.remove(&(prefix(p, v6), id));
+                        stale.remove(&(prefix(p, v6), 0, id));
+                        stale.remove(&(prefix(p, v6), 1, id));
                     }
                 }
                 Op::EndOfRib(v6) => {
@@ -250,12 +261,21 @@ proptest! {
                         class,
                         afi: if v6 { 2 } else { 1 },
                     });
+                    // End-of-RIB needs no takeover: the neighbour has sent
+                    // its table of that family, whatever class it was.
                     if takes_over {
                         ended |= if v6 { 2 } else { 1 };
-                        if families & !ended == 0 && !stale.is_empty() {
-                            prop_assert_eq!(swept, 1);
-                            stale.clear();
+                        let mut n = 0;
+                        for which in 0..2u8 {
+                            if families[which as usize] != 0
+                                && families[which as usize] & !ended == 0
+                                && swept_peers[which as usize].replace(true) != Some(true)
+                            {
+                                stale.retain(|k, _| k.1 != which);
+                                n += 1;
+                            }
                         }
+                        prop_assert_eq!(swept, n);
                     } else {
                         prop_assert_eq!(swept, 0);
                     }
@@ -263,6 +283,7 @@ proptest! {
                 Op::Expire => {
                     rib.expire_stale();
                     stale.clear();
+                    swept_peers = [Some(true); 2];
                 }
             }
             for p in &universe {
@@ -270,7 +291,7 @@ proptest! {
                     .range((*p, 0)..=(*p, u32::MAX))
                     .map(|(&(_, id), &n)| (false, id, n))
                     .collect();
-                want.extend(stale.range((*p, 0)..=(*p, u32::MAX)).map(|(&(_, id), &n)| (true, id, n)));
+                want.extend(stale.range((*p, 0, 0)..=(*p, 1, u32::MAX)).map(|(&(_, _, id), &n)| (true, id, n)));
                 prop_assert_eq!(seen(&rib, p), want, "{} after {:?}", p, o);
             }
             prop_assert_eq!(new.route_count(), fresh.len() as u64);

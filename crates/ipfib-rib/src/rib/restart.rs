@@ -9,10 +9,12 @@
 //!
 //! - A router's BMP session registers its peers as usual. A new peer
 //!   whose router address, [`PeerKey`] and [`NlriClass`] equal a stale
-//!   peer's *takes it over* (one successor per stale peer): from then
-//!   on, each route the new peer announces or withdraws also removes the
-//!   stale peer's route with the same prefix and path id, in the same
-//!   copy-on-write edit, so a prefix never shows both.
+//!   peer's *takes it over*: from then on, each route the new peer
+//!   announces or withdraws also removes the stale peer's route with the
+//!   same prefix and path id, in the same copy-on-write edit, so a prefix
+//!   never shows both. A stale peer has at most one successor; one new
+//!   peer takes over every stale peer it matches (a router that reported
+//!   one neighbour over two sessions before the restart).
 //! - End-of-RIB from a neighbour (RFC 4724 §2: the router has sent its
 //!   whole table of that address family) sweeps the stale peers of that
 //!   neighbour, RIB kind and class once every address family they held
@@ -92,14 +94,20 @@ impl Rib {
                 adopted: false,
             });
         } else if let Some(router) = p.origin.router {
-            if let Some(s) = set.iter_mut().find(|s| {
+            // Every stale peer it matches: the same router may have
+            // reported one neighbour over two sessions before the restart.
+            let mut took: Vec<u32> = Vec::new();
+            for s in set.iter_mut().filter(|s| {
                 !s.adopted
                     && s.router == Some(router)
                     && s.class == p.origin.class
                     && s.key == p.key
             }) {
                 s.adopted = true;
-                let _ = p.predecessor.set(s.id);
+                took.push(s.id);
+            }
+            if !took.is_empty() {
+                let _ = p.predecessor.set(took.into_boxed_slice());
             }
         }
         Ok(p)

@@ -154,6 +154,36 @@ impl Inner {
     }
 }
 
+/// Whether `list` holds a route with `path_id` of one of the peers `preds`.
+fn holds_any(list: &List<Entry>, preds: &[u32], path_id: u32) -> bool {
+    preds
+        .iter()
+        .any(|&p| list.get(entry_key(p, path_id)).is_some())
+}
+
+impl Inner {
+    /// `list` without the routes with `path_id` of the stale peers
+    /// `preds` (`restart.rs`), if it held any; their peers pushed to
+    /// `gone`.
+    fn without_stale(
+        &self,
+        list: &List<Entry>,
+        preds: &[u32],
+        path_id: u32,
+        gone: &mut Vec<u32>,
+    ) -> Option<List<Entry>> {
+        let mut out: Option<List<Entry>> = None;
+        for &p in preds {
+            let cur = out.as_ref().unwrap_or(list);
+            if let Some((l, e)) = cur.remove(entry_key(p, path_id), &|e| self.pref_key(e)) {
+                gone.push(e.peer);
+                out = Some(l);
+            }
+        }
+        out
+    }
+}
+
 /// How a write changed a prefix.
 #[derive(Default, Clone, Copy)]
 struct Change {
@@ -302,9 +332,9 @@ impl Rib {
         }
         let id = self.prefix_id(prefix)?;
         let max = self.inner.max_routes_per_prefix.load(Ordering::Relaxed);
-        // The stale peer this one took over (`restart.rs`): its route with
-        // this key gives way to the new one in the same edit.
-        let pred = peer.predecessor.get().map(|&p| entry_key(p, path_id));
+        // The stale peers this one took over (`restart.rs`): their route
+        // with this path id gives way to the new one in the same edit.
+        let preds: &[u32] = peer.predecessor.get().map_or(&[], |p| &p[..]);
         // Unchanged re-announcement (common in pre-policy feeds), or a new
         // route of a full prefix: no copy. (`edit` decides again on what
         // it copies: writers may have changed the prefix since.)
@@ -319,7 +349,7 @@ impl Rib {
                         .fetch_add(1, Ordering::Relaxed);
                     return Ok(true);
                 }
-                let replaces = pred.is_some_and(|k| r.list.get(k).is_some());
+                let replaces = holds_any(&r.list, preds, path_id);
                 if held.is_none() && !replaces && r.len() >= max {
                     self.inner
                         .counters
@@ -336,20 +366,18 @@ impl Rib {
             attrs: Arc::clone(attrs),
         };
         let mut full = false;
-        let mut gave_way = None;
+        let mut gave_way = Vec::new();
         let change = self.edit(prefix, true, |list| {
-            let stale = pred.filter(|&k| list.get(k).is_some());
-            full = list.get(new.key()).is_none() && stale.is_none() && list.len() >= max;
+            full = list.get(new.key()).is_none()
+                && !holds_any(list, preds, path_id)
+                && list.len() >= max;
             if full {
                 return None;
             }
             let (mut list, old) = list.upsert(new.clone(), &|e| inner.pref_key(e));
-            gave_way = None;
-            if let Some(k) = stale {
-                if let Some((l, e)) = list.remove(k, &|e| inner.pref_key(e)) {
-                    list = l;
-                    gave_way = Some(e.peer);
-                }
+            gave_way.clear();
+            if let Some(l) = inner.without_stale(&list, preds, path_id, &mut gave_way) {
+                list = l;
             }
             // A replaced route let go of its attribute set.
             Some((list, old.is_none(), old.is_some()))
@@ -367,7 +395,7 @@ impl Rib {
         if change.removed {
             inner.attrs.released(1);
         }
-        if let Some(p) = gave_way {
+        for &p in &gave_way {
             self.gave_way(p);
         }
         inner.counters.announcements.fetch_add(1, Ordering::Relaxed);
@@ -414,14 +442,14 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
             return false;
         };
-        // The stale peer this one took over (`restart.rs`): the router
-        // withdrawing a route it had before the restart removes that too.
-        let pred = peer.predecessor.get().map(|&p| entry_key(p, path_id));
+        // The stale peers this one took over (`restart.rs`): the router
+        // withdrawing a route it had before the restart removes theirs too.
+        let preds: &[u32] = peer.predecessor.get().map_or(&[], |p| &p[..]);
         let k = entry_key(peer.id, path_id);
         let has = self.inner.slot(id).is_some_and(|s| {
             s.load().as_ref().is_some_and(|r| {
                 r.prefix == prefix
-                    && (r.list.get(k).is_some() || pred.is_some_and(|p| r.list.get(p).is_some()))
+                    && (r.list.get(k).is_some() || holds_any(&r.list, preds, path_id))
             })
         });
         if !has {
@@ -431,16 +459,17 @@ impl Rib {
                 .fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        let (mut own, mut stale) = (false, None);
+        let (mut own, mut stale) = (false, Vec::new());
         let change = self
             .edit(prefix, false, |list| {
                 let pref = &|e: &Entry| self.inner.pref_key(e);
                 let first = list.remove(k, pref).map(|(l, _)| l);
                 own = first.is_some();
-                let second = pred.and_then(|pk| first.as_ref().unwrap_or(list).remove(pk, pref));
-                stale = second.as_ref().map(|(_, e)| e.peer);
+                stale.clear();
+                let base = first.as_ref().unwrap_or(list);
+                let second = self.inner.without_stale(base, preds, path_id, &mut stale);
                 // Nothing removed: nothing to publish.
-                second.map(|(l, _)| l).or(first).map(|l| (l, false, true))
+                second.or(first).map(|l| (l, false, true))
             })
             .unwrap_or_default();
         if change.removed {
@@ -448,7 +477,7 @@ impl Rib {
                 peer.routes.fetch_sub(1, Ordering::Relaxed);
                 self.inner.attrs.released(1);
             }
-            if let Some(p) = stale {
+            for &p in &stale {
                 self.gave_way(p);
             }
         } else {
