@@ -25,6 +25,7 @@ from support import cli, data_file
 GOBGP_V4 = "bmp/gobgp-4.8.0-rv2026-v4-full.bmp.zst"
 FRR_V4 = "bmp/frr-8.4.4-rv2026-v4-full.bmp.zst"
 DUMP = "rib.20260730.1400.first2MiB.mrt.bz2"
+DUMP_V6 = "rib6.20260730.1400.first1MiB.mrt.bz2"
 
 Route = tuple[Any, ...]
 GRACE = 25  # s: --stale-grace of the live restart
@@ -123,7 +124,7 @@ def check_restored(c: Collector, want: dict[Route, bool]) -> None:
 
 
 def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
-    dump = data_file(DUMP)
+    dump = data_file(DUMP_V6)
     common = ("--snapshot-every", "3600", "--stale-grace", "3600", "--grace", "3600")
     c1 = Collector("--state", str(state), "--mrt", str(dump), *common)
     try:
@@ -131,7 +132,7 @@ def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
         assert r.wait(timeout=120) == 0
         snapshot_now(c1, 0)
         s1 = {k: k[3] != "mrt" for k in all_routes(c1)}
-        assert sum(1 for k in s1 if k[3] == "mrt") > 500_000
+        assert sum(1 for k in s1 if k[3] == "mrt") > 150_000
         assert sum(1 for k in s1 if k[3] != "mrt") > 100_000
         # Killed in the middle of another router's feed.
         held = c1.metric("ipfib_rib_routes")
