@@ -541,3 +541,41 @@ def test_mapped_next_hops_and_numpy_peer_ids(tmp_path: Path) -> None:
     one = r.lookup("2001:db8::5", peer=many["peer"][0])  # numpy int64
     assert one is not None and one["peer"] == int(many["peer"][0])
     assert r.routes("::ffff:8.8.8.0/120") == r.routes("8.8.8.0/24")
+
+
+def test_snapshot_save_and_open(rib4: ipfib.Rib, tmp_path: Path) -> None:
+    """Rib.save then Rib.open: every route, peer and lookup of the dump
+    back as it was (MRT peers are not stale); damaged files refused with
+    the byte offset."""
+    path = tmp_path / "rib.snapshot"
+    rib4.save(path)
+    assert not (tmp_path / "rib.snapshot.tmp").exists()
+    back = ipfib.Rib.open(path)
+    assert back.info()["routes"] == rib4.info()["routes"]
+    assert back.peers() == rib4.peers()
+    assert all(not p["stale"] for p in back.peers())
+    rnd = random.Random(11)
+    for _ in range(3000):
+        addr = str(ipaddress.IPv4Address(rnd.getrandbits(32)))
+        assert back.lookup(addr) == rib4.lookup(addr), addr
+    for prefix in ("8.0.0.0/8", "1.0.0.0/8", "0.0.0.0/0"):
+        assert back.routes(prefix, match="longer") == rib4.routes(prefix, match="longer")
+    lm = back.lookup_many(np.arange(0, 2**32, 2**32 // 100_000, dtype=np.uint64).astype(np.uint32))
+    lm4 = rib4.lookup_many(np.arange(0, 2**32, 2**32 // 100_000, dtype=np.uint64).astype(np.uint32))
+    for k in ("found", "prefix_len", "origin_asn", "peer"):
+        assert (lm[k] == lm4[k]).all(), k
+
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    bad = tmp_path / "bad.snapshot"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ipfib.TableFileError, match=r"bad\.snapshot.*byte offset 16.*checksum"):
+        ipfib.Rib.open(bad)
+    bad.write_bytes(bytes(data[:100]))
+    with pytest.raises(ipfib.TableFileError, match="byte offset"):
+        ipfib.Rib.open(bad)
+    bad.write_text("not a snapshot\n")
+    with pytest.raises(ipfib.TableFileError, match="not an ipfib RIB snapshot"):
+        ipfib.Rib.open(bad)
+    with pytest.raises(FileNotFoundError, match="missing.snapshot"):
+        ipfib.Rib.open(tmp_path / "missing.snapshot")

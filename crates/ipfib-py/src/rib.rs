@@ -199,6 +199,7 @@ pub(crate) fn route_dict<'py>(
     d.set_item(intern!(py, "origin"), a.origin.as_str())?;
     d.set_item(intern!(py, "med"), a.med)?;
     d.set_item(intern!(py, "local_pref"), a.local_pref)?;
+    d.set_item(intern!(py, "stale"), r.peer.stale)?;
     Ok(d)
 }
 
@@ -215,6 +216,7 @@ fn peer_dict<'py>(py: Python<'py>, p: &PeerInfo) -> PyResult<Bound<'py, PyDict>>
     d.set_item("bgp_id", Ipv4Addr::from(p.key.bgp_id).to_string())?;
     d.set_item("rib", p.key.rib.as_str())?;
     d.set_item("table_name", p.table_name())?;
+    d.set_item("stale", p.stale)?;
     d.set_item("state", if down == 0 { "up" } else { "down" })?;
     d.set_item("up_since", p.up_since)?;
     d.set_item("down_since", (down != 0).then_some(down))?;
@@ -276,6 +278,55 @@ impl Rib {
             PyErr::warn(py, &category, &msg, 2)?;
         }
         Ok(Rib { rib, path, report })
+    }
+
+    /// A RIB snapshot (`ipfib collect --state`, or [`Rib::save`]) loaded
+    /// whole: every route answers at once.
+    #[classmethod]
+    fn open(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        path: PathBuf,
+    ) -> PyResult<Self> {
+        use ipfib_rib::snapshot::{self, SnapshotError};
+        let rib = py
+            .detach(|| {
+                let (rib, _) = snapshot::load(&path)?;
+                rib.sync();
+                Ok::<_, SnapshotError>(rib)
+            })
+            .map_err(|e| match e {
+                SnapshotError::Io(source) => load::to_py_err(ipfib_io::ReadError::Io {
+                    path: path.clone(),
+                    source,
+                }),
+                other => TableFileError::new_err(format!("{}: {other}", path.display())),
+            })?;
+        Ok(Rib {
+            rib,
+            path,
+            report: LoadReport::default(),
+        })
+    }
+
+    /// Write the RIB as a snapshot file (written beside it, then renamed
+    /// over it).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| {
+            let mut tmp = path.clone().into_os_string();
+            tmp.push(".tmp");
+            let tmp = PathBuf::from(tmp);
+            let f = std::fs::File::create(&tmp)?;
+            ipfib_rib::snapshot::write(&self.rib, &f)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })
+        .map_err(|source| {
+            load::to_py_err(ipfib_io::ReadError::Io {
+                path: path.clone(),
+                source,
+            })
+        })
     }
 
     /// The chosen route for `addr` as a dict, or None.
