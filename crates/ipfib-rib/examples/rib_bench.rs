@@ -8,9 +8,7 @@
 //! in groups of 16 (a clock read costs ~20 ns), each group's mean is one
 //! sample; p50/p99 over the samples.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,59 +17,8 @@ use ipfib_rib::attrs::{AsPath, AttrsRef, AS_SEQUENCE};
 use ipfib_rib::bmp::{frame, Session};
 use ipfib_rib::{PeerKey, Query, Rib, RibKind};
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-// SAFETY: forwards to the system allocator unchanged; only counts bytes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size(), Ordering::Relaxed);
-        // SAFETY: same layout contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        // SAFETY: `p` came from `alloc` with this layout.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-#[global_allocator]
-static A: Counting = Counting;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET and sched_setaffinity
-    // only read/write that local set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes the current thread's CPU clock into `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-fn median(v: &mut [f64]) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[0], v[v.len() / 2], v[v.len() - 1])
-}
-
-fn read_all(path: &str) -> Vec<u8> {
-    let mut b = Vec::new();
-    ipfib_io::open_maybe_compressed(std::path::Path::new(path))
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .read_to_end(&mut b)
-        .unwrap();
-    b
-}
+mod common;
+use common::{lookup_samples, median, mix, origin_of, pct, pin, read_all, thread_cpu, DATA, LIVE};
 
 /// Ingest from recorded BMP: one session, one thread; route operations
 /// (announced + withdrawn NLRI) per second of that thread's CPU time.
@@ -109,21 +56,6 @@ fn ingest(passes: usize) {
             "{name}: {ops} route ops; {med:.2} M routes/s per core (CPU time) [{lo:.2}-{hi:.2}]; wall {wmed:.2} [{wlo:.2}-{whi:.2}]"
         );
     }
-}
-
-fn origin_of(v: &str) -> u32 {
-    v.split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0)
-}
-
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
-    x ^ (x >> 33)
 }
 
 /// 5 peers x the full tables, AS paths made up but shared as in real
@@ -279,33 +211,6 @@ fn addrs(s: &Scale, n: usize, v6: bool) -> Vec<AnyAddr> {
             },
         )
         .collect()
-}
-
-/// Group means of single lookups (ns), for `dur`.
-fn lookup_samples(rib: &Rib, a: &[AnyAddr], dur: Duration) -> (Vec<f64>, u64) {
-    let q = Query::default();
-    let mut samples = Vec::new();
-    let mut found = 0u64;
-    let t0 = Instant::now();
-    let mut i = 0;
-    while t0.elapsed() < dur {
-        let t = Instant::now();
-        for _ in 0..16 {
-            found += rib
-                .lookup_with(a[i % a.len()], &q, |p, e| {
-                    p.len() as u64 + e.attrs.origin_asn.unwrap_or(0) as u64
-                })
-                .unwrap_or(0);
-            i += 1;
-        }
-        samples.push(t.elapsed().as_nanos() as f64 / 16.0);
-    }
-    (samples, found)
-}
-
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p) as usize]
 }
 
 fn lookups(s: &Scale) {
