@@ -1042,6 +1042,24 @@ fn main() {
     let g = Arc::new(Gen::new());
     let mut res = Vec::new();
     let mut l = load(&g, npeers, if on("load") { passes } else { 1 }, &mut res);
+    // Sharing of the RIB as loaded (the writers below change attributes).
+    if on("gen-stats") {
+        let s = sharing(&l.rib);
+        print_sharing(&format!("generated, {npeers} peers"), &s);
+        let r = s.routes as f64;
+        res.push((
+            "generated RIB: sets / paths / community lists per route (real dump: 0.1486 / 0.1371 / 0.01735)".into(),
+            format!("{:.4} / {:.4} / {:.5}", s.sets as f64 / r, s.paths as f64 / r, s.comms as f64 / r),
+        ));
+        res.push((
+            "generated RIB: peer pairs on a prefix sharing a set / a path (real: 0 / 0)".into(),
+            format!(
+                "{:.4} / {:.4}",
+                s.pairs_same_set as f64 / s.pairs as f64,
+                s.pairs_same_path as f64 / s.pairs as f64
+            ),
+        ));
+    }
     if on("writer-max") {
         // The writer's capacity alone (unpaced, nothing else running).
         let (stop, written, w) = spawn_writer(&l, &g, 1, 0.0);
@@ -1062,23 +1080,6 @@ fn main() {
     }
     if on("removal") {
         removal(&mut l, &g, passes, &mut res);
-    }
-    if on("gen-stats") {
-        let s = sharing(&l.rib);
-        print_sharing(&format!("generated, {npeers} peers"), &s);
-        let r = s.routes as f64;
-        res.push((
-            "generated RIB: sets / paths / community lists per route (real dump: 0.1486 / 0.1371 / 0.01735)".into(),
-            format!("{:.4} / {:.4} / {:.5}", s.sets as f64 / r, s.paths as f64 / r, s.comms as f64 / r),
-        ));
-        res.push((
-            "generated RIB: peer pairs on a prefix sharing a set / a path (real: 0 / 0)".into(),
-            format!(
-                "{:.4} / {:.4}",
-                s.pairs_same_set as f64 / s.pairs as f64,
-                s.pairs_same_path as f64 / s.pairs as f64
-            ),
-        ));
     }
     println!(
         "## Results: {npeers} peers, {passes} passes, run took {:.0} s",
