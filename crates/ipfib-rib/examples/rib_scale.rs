@@ -874,6 +874,7 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
     let (mut before99, mut before_worst99, mut during99) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wmed_before, mut wworst_during, mut wmed_during) =
         (Vec::new(), Vec::new(), Vec::new());
+    let mut wworst_before = Vec::new();
     let (mut sweep_s, mut freed_live, mut rss_b, mut rss_a, mut quiet_s) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut live_b, mut live_a) = (Vec::new(), Vec::new());
@@ -889,7 +890,8 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
             wr.push((written.load(Ordering::Relaxed) - w0) as f64 / t0.elapsed().as_secs_f64());
         }
         let (_, b99, bw99) = median(&mut p99s);
-        let (_, bw, _) = median(&mut wr);
+        let (bwlo, bw, _) = median(&mut wr);
+        let purges0 = l.rib.attrs().purges();
         let routes0 = l.peers[0].route_count();
         let t0 = Instant::now();
         l.rib.peer_down(l.peers[0].id);
@@ -901,6 +903,7 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
             rates.push((written.load(Ordering::Relaxed) - w0) as f64 / t1.elapsed().as_secs_f64());
         }
         let under_load = l.peers[0].is_swept();
+        let purges = l.rib.attrs().purges() - purges0;
         stop.store(true, Ordering::Relaxed);
         w.join().unwrap();
         while !l.peers[0].is_swept() {
@@ -914,11 +917,13 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
         }
         let (rlo, rmed, _) = median(&mut rates);
         println!(
-            "pass {pass}: peer_down of {routes0} routes under load: swept after {swept:.2} s; reader p99 worst 50-ms window {worst:.0} ns (before: median window {b99:.0}, worst {bw99:.0}); writer worst window {:.2} M/s, median during {:.2} (before {:.2})",
+            "pass {pass}: peer_down of {routes0} routes under load: swept after {swept:.2} s; reader p99 worst 50-ms window {worst:.0} ns (before: median window {b99:.0}, worst {bw99:.0}); writer worst window {:.2} M/s, median during {:.2} (before: median {:.2}, worst {:.2}); interner purges during the windows {purges}",
             rlo / 1e6,
             rmed / 1e6,
-            bw / 1e6
+            bw / 1e6,
+            bwlo / 1e6
         );
+        wworst_before.push(bwlo / 1e6);
         before99.push(b99);
         before_worst99.push(bw99);
         during99.push(worst);
@@ -971,6 +976,10 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
     r.push((
         "removal: other writer, median 50-ms window before (M updates/s)".into(),
         fmt3(median(&mut wmed_before), 2),
+    ));
+    r.push((
+        "removal: other writer, worst 50-ms window before (M updates/s)".into(),
+        fmt3(median(&mut wworst_before), 2),
     ));
     r.push((
         "removal: other writer, median 50-ms window during (M updates/s)".into(),
