@@ -3,7 +3,7 @@
 //! prefixes, origin AS from pfx2as), attributes drawn so that sharing per
 //! route matches the real 20-peer dump (rib.20260730.1400.first2MiB).
 //!
-//! `cargo run --release -p ipfib-rib --example rib_scale -- [--peers 20] [--passes 3] [--phases stats,load,writer-max,lookups,removal,gen-stats]`
+//! `cargo run --release -p ipfib-rib --example rib_scale -- [--peers 20] [--passes 3] [--phases stats,load,writer-max,lookups,removal,gen-stats,snapshot] [--keep-snapshot DIR]`
 //! (bench/rib-scale/run.sh runs 20 and 5 peers and prints one table).
 //!
 //! Phases: `stats` measures sharing on the real dump; `load` builds the
@@ -1019,18 +1019,106 @@ fn removal(l: &mut Loaded, g: &Arc<Gen>, passes: usize, res: &mut Vec<(String, S
     ));
 }
 
+/// Warm restart at this scale: the RIB written as a snapshot, then
+/// loaded back `passes` times, each into a new RIB; "serving" is the load
+/// plus the FIB's publication (what `ipfib collect --state` does before
+/// it listens). `keep`: leave the snapshot there (for timing the
+/// collector itself on it).
+fn snapshot_phase(l: &Loaded, passes: usize, keep: Option<&str>, res: &mut Vec<(String, String)>) {
+    use ipfib_rib::snapshot;
+    let dir = match keep {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::env::temp_dir().join(format!("rib-scale-snapshot-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).expect("snapshot directory");
+    let routes = l.rib.route_count() as f64;
+    let mut writes = Vec::new();
+    let mut report = None;
+    for _ in 0..passes {
+        let t = Instant::now();
+        report = Some(snapshot::write_to_dir(&l.rib, &dir).expect("snapshot write"));
+        writes.push(t.elapsed().as_secs_f64());
+    }
+    let r = report.expect("a pass");
+    let path = dir.join(snapshot::FILE);
+    let probe: Vec<AnyAddr> = (0..1000u32)
+        .map(|i| AnyAddr::V4(i.wrapping_mul(2_654_435_761)))
+        .collect();
+    let q = Query::default();
+    let want: Vec<_> = probe
+        .iter()
+        .map(|&a| {
+            l.rib
+                .lookup(a, &q)
+                .map(|r| (r.prefix, r.peer.key.clone(), r.path_id))
+        })
+        .collect();
+    let (mut loads, mut serving) = (Vec::new(), Vec::new());
+    for _ in 0..passes {
+        let t = Instant::now();
+        let (rib, rep) = snapshot::load(&path).expect("snapshot load");
+        loads.push(t.elapsed().as_secs_f64());
+        rib.sync();
+        serving.push(t.elapsed().as_secs_f64());
+        assert_eq!(rep.routes as f64, routes);
+        let got: Vec<_> = probe
+            .iter()
+            .map(|&a| {
+                rib.lookup(a, &q)
+                    .map(|r| (r.prefix, r.peer.key.clone(), r.path_id))
+            })
+            .collect();
+        assert!(got == want, "the loaded RIB answers otherwise");
+        drop(rib);
+    }
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let w = median(&mut writes);
+    let ld = median(&mut loads);
+    let sv = median(&mut serving);
+    println!(
+        "snapshot: {} bytes ({:.1} per route), write {:.2} s, load {:.2} s ({:.2} M routes/s), serving {:.2} s",
+        r.bytes,
+        r.bytes as f64 / routes,
+        w.1,
+        ld.1,
+        routes / ld.1 / 1e6,
+        sv.1
+    );
+    res.push((
+        "snapshot: file size (bytes per route)".into(),
+        format!(
+            "{:.0} MB ({:.1})",
+            r.bytes as f64 / 1e6,
+            r.bytes as f64 / routes
+        ),
+    ));
+    res.push(("snapshot: write (s)".into(), fmt3(w, 2)));
+    res.push((
+        "snapshot: load (s); M routes/s".into(),
+        format!("{}; {:.2}", fmt3(ld, 2), routes / ld.1 / 1e6),
+    ));
+    res.push((
+        "snapshot: load + FIB published, serving (s)".into(),
+        fmt3(sv, 2),
+    ));
+}
+
 fn main() {
     let mut npeers = 20;
     let mut passes = 3;
-    let mut phases = "stats,load,writer-max,lookups,removal,gen-stats".to_string();
+    let mut phases = "stats,load,writer-max,lookups,removal,gen-stats,snapshot".to_string();
+    let mut keep: Option<String> = None;
     let args: Vec<String> = std::env::args().collect();
     for (i, a) in args.iter().enumerate() {
         match a.as_str() {
             "--peers" => npeers = args[i + 1].parse().unwrap(),
             "--passes" => passes = args[i + 1].parse().unwrap(),
             "--phases" => phases = args[i + 1].clone(),
+            "--keep-snapshot" => keep = Some(args[i + 1].clone()),
             "--help" | "-h" => {
-                println!("rib_scale [--peers N (20)] [--passes K (3)] [--phases stats,load,writer-max,lookups,removal,gen-stats]");
+                println!("rib_scale [--peers N (20)] [--passes K (3)] [--phases stats,load,writer-max,lookups,removal,gen-stats,snapshot] [--keep-snapshot DIR]");
                 return;
             }
             _ => {}
@@ -1045,7 +1133,7 @@ fn main() {
     if on("stats") {
         real_stats();
     }
-    if !(on("load") || on("lookups") || on("removal") || on("gen-stats")) {
+    if !(on("load") || on("lookups") || on("removal") || on("gen-stats") || on("snapshot")) {
         return;
     }
     let g = Arc::new(Gen::new());
@@ -1068,6 +1156,9 @@ fn main() {
                 s.pairs_same_path as f64 / s.pairs as f64
             ),
         ));
+    }
+    if on("snapshot") {
+        snapshot_phase(&l, passes, keep.as_deref(), &mut res);
     }
     if on("writer-max") {
         // The writer's capacity alone (unpaced, nothing else running).

@@ -167,6 +167,8 @@ enum Op {
     Withdraw(u8, bool, u32),
     EndOfRib(bool),
     Expire,
+    /// The new peer goes down.
+    Down,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -175,6 +177,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u8..12, any::<bool>(), 0u32..3).prop_map(|(p, v6, id)| Op::Withdraw(p, v6, id)),
         1 => any::<bool>().prop_map(Op::EndOfRib),
         1 => Just(Op::Expire),
+        1 => Just(Op::Down),
     ]
 }
 
@@ -236,8 +239,27 @@ proptest! {
         let mut swept_peers: [Option<bool>; 2] = [None; 2];
         let mut fresh = Model::new();
         let universe: Vec<AnyPrefix> = (0..12).flat_map(|i| [prefix(i, false), prefix(i, true)]).collect();
+        let mut down = false;
         for o in &ops {
             match *o {
+                // A peer that is down takes no routes; what it withdraws
+                // is invisible already.
+                Op::Announce(p, v6, id, n) if down => {
+                    prop_assert!(!rib.announce(&new, prefix(p, v6), id, &attrs(&rib, n)).expect("announce"));
+                }
+                Op::Withdraw(p, v6, id) if down => {
+                    rib.withdraw(&new, prefix(p, v6), id);
+                }
+                Op::Down => {
+                    rib.peer_down(new.id);
+                    down = true;
+                    fresh.clear();
+                    // The stale peers it took over go with it.
+                    if takes_over {
+                        stale.clear();
+                        swept_peers = [Some(true); 2];
+                    }
+                }
                 Op::Announce(p, v6, id, n) => {
                     rib.announce(&new, prefix(p, v6), id, &attrs(&rib, n)).expect("announce");
                     fresh.insert((prefix(p, v6), id), n);
@@ -294,7 +316,9 @@ proptest! {
                 want.extend(stale.range((*p, 0, 0)..=(*p, 1, u32::MAX)).map(|(&(_, _, id), &n)| (true, id, n)));
                 prop_assert_eq!(seen(&rib, p), want, "{} after {:?}", p, o);
             }
-            prop_assert_eq!(new.route_count(), fresh.len() as u64);
+            if !down {
+                prop_assert_eq!(new.route_count(), fresh.len() as u64);
+            }
             rib.validate_route_lists();
         }
     }

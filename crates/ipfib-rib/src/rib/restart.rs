@@ -19,6 +19,8 @@
 //!   whole table of that address family) sweeps the stale peers of that
 //!   neighbour, RIB kind and class once every address family they held
 //!   has had its End-of-RIB: what the router did not send again is gone.
+//! - The new peer going down (Peer Down, or its session's grace period
+//!   over) takes the stale peers it took over with it.
 //! - Whatever is still stale when the grace period ends
 //!   ([`Rib::expire_stale`], called by the collector) is swept too: a
 //!   router that does not come back, or sends no End-of-RIB, keeps its old
@@ -171,6 +173,15 @@ impl Rib {
             self.peer_down(id);
         }
         done.len()
+    }
+
+    /// Stale peer `id` leaves the set of those waiting (it goes down).
+    pub(super) fn forget_stale(&self, id: u32) {
+        self.inner
+            .stale
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|s| s.id != id);
     }
 
     /// The grace period is over: sweep every stale peer left. Returns how

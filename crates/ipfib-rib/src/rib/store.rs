@@ -536,6 +536,17 @@ impl Rib {
     pub fn peer_down(&self, peer: u32) -> bool {
         let was_up = self.inner.peers.mark_down(peer);
         if was_up {
+            // The stale peers it took over go with it: the router says
+            // the neighbour is down (`restart.rs`).
+            let preds = self
+                .inner
+                .peers
+                .with(peer, |p| p.predecessor.get().cloned())
+                .flatten();
+            for p in preds.iter().flat_map(|p| p.iter()) {
+                self.forget_stale(*p);
+                self.inner.peers.mark_down(*p);
+            }
             if let Some(tx) = &self.sweep_tx {
                 let _ = tx.send(());
             }
