@@ -115,6 +115,17 @@ impl<T: ?Sized + Hash + Eq> Interner<T> {
         v
     }
 
+    /// Room for `n` more values over all shards (a snapshot's load knows
+    /// how many are coming: no table grows while it runs).
+    pub(crate) fn reserve(&self, n: usize) {
+        for shard in self.shards.iter() {
+            shard
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reserve(n / SHARDS + 1);
+        }
+    }
+
     /// Drop the values only the interner still holds; how many went.
     pub fn purge(&self) -> usize {
         let mut gone = 0;
@@ -223,6 +234,17 @@ impl Sets {
             hashbrown::hash_table::Entry::Vacant(v) => {
                 (Arc::clone(v.insert(Arc::new(set)).get()), true)
             }
+        }
+    }
+
+    /// Room for `n` more sets over all shards.
+    fn reserve(&self, n: usize) {
+        let hash = |s: &Arc<AttrSet>| self.hasher.hash_one(SetKey::of(s));
+        for shard in self.shards.iter() {
+            shard
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reserve(n / SHARDS + 1, hash);
         }
     }
 
@@ -352,6 +374,13 @@ impl Attrs {
             self.held.fetch_add(1, Ordering::Relaxed);
         }
         set
+    }
+
+    /// Room for `sets` more attribute sets (and as many AS paths: each set
+    /// has one, most their own).
+    pub(crate) fn reserve(&self, sets: usize) {
+        self.sets.reserve(sets);
+        self.paths.reserve(sets);
     }
 
     /// Drop attribute sets (then paths and lists) that no route holds.

@@ -423,12 +423,16 @@ impl<'a> Cur<'a> {
         }
         Ok(n)
     }
-    fn words(&mut self, what: &str) -> Result<Vec<u32>, SnapshotError> {
+    /// A counted list of words, into `out` (cleared first).
+    fn words_into(&mut self, out: &mut Vec<u32>, what: &str) -> Result<(), SnapshotError> {
         let n = self.count(4, what)?;
         let b = self.take(n * 4, what)?;
-        Ok(b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        out.clear();
+        out.extend(
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        Ok(())
     }
     fn ip(&mut self, what: &str) -> Result<Option<IpAddr>, SnapshotError> {
         let at = self.at;
@@ -582,13 +586,25 @@ fn read_peer(c: &mut Cur<'_>) -> Result<PeerInit, SnapshotError> {
     })
 }
 
-fn read_set(c: &mut Cur<'_>, rib: &Rib) -> Result<Arc<AttrSet>, SnapshotError> {
-    let as_path = c.words("AS path length")?;
-    let communities = c.words("community count")?;
+/// Buffers one loader thread reuses for every set it reads.
+#[derive(Default)]
+struct Scratch {
+    path: Vec<u32>,
+    comms: Vec<u32>,
+    large: Vec<[u32; 3]>,
+}
+
+/// Bytes of a set record after its three lists: next hop (17), ORIGIN
+/// (1), MED (5), LOCAL_PREF (5).
+const SET_TAIL: usize = 28;
+
+fn read_set(c: &mut Cur<'_>, rib: &Rib, s: &mut Scratch) -> Result<Arc<AttrSet>, SnapshotError> {
+    c.words_into(&mut s.path, "AS path length")?;
+    c.words_into(&mut s.comms, "community count")?;
     let n = c.count(12, "large community count")?;
-    let mut large = Vec::with_capacity(n);
+    s.large.clear();
     for _ in 0..n {
-        large.push([
+        s.large.push([
             c.u32("large community")?,
             c.u32("large community")?,
             c.u32("large community")?,
@@ -615,9 +631,9 @@ fn read_set(c: &mut Cur<'_>, rib: &Rib) -> Result<Arc<AttrSet>, SnapshotError> {
     let med = opt(c, "MED")?;
     let local_pref = opt(c, "LOCAL_PREF")?;
     Ok(rib.intern(&AttrsRef {
-        as_path: &as_path,
-        communities: &communities,
-        large_communities: &large,
+        as_path: &s.path,
+        communities: &s.comms,
+        large_communities: &s.large,
         next_hop,
         origin,
         med,
@@ -670,15 +686,45 @@ pub fn load_bytes(b: &[u8], rib: &Rib, verify: bool) -> Result<SnapshotReport, S
         at: l.sets_at,
         end: l.trailer_at,
     };
-    let mut sets = Vec::with_capacity(l.sets.min((l.trailer_at - l.sets_at) / 50));
-    for _ in 0..l.sets {
-        sets.push(read_set(&mut c, rib)?);
-    }
-    if c.at != c.end {
-        return Err(SnapshotError::corrupt(
-            c.at,
-            "bytes after the last attribute set",
-        ));
+    // Cut into ranges of whole records (a walk over their counts),
+    // interned side by side, kept in file order. (A count beyond what the
+    // section can hold was refused by the walk before the reservation.)
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    let cuts = set_cut_points(&mut c, l.sets, threads)?;
+    rib.attrs().reserve(l.sets);
+    let parts: Vec<Result<Vec<Arc<AttrSet>>, SnapshotError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let (at, end) = (w[0], w[1]);
+                scope.spawn(move || {
+                    let mut c = Cur { b, at, end };
+                    let mut scratch = Scratch::default();
+                    let mut out = Vec::new();
+                    while c.at < c.end {
+                        out.push(read_set(&mut c, rib, &mut scratch)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(SnapshotError::corrupt(
+                        l.sets_at,
+                        "a loader thread panicked",
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut sets = Vec::with_capacity(l.sets);
+    for part in parts {
+        sets.extend(part?);
     }
     // Prefixes and their routes: the section cut into ranges of whole
     // records, installed side by side.
@@ -750,6 +796,35 @@ pub fn load_bytes(b: &[u8], rib: &Rib, verify: bool) -> Result<SnapshotReport, S
         created: l.created,
         seconds: 0.0,
     })
+}
+
+/// Offsets that cut the sets section (from `c`, holding `count` sets and
+/// nothing after) into about `n` ranges of whole records; checks the
+/// count and the section's end.
+fn set_cut_points(c: &mut Cur<'_>, count: usize, n: usize) -> Result<Vec<usize>, SnapshotError> {
+    let (start, end) = (c.at, c.end);
+    let mut cuts = vec![start];
+    let step = (end - start) / n.max(1) + 1;
+    for _ in 0..count {
+        if c.at >= cuts[cuts.len() - 1] + step {
+            cuts.push(c.at);
+        }
+        let k = c.count(4, "AS path length")?;
+        c.take(k * 4, "AS path")?;
+        let k = c.count(4, "community count")?;
+        c.take(k * 4, "communities")?;
+        let k = c.count(12, "large community count")?;
+        c.take(k * 12, "large communities")?;
+        c.take(SET_TAIL, "attribute set")?;
+    }
+    if c.at != end {
+        return Err(SnapshotError::corrupt(
+            c.at,
+            "bytes after the last attribute set",
+        ));
+    }
+    cuts.push(end);
+    Ok(cuts)
 }
 
 /// Offsets that cut the prefix section `at..end` into about `n` ranges
