@@ -157,13 +157,18 @@ def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
         assert c2.metric("ipfib_rib_stale_routes") < sum(s1.values()) - 80_000
         tmp = state / ".rib.snapshot.tmp"
         good = (state / "rib.snapshot").read_bytes()
+        assert not tmp.exists()
         c2.proc.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 30
         while not tmp.exists() and time.monotonic() < deadline:
             time.sleep(0.0005)
         c2.kill()
         assert tmp.exists(), "the snapshot write was not caught under way"
-        assert (state / "rib.snapshot").read_bytes() == good, "the last good snapshot changed"
+        # Killed between the two renames, only the previous one is left.
+        last = state / "rib.snapshot"
+        if not last.exists():
+            last = state / "rib.snapshot.1"
+        assert last.read_bytes() == good, "the last good snapshot changed"
     finally:
         c2.kill()
         c2.stop()
@@ -202,16 +207,37 @@ def test_damaged_snapshot_falls_back_to_the_previous(state: Path) -> None:
         assert "snapshot refused" in c2.log() and "byte offset" in c2.log(), c2.log()
         assert "rib.snapshot.1" in c2.log(), c2.log()
         check_restored(c2, s1)
+        # Kept aside, not rotated over by later writes.
+        assert (state / "rib.snapshot.refused").read_bytes() == bytes(b)
     finally:
         c2.kill()
         c2.stop()
-    # Both damaged: the collector starts empty rather than not at all.
+    # The other one damaged too: the collector starts empty rather than
+    # not at all.
     prev = state / "rib.snapshot.1"
     prev.write_bytes(prev.read_bytes()[:1000])
     c3 = Collector("--state", str(state))
     try:
-        assert c3.log().count("snapshot refused") == 2, c3.log()
+        assert c3.log().count("snapshot refused") == 1, c3.log()
+        assert (state / "rib.snapshot.1.refused").exists()
         assert c3.metric("ipfib_rib_routes") == 0
+        # A second collector on the same directory is refused.
+        other = subprocess.run(
+            [
+                cli(),
+                "collect",
+                "--bmp",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+                "--state",
+                str(state),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert other.returncode != 0 and "holds" in other.stderr, other.stderr
     finally:
         c3.kill()
         c3.stop()

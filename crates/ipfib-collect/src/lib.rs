@@ -175,6 +175,10 @@ pub(crate) struct Ctx {
     /// Warm restart, when configured.
     pub state_config: Option<StateConfig>,
     pub snapshots: Option<state::Snapshots>,
+    /// The state directory's lock, held for the whole run.
+    pub _state_lock: Option<std::fs::File>,
+    /// SIGUSR1, watched since the start; the snapshot task takes it.
+    pub usr1: std::sync::Mutex<Option<tokio::signal::unix::Signal>>,
 }
 
 /// Run the collector until SIGINT or SIGTERM (watched from the start, so
@@ -252,12 +256,19 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
         // long load ends the process at once (exit 0). A snapshot holds
         // the dumps' routes as they were when it was written: the dumps
         // are not loaded again over it.
+        // With `--state`: the directory locked for this process, SIGUSR1
+        // watched before the load (its default action ends a process).
+        let state_lock = state_config
+            .as_ref()
+            .map(|c| state::lock_dir(&c.dir))
+            .transpose()?;
+        let usr1 = state_config.as_ref().and_then(|_| state::watch_usr1());
         let load = {
             let on_event = Arc::clone(&on_event);
             let dir = state_config.as_ref().map(|c| c.dir.clone());
             tokio::task::spawn_blocking(move || -> Result<Rib, String> {
                 if let Some(dir) = &dir {
-                    if let Some(rib) = state::restore(dir, &*on_event)? {
+                    if let Some(rib) = state::restore(dir, max_routes_per_prefix, &*on_event)? {
                         if !mrt.is_empty() {
                             tracing::info!("--mrt not loaded: the snapshot holds its routes");
                         }
@@ -266,6 +277,8 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
                 }
                 let rib =
                     Rib::try_new().map_err(|e| format!("cannot start the RIB's threads: {e}"))?;
+                // Before the dumps load: the bound applies to them.
+                rib.set_max_routes_per_prefix(max_routes_per_prefix);
                 mrt.iter().try_for_each(|p| load_mrt(&rib, p, &*on_event))?;
                 Ok(rib)
             })
@@ -277,7 +290,6 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
                 return Ok(());
             }
         };
-        rib.set_max_routes_per_prefix(max_routes_per_prefix);
         let ctx = Arc::new(Ctx {
             rib,
             dump_lock: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -289,6 +301,8 @@ fn start(config: Config, stop: Option<Stop>) -> Result<(), Error> {
             rpki_counts: std::sync::Mutex::new(None),
             snapshots: state_config.as_ref().map(|_| state::Snapshots::default()),
             state_config,
+            _state_lock: state_lock,
+            usr1: std::sync::Mutex::new(usr1),
         });
         let every = rpki_config.as_ref().map(|c| c.count_every);
         serve(
@@ -413,7 +427,8 @@ async fn serve(
     if let Some(every) = rpki_every {
         tokio::spawn(count_rpki(Arc::clone(&ctx), every, stop_rx.clone()));
     }
-    tokio::spawn(state::keep(Arc::clone(&ctx), stop_rx.clone()));
+    let usr1 = ctx.usr1.lock().unwrap_or_else(|e| e.into_inner()).take();
+    tokio::spawn(state::keep(Arc::clone(&ctx), usr1, stop_rx.clone()));
     tokio::spawn(state::expire(Arc::clone(&ctx), stop_rx.clone()));
     let http_stop = stop_rx.clone();
     let router = http::router(Arc::clone(&ctx));

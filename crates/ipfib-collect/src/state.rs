@@ -42,15 +42,15 @@ pub(crate) struct Snapshots {
 /// is none (a first start) or none loads (each failure logged, the
 /// collector then starts empty rather than not at all: what a snapshot
 /// holds comes back from the routers anyway).
-pub(crate) fn restore(dir: &Path, on_event: &dyn Fn(Event<'_>)) -> Result<Option<Rib>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "--state {}: cannot create the directory: {e}",
-            dir.display()
-        )
-    })?;
+pub(crate) fn restore(
+    dir: &Path,
+    max_routes_per_prefix: usize,
+    on_event: &dyn Fn(Event<'_>),
+) -> Result<Option<Rib>, String> {
     for path in snapshot::newest(dir) {
-        match snapshot::load(&path) {
+        match snapshot::load_with(&path, |rib| {
+            rib.set_max_routes_per_prefix(max_routes_per_prefix)
+        }) {
             Ok((rib, report)) => {
                 on_event(Event::SnapshotLoaded {
                     path: &path,
@@ -67,7 +67,19 @@ pub(crate) fn restore(dir: &Path, on_event: &dyn Fn(Event<'_>)) -> Result<Option
                 return Ok(Some(rib));
             }
             Err(e) => {
-                tracing::warn!(file = %path.display(), error = %e, "snapshot refused");
+                // Kept aside, not rotated over by the next writes (a newer
+                // version's file, after a downgrade, stays there to go
+                // back to).
+                let mut aside = path.clone().into_os_string();
+                aside.push(".refused");
+                let aside = std::path::PathBuf::from(aside);
+                let kept = std::fs::rename(&path, &aside).is_ok();
+                let kept_as = if kept {
+                    aside.display().to_string()
+                } else {
+                    "-".into()
+                };
+                tracing::warn!(file = %path.display(), error = %e, kept_as, "snapshot refused");
             }
         }
     }
@@ -118,14 +130,51 @@ pub(crate) async fn write_now(ctx: &Arc<Ctx>, why: &'static str) -> bool {
     }
 }
 
+/// The state directory, locked for this process: two collectors writing
+/// one directory would overwrite each other's snapshots. The lock holds
+/// while the returned file is open (the whole run).
+pub(crate) fn lock_dir(dir: &Path) -> Result<std::fs::File, String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "--state {}: cannot create the directory: {e}",
+            dir.display()
+        )
+    })?;
+    let path = dir.join("lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("--state {}: {e}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "--state {}: another process (another collector?) holds {}",
+            dir.display(),
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("--state {}: {e}", path.display())),
+    }
+}
+
+/// SIGUSR1, watched from the start (before the load: its default action
+/// would end the process).
+pub(crate) fn watch_usr1() -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        .map_err(|e| tracing::warn!(error = %e, "cannot watch SIGUSR1: snapshots on a timer only"))
+        .ok()
+}
+
 /// Snapshots every `every` and on SIGUSR1, until `stop`.
-pub(crate) async fn keep(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn keep(
+    ctx: Arc<Ctx>,
+    mut usr1: Option<tokio::signal::unix::Signal>,
+    mut stop: watch::Receiver<bool>,
+) {
     let Some(every) = ctx.state_config.as_ref().map(|c| c.every) else {
         return;
     };
-    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-        .map_err(|e| tracing::warn!(error = %e, "cannot watch SIGUSR1: snapshots on a timer only"))
-        .ok();
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -143,23 +192,29 @@ pub(crate) async fn keep(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Sweep what is still stale once the grace period has passed.
+/// Sweep the stale peers whose grace period has passed, counted from
+/// when their routes first became stale (kept in the snapshot: restarts
+/// more often than the period do not keep them for ever); checked every
+/// second until none is left.
 pub(crate) async fn expire(ctx: Arc<Ctx>, mut stop: watch::Receiver<bool>) {
     let Some(grace) = ctx.state_config.as_ref().map(|c| c.stale_grace) else {
         return;
     };
-    if ctx.rib.stale_peers() == 0 {
-        return;
-    }
-    tokio::select! {
-        _ = tokio::time::sleep(grace) => {}
-        _ = stop.changed() => return,
-    }
-    let n = ctx.rib.expire_stale();
-    if n > 0 {
-        tracing::info!(
-            peers = n,
-            "stale grace period over: restored routes not sent again are gone"
-        );
+    let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+    while ctx.rib.stale_peers() > 0 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let n = ctx.rib.expire_stale_since(now.saturating_sub(grace));
+        if n > 0 {
+            tracing::info!(
+                peers = n,
+                "stale grace period over: restored routes not sent again are gone"
+            );
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.changed() => return,
+        }
     }
 }

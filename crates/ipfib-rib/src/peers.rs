@@ -165,6 +165,8 @@ pub struct PeerInfo {
     /// the router had sent before the restart, kept until the router
     /// sends them again (see `restart.rs`).
     pub stale: bool,
+    /// Unix seconds since its routes are stale (0: not stale).
+    pub(crate) stale_since: i64,
     /// Unix seconds of its Peer Up (or first route).
     pub up_since: i64,
     /// Unix seconds of its Peer Down or session loss; 0 while up.
@@ -201,6 +203,12 @@ impl PeerInfo {
         self.swept.load(Ordering::Acquire)
     }
 
+    /// Unix seconds since its routes are stale: the first load that
+    /// restored them (0: not stale).
+    pub fn stale_since(&self) -> i64 {
+        self.stale_since
+    }
+
     /// Its table name (RFC 9069 Peer Up TLV 3), when its router sent one.
     pub fn table_name(&self) -> Option<&str> {
         self.table_name.get().map(String::as_str)
@@ -214,6 +222,8 @@ pub struct PeerInit {
     pub key: PeerKey,
     pub origin: PeerOrigin,
     pub stale: bool,
+    /// Unix seconds since its routes are stale (with `stale`).
+    pub stale_since: i64,
     /// Unix seconds it came up (`None`: now).
     pub up_since: Option<i64>,
     pub table_name: Option<String>,
@@ -233,6 +243,7 @@ impl Default for PeerInit {
             },
             origin: PeerOrigin::default(),
             stale: false,
+            stale_since: 0,
             up_since: None,
             table_name: None,
         }
@@ -305,6 +316,7 @@ impl Peers {
             key,
             origin,
             stale,
+            stale_since,
             up_since,
             table_name,
         } = init;
@@ -334,6 +346,7 @@ impl Peers {
             key,
             origin,
             stale,
+            stale_since: if stale { stale_since.max(1) } else { 0 },
             up_since: up_since.unwrap_or_else(unix_now),
             down_since: AtomicI64::new(0),
             routes: AtomicU64::new(0),

@@ -24,7 +24,7 @@
 //! 16  prefixes:  per prefix  u8 family (4|6), u8 length, address (4|16),
 //!                            u32 routes, routes x (u32 peer, u32 path id, u32 set)
 //!     peers:     per peer    router (u8 0|4|6, 16 bytes), u8 class, u8 peer type,
-//!                            u8 RIB kind, u8 0, u64 distinguisher,
+//!                            u8 RIB kind, u8 0, i64 stale since (0: fresh), u64 distinguisher,
 //!                            address (u8 4|6, 16 bytes), u32 AS, u32 BGP id,
 //!                            i64 up since, u16 table name length, its bytes
 //!     sets:      per set     u32 path words, words; u32 communities, each u32;
@@ -279,6 +279,10 @@ pub fn write(rib: &Rib, out: impl Write) -> io::Result<SnapshotReport> {
         o.u8(k.peer_type)?;
         o.u8(k.rib.index() as u8)?;
         o.u8(0)?;
+        // When its routes became stale: kept, so that restarts more often
+        // than the grace period do not keep them for ever (0: fresh at
+        // this write; stale from the load that restores it).
+        o.u64(p.stale_since() as u64)?;
         o.u64(k.distinguisher)?;
         o.ip(Some(k.address))?;
         o.u32(k.asn)?;
@@ -347,10 +351,20 @@ const TEMP: &str = ".rib.snapshot.tmp";
 /// [`PREVIOUS`], which [`newest`] then finds.
 pub fn write_to_dir(rib: &Rib, dir: &Path) -> io::Result<SnapshotReport> {
     let tmp = dir.join(TEMP);
-    let file = File::create(&tmp)?;
-    let report = write(rib, &file)?;
-    file.sync_all()?;
-    drop(file);
+    let written = (|| {
+        let file = File::create(&tmp)?;
+        let report = write(rib, &file)?;
+        file.sync_all()?;
+        Ok::<_, io::Error>(report)
+    })();
+    // A failed write (a full disk) leaves no partial file taking room.
+    let report = match written {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", tmp.display())));
+        }
+    };
     let cur = dir.join(FILE);
     if cur.exists() {
         std::fs::rename(&cur, dir.join(PREVIOUS))?;
@@ -546,7 +560,11 @@ fn read_peer(c: &mut Cur<'_>) -> Result<PeerInit, SnapshotError> {
     let rib = *RibKind::ALL
         .get(rib as usize)
         .ok_or_else(|| SnapshotError::corrupt(at + 19, format!("RIB kind {rib}")))?;
-    c.u8("reserved")?;
+    let at_reserved = c.at;
+    if c.u8("reserved")? != 0 {
+        return Err(SnapshotError::corrupt(at_reserved, "reserved byte not 0"));
+    }
+    let stale_since = c.u64("stale since")? as i64;
     let distinguisher = c.u64("distinguisher")?;
     let address = c
         .ip("peer address")?
@@ -566,9 +584,16 @@ fn read_peer(c: &mut Cur<'_>) -> Result<PeerInit, SnapshotError> {
     }
     let name = c.take(n, "table name")?;
     let table_name = (n > 0).then(|| String::from_utf8_lossy(name).into_owned());
-    // Routes a router sent come back stale; a dump's or a program's as
-    // they were.
+    // Routes a router sent come back stale (since the load, unless they
+    // were stale already); a dump's or a program's as they were.
     let stale = router.is_some();
+    let stale_since = if !stale {
+        0
+    } else if stale_since > 0 {
+        stale_since
+    } else {
+        crate::peers::unix_now()
+    };
     Ok(PeerInit {
         session: 0,
         key: PeerKey {
@@ -581,6 +606,7 @@ fn read_peer(c: &mut Cur<'_>) -> Result<PeerInit, SnapshotError> {
         },
         origin: PeerOrigin { router, class },
         stale,
+        stale_since,
         up_since: Some(up_since),
         table_name,
     })
@@ -646,23 +672,31 @@ fn read_set(c: &mut Cur<'_>, rib: &Rib, s: &mut Scratch) -> Result<Arc<AttrSet>,
 /// read, and the first problem refuses the whole file (the partly filled
 /// RIB is dropped).
 pub fn load(path: &Path) -> Result<(Rib, SnapshotReport), SnapshotError> {
+    load_with(path, |_| {})
+}
+
+/// [`load`], with `configure` applied to the new RIB before the routes
+/// go in (its bound on routes per prefix, which the load applies).
+pub fn load_with(
+    path: &Path,
+    configure: impl FnOnce(&Rib),
+) -> Result<(Rib, SnapshotReport), SnapshotError> {
     let t = Instant::now();
-    let file = File::open(path)?;
-    // SAFETY: the mapping is read-only and private to this call; the
-    // collector replaces snapshots by rename, never in place, and every
-    // read below is bounds-checked, so a file changed under the mapping
-    // could give wrong data, caught by the checksums, never an
-    // out-of-bounds read.
-    let map = unsafe { memmap2::Mmap::map(&file)? };
+    // Read whole, not mapped: a file truncated or rewritten in place while
+    // it loads (`cp` over it) would otherwise raise SIGBUS, or change after
+    // its checksums were verified.
+    let bytes = std::fs::read(path)?;
     let rib = Rib::try_new()?;
-    let mut report = load_bytes(&map, &rib, true)?;
+    configure(&rib);
+    let mut report = load_bytes(&bytes, &rib, true)?;
     report.seconds = t.elapsed().as_secs_f64();
     Ok((rib, report))
 }
 
 /// Load a snapshot's bytes into `rib` (empty; for [`load`], tests and
 /// fuzzing). `verify`: check the body checksum (the structure is always
-/// checked).
+/// checked). On an error `rib` holds part of the file with its counts
+/// unset: drop it, as [`load`] does.
 pub fn load_bytes(b: &[u8], rib: &Rib, verify: bool) -> Result<SnapshotReport, SnapshotError> {
     let l = layout(b, verify)?;
     // Peers.
@@ -781,12 +815,14 @@ pub fn load_bytes(b: &[u8], rib: &Rib, verify: bool) -> Result<SnapshotReport, S
             ),
         ));
     }
+    let mut stale = Vec::new();
     for ((p, &f), &n) in peers.iter().zip(&families).zip(&counts) {
         p.routes.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         if p.stale {
-            rib.stale_families(p.id, f);
+            stale.push((p.id, f));
         }
     }
+    rib.stale_families(&stale);
     Ok(SnapshotReport {
         peers: peers.len(),
         sets: sets.len(),
@@ -889,6 +925,7 @@ fn install_range(
         counts: vec![0; peers.len()],
     };
     let mut entries = Vec::new();
+    let mut kept: Vec<usize> = Vec::new();
     while c.at < c.end {
         let at = c.at;
         let family = c.u8("prefix family")?;
@@ -924,6 +961,7 @@ fn install_range(
             return Err(SnapshotError::corrupt(n_at, "a prefix without routes"));
         }
         entries.clear();
+        kept.clear();
         let mut prev: Option<(u32, u32)> = None;
         let bit = if family == 4 { 1 } else { 2 };
         for _ in 0..n {
@@ -946,11 +984,26 @@ fn install_range(
             prev = Some((pi, path_id));
             part.families[pi as usize] |= bit;
             part.counts[pi as usize] += 1;
+            kept.push(pi as usize);
             entries.push(Entry {
                 peer: peer.id,
                 path_id,
                 attrs: Arc::clone(set),
             });
+        }
+        // The bound on routes per prefix as set now (it may have been
+        // lowered since the write, or the file crafted): the first routes
+        // in file order are kept, the rest counted as dropped.
+        let max = rib.max_routes_per_prefix();
+        if entries.len() > max {
+            for &pi in &kept[max..] {
+                part.counts[pi] -= 1;
+            }
+            rib.counters().over_prefix_limit.fetch_add(
+                (entries.len() - max) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            entries.truncate(max);
         }
         rib.install(prefix, &entries).map_err(SnapshotError::Rib)?;
         part.prefixes += 1;

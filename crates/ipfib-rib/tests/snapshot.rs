@@ -449,3 +449,62 @@ fn crafted_structures_name_their_offset() {
     let e = refused(&b, true).expect("host bits loaded").to_string();
     assert!(e.contains("byte offset 16"), "{e}");
 }
+
+/// Stale since the first load that restored a route, kept across later
+/// writes and loads: restarts more often than the grace period do not
+/// keep a router's old routes for ever.
+#[test]
+fn stale_since_survives_restarts() {
+    let a = Rib::new();
+    let k = key("192.0.2.1", RibKind::PrePolicy);
+    let p = router_peer(&a, &k, NlriClass::Unicast);
+    a.announce(&p, prefix(1, false), 0, &attrs(&a, 1))
+        .expect("announce");
+    assert_eq!(p.stale_since(), 0);
+    let b = loaded(&write(&a));
+    let since = b
+        .peers()
+        .all()
+        .map(|p| p.stale_since())
+        .max()
+        .expect("a peer");
+    assert!(since > 0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let c = loaded(&write(&b));
+    let peer = c.peers().all().next().expect("a peer");
+    assert!(peer.stale && peer.stale_since() == since);
+    // A grace period counted from then.
+    assert_eq!(c.expire_stale_since(since), 0);
+    assert_eq!(c.stale_peers(), 1);
+    assert_eq!(c.expire_stale_since(since + 1), 1);
+    assert!(c.routes(&prefix(1, false)).is_empty());
+}
+
+/// The bound on routes per prefix applies to a load: a lowered bound (or
+/// a crafted file) keeps the first routes, counts the rest.
+#[test]
+fn load_applies_the_route_bound() {
+    let a = Rib::new();
+    let peers: Vec<_> = (0..6)
+        .map(|i| {
+            a.add_peer(0, key(&format!("192.0.2.{}", i + 1), RibKind::Mrt))
+                .expect("peer")
+        })
+        .collect();
+    for p in &peers {
+        a.announce(p, prefix(1, false), 0, &attrs(&a, 1))
+            .expect("announce");
+    }
+    let bytes = write(&a);
+    let b = Rib::new();
+    b.set_max_routes_per_prefix(4);
+    snapshot::load_bytes(&bytes, &b, true).expect("load");
+    assert_eq!(b.routes(&prefix(1, false)).len(), 4);
+    assert_eq!(b.route_count(), 4);
+    assert_eq!(
+        b.counters()
+            .over_prefix_limit
+            .load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+}

@@ -269,6 +269,12 @@ impl Rib {
             .store(max, Ordering::Relaxed);
     }
 
+    /// The bound on routes per prefix ([`Rib::set_max_routes_per_prefix`];
+    /// `usize::MAX`: none).
+    pub fn max_routes_per_prefix(&self) -> usize {
+        self.inner.max_routes_per_prefix.load(Ordering::Relaxed)
+    }
+
     /// What the RIB counted (for metrics; the RIB alone writes them).
     pub fn counters(&self) -> &RibCounters {
         &self.inner.counters

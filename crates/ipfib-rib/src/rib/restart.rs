@@ -48,7 +48,14 @@ pub(super) struct Stale {
     ended: u8,
     /// A new peer took it over.
     adopted: bool,
+    /// Unix seconds since it is stale.
+    since: i64,
 }
+
+/// The most stale peers one new peer takes over: a router reports one
+/// neighbour over a few sessions at most, and each stale peer taken over
+/// costs every later announcement of the new peer a lookup.
+pub const MAX_TAKEN_OVER: usize = 16;
 
 /// Bit of an AFI in [`Stale::families`].
 fn family_bit(afi: u16) -> u8 {
@@ -94,17 +101,22 @@ impl Rib {
                 families: 0,
                 ended: 0,
                 adopted: false,
+                since: p.stale_since(),
             });
         } else if let Some(router) = p.origin.router {
             // Every stale peer it matches: the same router may have
             // reported one neighbour over two sessions before the restart.
             let mut took: Vec<u32> = Vec::new();
-            for s in set.iter_mut().filter(|s| {
-                !s.adopted
-                    && s.router == Some(router)
-                    && s.class == p.origin.class
-                    && s.key == p.key
-            }) {
+            for s in set
+                .iter_mut()
+                .filter(|s| {
+                    !s.adopted
+                        && s.router == Some(router)
+                        && s.class == p.origin.class
+                        && s.key == p.key
+                })
+                .take(MAX_TAKEN_OVER)
+            {
                 s.adopted = true;
                 took.push(s.id);
             }
@@ -115,25 +127,28 @@ impl Rib {
         Ok(p)
     }
 
-    /// Note that stale peer `id` holds routes of these address families
-    /// (bit 0 IPv4, bit 1 IPv6): its End-of-RIB waits for each. A stale
-    /// peer that holds none has nothing to wait for: it goes at once.
-    pub(crate) fn stale_families(&self, id: u32, families: u8) {
-        let gone = {
+    /// Note that each stale peer `(id, families)` holds routes of these
+    /// address families (bit 0 IPv4, bit 1 IPv6): its End-of-RIB waits
+    /// for each. A stale peer that holds none has nothing to wait for: it
+    /// goes at once. One pass, however many peers.
+    pub(crate) fn stale_families(&self, peers: &[(u32, u8)]) {
+        let of: std::collections::HashMap<u32, u8> = peers.iter().copied().collect();
+        let mut gone = Vec::new();
+        {
             let mut set = self.inner.stale.lock().unwrap_or_else(|e| e.into_inner());
-            match set.iter().position(|s| s.id == id) {
-                Some(i) if families == 0 => {
-                    set.swap_remove(i);
-                    true
-                }
-                Some(i) => {
-                    set[i].families |= families;
+            set.retain_mut(|s| match of.get(&s.id) {
+                Some(0) => {
+                    gone.push(s.id);
                     false
                 }
-                None => false,
-            }
-        };
-        if gone {
+                Some(&f) => {
+                    s.families |= f;
+                    true
+                }
+                None => true,
+            });
+        }
+        for id in gone {
             self.peer_down(id);
         }
     }
@@ -187,9 +202,25 @@ impl Rib {
     /// The grace period is over: sweep every stale peer left. Returns how
     /// many.
     pub fn expire_stale(&self) -> usize {
+        self.expire_stale_since(i64::MAX)
+    }
+
+    /// Sweep the stale peers stale since before `cutoff` (Unix seconds):
+    /// a grace period counted from when their routes first became stale,
+    /// so that restarts more often than the period do not keep them for
+    /// ever. Returns how many.
+    pub fn expire_stale_since(&self, cutoff: i64) -> usize {
         let left: Vec<u32> = {
             let mut set = self.inner.stale.lock().unwrap_or_else(|e| e.into_inner());
-            set.drain(..).map(|s| s.id).collect()
+            let mut out = Vec::new();
+            set.retain(|s| {
+                let keep = s.since >= cutoff;
+                if !keep {
+                    out.push(s.id);
+                }
+                keep
+            });
+            out
         };
         for &id in &left {
             self.peer_down(id);
