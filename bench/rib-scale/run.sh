@@ -20,7 +20,7 @@ lscpu | grep -E 'Model name|CPU family|^Model:' | sed 's/  */ /g'
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates/ipfib-rib || echo ' (RIB modified)')"
 for n in $counts; do
     echo "== $n peers, $passes passes; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-    phases=load,writer-max,lookups,removal,gen-stats
+    phases=load,snapshot,writer-max,lookups,removal,gen-stats
     # The real dump's sharing once (it does not depend on N).
     [ "$n" = "$(echo $counts | cut -d' ' -f1)" ] && phases=stats,$phases
     /usr/bin/time -v "$bin" --peers "$n" --passes "$passes" --phases "$phases" \

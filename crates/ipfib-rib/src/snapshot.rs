@@ -767,22 +767,24 @@ pub fn load_bytes(b: &[u8], rib: &Rib, verify: bool) -> Result<SnapshotReport, S
         .clamp(1, 4);
     let cuts = cut_points(b, HEAD, l.peers_at, threads)?;
     let ranges: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
-    let parts: Vec<Result<Part, SnapshotError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = ranges
-            .iter()
-            .map(|&(at, end)| {
-                let (peers, sets) = (&peers, &sets);
-                scope.spawn(move || install_range(b, at, end, peers, sets, rib))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(SnapshotError::corrupt(HEAD, "a loader thread panicked"))
+    let parts: Vec<Result<Part, SnapshotError>> = rib.bulk(|| {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .iter()
+                .map(|&(at, end)| {
+                    let (peers, sets) = (&peers, &sets);
+                    scope.spawn(move || install_range(b, at, end, peers, sets, rib))
                 })
-            })
-            .collect()
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(SnapshotError::corrupt(HEAD, "a loader thread panicked"))
+                    })
+                })
+                .collect()
+        })
     });
     let mut families = vec![0u8; peers.len()];
     let mut counts = vec![0u64; peers.len()];

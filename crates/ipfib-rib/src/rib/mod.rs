@@ -120,6 +120,8 @@ struct Inner {
     sweeping: Mutex<()>,
     /// Stale peers not yet swept (`restart.rs`).
     stale: Mutex<Vec<restart::Stale>>,
+    /// A bulk load is running ([`Rib::bulk`]): no FIB event per prefix.
+    bulk: std::sync::atomic::AtomicBool,
 }
 
 /// The multi-peer RIB.
@@ -207,6 +209,7 @@ impl Rib {
             max_routes_per_prefix: AtomicUsize::new(MAX_ROUTES_PER_PREFIX),
             sweeping: Mutex::new(()),
             stale: Mutex::new(Vec::new()),
+            bulk: std::sync::atomic::AtomicBool::new(false),
         });
         let opts = FibOptions {
             max_pending: 1 << 16,
@@ -300,9 +303,24 @@ impl Rib {
     }
 
     fn send_fib(&self, ev: FibEvent) {
+        if matches!(ev, FibEvent::Check(..)) && self.inner.bulk.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(tx) = &self.fib_tx {
             let _ = tx.send(ev);
         }
+    }
+
+    /// Run `f` (a bulk load into a RIB nobody else uses yet) without a
+    /// FIB event per new prefix, then have the FIB thread take every
+    /// prefix in one pass and publish once: a publication per millisecond
+    /// while a million prefixes arrive would rebuild the FIB over and over.
+    pub(crate) fn bulk<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.inner.bulk.store(true, Ordering::Relaxed);
+        let r = f();
+        self.inner.bulk.store(false, Ordering::Relaxed);
+        self.send_fib(FibEvent::Rescan);
+        r
     }
 }
 

@@ -19,6 +19,8 @@ pub(super) enum FibEvent {
     Check(AnyPrefix, u32),
     /// Publish everything so far, then answer.
     Sync(Sender<()>),
+    /// Check every prefix (after a bulk load, see `Rib::bulk`).
+    Rescan,
 }
 
 impl Rib {
@@ -59,7 +61,7 @@ pub(super) fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Re
         if idle_rounds >= FIB_IDLE_ROUNDS && pending == 0 {
             // Nothing flowing: block until the next change.
             match rx.recv() {
-                Ok(ev) => push_event(ev, &mut batch, &mut waiting),
+                Ok(ev) => push_event(&inner, ev, &mut batch, &mut waiting),
                 Err(_) => return,
             }
         } else {
@@ -67,7 +69,7 @@ pub(super) fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Re
         }
         loop {
             match rx.try_recv() {
-                Ok(ev) => push_event(ev, &mut batch, &mut waiting),
+                Ok(ev) => push_event(&inner, ev, &mut batch, &mut waiting),
                 Err(mpsc::TryRecvError::Empty) => break,
                 Err(mpsc::TryRecvError::Disconnected) => return,
             }
@@ -122,10 +124,23 @@ pub(super) fn fib_thread(inner: Arc<Inner>, shared: Arc<Mutex<Fib<u32>>>, rx: Re
     }
 }
 
-fn push_event(ev: FibEvent, batch: &mut Vec<(AnyPrefix, u32)>, waiting: &mut Vec<Sender<()>>) {
+fn push_event(
+    inner: &Inner,
+    ev: FibEvent,
+    batch: &mut Vec<(AnyPrefix, u32)>,
+    waiting: &mut Vec<Sender<()>>,
+) {
     match ev {
         FibEvent::Check(p, id) => batch.push((p, id)),
         FibEvent::Sync(tx) => waiting.push(tx),
+        FibEvent::Rescan => {
+            let n = inner.next_id.load(Ordering::Acquire);
+            for id in 0..n {
+                if let Some(r) = inner.slot(id).and_then(|s| s.load_full()) {
+                    batch.push((r.prefix, id));
+                }
+            }
+        }
     }
 }
 
