@@ -31,7 +31,12 @@ fn routes(rib: &Rib) -> Vec<String> {
     let mut out: Vec<String> = prefixes
         .iter()
         .flat_map(|p| rib.routes(p))
-        .map(|r| format!("{} {:?} {} {:?} {}", r.prefix, r.peer.key, r.path_id, r.attrs, r.peer.stale))
+        .map(|r| {
+            format!(
+                "{} {:?} {} {:?} {}",
+                r.prefix, r.peer.key, r.path_id, r.attrs, r.peer.stale
+            )
+        })
         .collect();
     out.sort();
     out
