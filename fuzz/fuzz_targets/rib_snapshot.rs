@@ -6,24 +6,9 @@
 //! not panicking: a file that loads holds well-formed route lists, and
 //! written again and loaded again it holds the same routes.
 
-use ipfib_rib::snapshot::{self, MAGIC};
+use ipfib_rib::snapshot::{self, reseal};
 use ipfib_rib::Rib;
 use libfuzzer_sys::fuzz_target;
-use xxhash_rust::xxh3::xxh3_64;
-
-fn reseal(b: &mut [u8]) {
-    if b.len() < 16 + 72 || &b[..8] != MAGIC {
-        return;
-    }
-    let t = b.len() - 72;
-    let body = xxh3_64(&b[16..t]);
-    b[t + 56..t + 64].copy_from_slice(&body.to_le_bytes());
-    let mut sealed = b[..16].to_vec();
-    sealed.extend_from_slice(&b[t..b.len() - 8]);
-    let h = xxh3_64(&sealed);
-    let n = b.len();
-    b[n - 8..].copy_from_slice(&h.to_le_bytes());
-}
 
 fn routes(rib: &Rib) -> Vec<String> {
     let mut prefixes = Vec::new();

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use ipfib::prefix::{AnyAddr, AnyPrefix};
 use ipfib_rib::attrs::AttrsRef;
-use ipfib_rib::snapshot::{self, SnapshotError};
+use ipfib_rib::snapshot::{self, reseal, SnapshotError};
 use ipfib_rib::{
     mrt, AsPath, EndOfRib, NlriClass, PeerInit, PeerKey, PeerOrigin, Query, Rib, RibKind,
 };
@@ -322,19 +322,6 @@ proptest! {
             rib.validate_route_lists();
         }
     }
-}
-
-/// Recompute both checksums of a snapshot changed on purpose.
-fn reseal(b: &mut [u8]) {
-    use xxhash_rust::xxh3::xxh3_64;
-    let t = b.len() - 72;
-    let body = xxh3_64(&b[16..t]);
-    b[t + 56..t + 64].copy_from_slice(&body.to_le_bytes());
-    let mut sealed = b[..16].to_vec();
-    sealed.extend_from_slice(&b[t..b.len() - 8]);
-    let h = xxh3_64(&sealed);
-    let n = b.len();
-    b[n - 8..].copy_from_slice(&h.to_le_bytes());
 }
 
 fn small() -> Vec<u8> {
