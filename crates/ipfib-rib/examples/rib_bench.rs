@@ -18,7 +18,7 @@ use ipfib_rib::bmp::{frame, Session};
 use ipfib_rib::{PeerKey, Query, Rib, RibKind};
 
 mod common;
-use common::{lookup_samples, median, mix, origin_of, pct, pin, read_all, thread_cpu, DATA, LIVE};
+use common::{lookup_samples, median, mix, pct, pin, read_all, table_2026, thread_cpu, DATA, LIVE};
 
 /// Ingest from recorded BMP: one session, one thread; route operations
 /// (announced + withdrawn NLRI) per second of that thread's CPU time.
@@ -124,18 +124,7 @@ fn announce_all(s: &Scale, peer: usize, med_salt: u64) -> usize {
 
 fn scale(npeers: usize) -> Scale {
     println!("## Scale: {npeers} peers x the 2026 tables (1.1M IPv4 + 259K IPv6)");
-    let mut routes = Vec::new();
-    for f in [
-        "routeviews-rv2-20260730-1400.pfx2as.txt.gz",
-        "routeviews-rv6-20260730-1400.pfx2as.txt.gz",
-    ] {
-        let l = ipfib_io::read_routes(
-            std::path::Path::new(&format!("{DATA}/{f}")),
-            &Default::default(),
-        )
-        .unwrap();
-        routes.extend(l.routes.iter().map(|r| (r.prefix, origin_of(&r.value))));
-    }
+    let routes = table_2026();
     let rib = Arc::new(Rib::new());
     let peers: Vec<_> = (0..npeers)
         .map(|i| {

@@ -26,7 +26,7 @@ use ipfib_rib::attrs::{AsPath, AttrSet, AttrsRef, AS_SEQUENCE};
 use ipfib_rib::{Origin, PeerInfo, PeerKey, Query, Rib, RibKind};
 
 mod common;
-use common::{live, lookup_samples, median, mix, origin_of, pct, pin, rss, thread_cpu, DATA};
+use common::{live, lookup_samples, median, mix, pct, pin, rss, table_2026, thread_cpu, DATA};
 
 /// Attribute sharing of a RIB, measured by walking it.
 #[derive(Default, Debug)]
@@ -383,18 +383,7 @@ fn peer_asn(peer: usize) -> u32 {
 
 impl Gen {
     fn new() -> Gen {
-        let mut routes = Vec::new();
-        for f in [
-            "routeviews-rv2-20260730-1400.pfx2as.txt.gz",
-            "routeviews-rv6-20260730-1400.pfx2as.txt.gz",
-        ] {
-            let l = ipfib_io::read_routes(
-                std::path::Path::new(&format!("{DATA}/{f}")),
-                &Default::default(),
-            )
-            .unwrap();
-            routes.extend(l.routes.iter().map(|r| (r.prefix, origin_of(&r.value))));
-        }
+        let routes = table_2026();
         // Path keys of variant 0 per peer: (family, origin) pairs; own
         // paths go to groups of 4 neighbouring table entries, shared by
         // those of one origin (neighbouring more-specifics of one

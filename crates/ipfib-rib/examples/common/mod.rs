@@ -130,3 +130,20 @@ pub fn lookup_samples(rib: &Rib, a: &[AnyAddr], dur: Duration) -> (Vec<f64>, u64
     }
     (samples, found)
 }
+
+/// The 2026 RouteViews IPv4 and IPv6 tables as (prefix, origin AS).
+pub fn table_2026() -> Vec<(ipfib::prefix::AnyPrefix, u32)> {
+    let mut routes = Vec::new();
+    for f in [
+        "routeviews-rv2-20260730-1400.pfx2as.txt.gz",
+        "routeviews-rv6-20260730-1400.pfx2as.txt.gz",
+    ] {
+        let l = ipfib_io::read_routes(
+            std::path::Path::new(&format!("{DATA}/{f}")),
+            &Default::default(),
+        )
+        .unwrap();
+        routes.extend(l.routes.iter().map(|r| (r.prefix, origin_of(&r.value))));
+    }
+    routes
+}
