@@ -104,6 +104,18 @@ def replay(c: Collector, stream: str, *extra: str) -> subprocess.Popen[bytes]:
     )
 
 
+def fed(c: Collector, r: subprocess.Popen[bytes], sessions: int) -> None:
+    """The replay `r` ended and `c` has read and applied all of it: its
+    `sessions`-th session closed (the replayer stops waiting for that after
+    10 s, a slow machine's collector may still be reading then)."""
+    assert r.wait(timeout=120) == 0
+    wait(
+        lambda: c.metric('ipfib_bmp_session_ends_total{reason="closed"}') >= sessions,
+        "the feed read to its end",
+        c,
+    )
+
+
 def restarted(state: Path, *extra: str, bmp: str = "127.0.0.1:0") -> Collector:
     c = Collector("--state", str(state), *extra, bmp=bmp)
     assert "snapshot loaded" in c.log(), c.log()
@@ -128,8 +140,7 @@ def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
     common = ("--snapshot-every", "3600", "--stale-grace", "3600", "--grace", "3600")
     c1 = Collector("--state", str(state), "--mrt", str(dump), *common)
     try:
-        r = replay(c1, GOBGP_V4)
-        assert r.wait(timeout=120) == 0
+        fed(c1, replay(c1, GOBGP_V4), 1)
         snapshot_now(c1, 0)
         s1 = {k: k[3] != "mrt" for k in all_routes(c1)}
         assert sum(1 for k in s1 if k[3] == "mrt") > 150_000
@@ -149,8 +160,7 @@ def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
     try:
         check_restored(c2, s1)
         # Changed again, then killed while the snapshot of that is written.
-        r = replay(c2, FRR_V4)
-        assert r.wait(timeout=120) == 0
+        fed(c2, replay(c2, FRR_V4), 1)
         # The recordings' router (127.0.0.1) and neighbour are the same:
         # the FRR feed takes over the GoBGP feed's stale routes.
         # (FRR sends no Loc-RIB: those stay stale.)
@@ -188,8 +198,7 @@ def test_sigkill_during_ingest_and_during_a_snapshot_write(state: Path) -> None:
 def test_damaged_snapshot_falls_back_to_the_previous(state: Path) -> None:
     c1 = Collector("--state", str(state), "--snapshot-every", "3600")
     try:
-        r = replay(c1, GOBGP_V4)
-        assert r.wait(timeout=120) == 0
+        fed(c1, replay(c1, GOBGP_V4), 1)
         snapshot_now(c1, 0)
         s1 = {k: True for k in all_routes(c1)}
         snapshot_now(c1, 1)
@@ -273,10 +282,18 @@ def test_gobgp_reconnects_and_sweeps_stale_routes(state: Path) -> None:
             now = expected_routes(routers.source_rib("ipv4"))
             assert len(now) == len(want) - 20 + 1
             started = time.monotonic()
+            # Answers at once, from the snapshot: the old state, stale.
+            # Checked on a port the router does not know (it reconnects
+            # within a second and would change the answers while they are
+            # read), then stopped cleanly: the routes' stale time goes on
+            # from this start, in the snapshot written at shutdown.
+            c2 = restarted(state, "--stale-grace", str(GRACE))
+            try:
+                check_restored(c2, s1)
+            finally:
+                assert c2.stop() == 0, c2.log()
             c2 = restarted(state, "--stale-grace", str(GRACE), bmp=bmp)
             try:
-                # Answers at once, from the snapshot: the old state, stale.
-                check_restored(c2, s1)
                 # GoBGP reconnects, sends its tables and End-of-RIB for
                 # pre- and post-policy (GoBGP 4.8 sends none for Loc-RIB):
                 # those stale routes are swept at once.
