@@ -233,6 +233,7 @@ class Table:
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
         return_index: bool = False,
+        threads: int = 1,
     ) -> npt.NDArray[Any]: ...
     @overload
     def lookup_many(
@@ -245,6 +246,7 @@ class Table:
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
         return_index: bool = False,
+        threads: int = 1,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int16]]: ...
     @overload
     def lookup_many(
@@ -257,6 +259,7 @@ class Table:
         errors: Literal["raise", "coerce"] = "raise",
         dtype: npt.DTypeLike | None = None,
         return_index: bool = False,
+        threads: int = 1,
     ) -> Any:
         """Vectorised longest-prefix match, one answer per address.
 
@@ -311,6 +314,14 @@ class Table:
         ``errors="coerce"`` makes it a no-match instead. The lookups run
         without the GIL through the engine's batch path.
 
+        ``threads=N`` answers on up to N threads (``0``: one per CPU this
+        process may use; at most 256), each a contiguous share of at least
+        65,536 addresses, so small calls stay on one thread. The answers
+        are the same whatever N (one version of the table; with
+        ``errors="raise"`` the error names the input's first bad address).
+        Applies to numpy, Arrow, pandas and polars inputs; a Python list is
+        answered on one thread.
+
         >>> t.lookup_many(np.array([0x0A010203], dtype=np.uint32))      # doctest: +SKIP
         array([64500])
         >>> t.lookup_many(["10.1.2.3", "bad"], errors="coerce", masked=True)  # doctest: +SKIP
@@ -325,6 +336,7 @@ class Table:
         weights: Any = None,
         *,
         errors: Literal["raise", "coerce"] = "raise",
+        threads: int = 1,
     ) -> npt.NDArray[Any]:
         """Per-route totals: for each route, in ``items()`` order (IPv4
         first), how many of ``addrs`` it is the longest match of, or with
@@ -337,7 +349,8 @@ class Table:
         ``len(addrs) - counts.sum()`` of them). ``addrs`` takes every
         input ``lookup_many`` does. One pass, without the GIL, from one
         version of the table (read ``items()`` before a change to pair
-        them).
+        them). ``threads`` as for ``lookup_many``: each thread sums its
+        share, the totals are added up at the end.
 
         >>> t = Table.from_prefixes([("10.0.0.0/8", 1), ("10.1.0.0/16", 2)])  # doctest: +SKIP
         >>> t.count_many(["10.1.2.3", "10.2.0.1", "10.1.9.9", "192.0.2.1"])   # doctest: +SKIP

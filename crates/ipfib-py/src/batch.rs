@@ -132,6 +132,11 @@ impl Mixed {
         &self.none
     }
 
+    /// How many positions it answers.
+    pub fn positions(&self) -> usize {
+        self.v4.len() + self.v6.len() + self.none.len()
+    }
+
     /// Look every address up and hand the answers to `sink`.
     pub fn answer<S: FamilySink>(
         &self,
@@ -152,6 +157,28 @@ impl Mixed {
 /// A [`Sink`] told which family's answers come next.
 pub trait FamilySink: Sink {
     fn family(&mut self, family: u8);
+}
+
+/// A sink that can be cut at a position, so that each lookup thread
+/// answers a contiguous share of the input into its own part: outputs
+/// written in place are split (disjoint slices); totals are kept per part
+/// and taken back with [`SplitSink::absorb`].
+pub trait SplitSink: FamilySink + Send + Sized {
+    /// Keep positions `..at` here; return a sink of positions `at..`,
+    /// numbered from 0 in the returned sink.
+    fn split_off(&mut self, at: usize) -> Self;
+
+    /// Take back what a part holds that is not written in place.
+    fn absorb(&mut self, part: Self) {
+        let _ = part;
+    }
+}
+
+/// Cut `s` at `at`: `s` keeps the head, the tail is returned.
+fn cut<'a, T>(s: &mut &'a mut [T], at: usize) -> &'a mut [T] {
+    let (head, tail) = std::mem::take(s).split_at_mut(at);
+    *s = head;
+    tail
 }
 
 /// Look up IPv4 addresses given as numbers (no decoding, no split).
@@ -185,7 +212,41 @@ pub enum Items<'a> {
     },
 }
 
-impl Items<'_> {
+impl<'a> Items<'a> {
+    /// How many items (positions) there are.
+    pub fn len(&self) -> usize {
+        match *self {
+            Items::V4(raw) => raw.len(),
+            Items::V6Bytes(raw) => raw.len() / 16,
+            Items::V6Words(raw) => raw.len() / 2,
+            Items::Parsed(mixed) => mixed.positions(),
+            Items::Buffers { offsets, .. } => offsets.len().saturating_sub(1),
+        }
+    }
+
+    /// Items `start..end` (within [`Items::len`]), numbered from 0; `None`
+    /// for a parsed list, whose positions are not contiguous by family.
+    pub fn slice(&self, start: usize, end: usize) -> Option<Items<'a>> {
+        Some(match *self {
+            Items::V4(raw) => Items::V4(&raw[start..end]),
+            Items::V6Bytes(raw) => Items::V6Bytes(&raw[16 * start..16 * end]),
+            Items::V6Words(raw) => Items::V6Words(&raw[2 * start..2 * end]),
+            Items::Parsed(_) => return None,
+            Items::Buffers {
+                packed,
+                offsets,
+                data,
+                nulls,
+            } => Items::Buffers {
+                packed,
+                // Offsets stay absolute into `data`.
+                offsets: &offsets[start..=end],
+                data,
+                nulls: nulls.map(|v| &v[start.min(v.len())..end.min(v.len())]),
+            },
+        })
+    }
+
     /// Decode every item, in rounds of [`DECODE_CHUNK`], into a [`Mixed`]
     /// handed to `f` (an already parsed input: all at once). A bad item
     /// stops the call or, with `OnError::Coerce`, holds no address.
@@ -387,6 +448,16 @@ impl<T: OutInt> FamilySink for IntSink<'_, T> {
     }
 }
 
+impl<T: OutInt> SplitSink for IntSink<'_, T> {
+    fn split_off(&mut self, at: usize) -> Self {
+        IntSink {
+            vals: cut(&mut self.vals, at),
+            extra: self.extra.split_off(at),
+            ..*self
+        }
+    }
+}
+
 /// Answers as value slots (IPv6 slots after IPv4's: `v6_base + slot`),
 /// `NO_ROUTE` on a miss, for turning into Python objects afterwards.
 pub struct SlotSink<'a> {
@@ -422,6 +493,16 @@ impl Sink for SlotSink<'_> {
 impl FamilySink for SlotSink<'_> {
     fn family(&mut self, family: u8) {
         self.base = if family == 4 { 0 } else { self.v6_base };
+    }
+}
+
+impl SplitSink for SlotSink<'_> {
+    fn split_off(&mut self, at: usize) -> Self {
+        SlotSink {
+            slots: cut(&mut self.slots, at),
+            extra: self.extra.split_off(at),
+            ..*self
+        }
     }
 }
 
@@ -474,9 +555,19 @@ impl FamilySink for IndexSink<'_> {
     }
 }
 
+impl SplitSink for IndexSink<'_> {
+    fn split_off(&mut self, at: usize) -> Self {
+        IndexSink {
+            index: cut(&mut self.index, at),
+            extra: self.extra.split_off(at),
+            ..*self
+        }
+    }
+}
+
 /// A number `count_many` sums per route: `i64` (counts, integer weights;
 /// an overflow is reported, not wrapped) or `f64` (float weights).
-pub trait Tally: numpy::Element + Copy + Send + Default {
+pub trait Tally: numpy::Element + Copy + Send + Sync + Default {
     /// `self + w`, or `None` when it does not fit.
     fn plus(self, w: Self) -> Option<Self>;
 }
@@ -499,7 +590,9 @@ impl Tally for f64 {
 /// to its matched route's total, routes in `Table.items()` order (as
 /// [`IndexSink`]); misses add nothing. Fed by the route-ordinal engine.
 pub struct CountSink<'a, T: Tally> {
-    pub totals: &'a mut [T],
+    /// Owned: each lookup thread sums into its own, added up at the end
+    /// (handed to numpy without a copy).
+    pub totals: Vec<T>,
     /// One per address; `None`: every address weighs `one`.
     weights: Option<&'a [T]>,
     one: T,
@@ -510,7 +603,7 @@ pub struct CountSink<'a, T: Tally> {
 }
 
 impl<'a, T: Tally> CountSink<'a, T> {
-    pub fn new(totals: &'a mut [T], weights: Option<&'a [T]>, one: T, v6_base: usize) -> Self {
+    pub fn new(totals: Vec<T>, weights: Option<&'a [T]>, one: T, v6_base: usize) -> Self {
         CountSink {
             totals,
             weights,
@@ -548,6 +641,32 @@ impl<T: Tally> FamilySink for CountSink<'_, T> {
     }
 }
 
+impl<T: Tally> SplitSink for CountSink<'_, T> {
+    fn split_off(&mut self, at: usize) -> Self {
+        let weights = self.weights.map(|w| {
+            let (head, tail) = w.split_at(at.min(w.len()));
+            self.weights = Some(head);
+            tail
+        });
+        CountSink {
+            totals: vec![T::default(); self.totals.len()],
+            weights,
+            overflow: false,
+            ..*self
+        }
+    }
+
+    fn absorb(&mut self, part: Self) {
+        self.overflow |= part.overflow;
+        for (t, p) in self.totals.iter_mut().zip(part.totals) {
+            match t.plus(p) {
+                Some(x) => *t = x,
+                None => self.overflow = true,
+            }
+        }
+    }
+}
+
 /// The optional outputs: matched prefix lengths (-1 on a miss) and the
 /// miss mask (for numpy masked arrays).
 #[derive(Default)]
@@ -556,7 +675,15 @@ pub struct Extra<'a> {
     pub miss: Option<&'a mut [bool]>,
 }
 
-impl Extra<'_> {
+impl<'a> Extra<'a> {
+    /// See [`SplitSink::split_off`].
+    fn split_off(&mut self, at: usize) -> Extra<'a> {
+        Extra {
+            lens: self.lens.as_mut().map(|l| cut(l, at)),
+            miss: self.miss.as_mut().map(|m| cut(m, at)),
+        }
+    }
+
     #[inline]
     fn put(&mut self, pos: usize, slot: u32, len: u8) {
         if let Some(lens) = self.lens.as_deref_mut() {

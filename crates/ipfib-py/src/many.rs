@@ -4,7 +4,7 @@
 
 use crate::batch::{
     answer_v4, decode_packed, decode_text, BadItem, CountSink, Extra, FamilySink, IndexSink,
-    IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, Tally,
+    IntSink, Items, ManyError, Mixed, OnError, OutInt, SlotSink, SplitSink, Tally,
 };
 use crate::live::Live;
 use crate::snapshot::slot_objects;
@@ -203,26 +203,102 @@ pub(crate) fn classify<'py>(addrs: &Bound<'py, PyAny>, on_error: OnError) -> PyR
     )))
 }
 
-/// Run the lookups of `input` into `sink`, without the GIL.
-fn run<S: FamilySink + Send>(
+/// Run the lookups of `input` into `sink`, without the GIL, on up to
+/// `threads` threads (see [`answer_split`]).
+#[allow(clippy::too_many_arguments)]
+fn run<S: SplitSink>(
     py: Python<'_>,
     snap: &Snapshot,
     input: &Input<'_>,
     on_error: OnError,
     with_len: bool,
     sink: &mut S,
+    threads: usize,
 ) -> PyResult<()> {
     let items = input.items()?;
-    let r: Result<(), ManyError> = py.detach(|| match &items {
-        Items::V4(addrs) => Ok(answer_v4(snap, addrs, with_len, sink)?),
-        _ => items.each_chunk(on_error, |m: &Mixed| Ok(m.answer(snap, with_len, sink)?)),
-    });
+    let r = py.detach(|| answer_split(snap, &items, on_error, with_len, sink, threads));
     r.map_err(|e| match e {
         ManyError::Bad(b) => bad_item(b),
         ManyError::Build(m) => {
             PyValueError::new_err(format!("ipfib: cannot compile the table: {m}"))
         }
     })
+}
+
+/// The lookups of `items` into `sink` on this thread.
+fn answer_share<S: FamilySink>(
+    snap: &Snapshot,
+    items: &Items<'_>,
+    on_error: OnError,
+    with_len: bool,
+    sink: &mut S,
+) -> Result<(), ManyError> {
+    match items {
+        Items::V4(addrs) => Ok(answer_v4(snap, addrs, with_len, sink)?),
+        _ => items.each_chunk(on_error, |m: &Mixed| Ok(m.answer(snap, with_len, sink)?)),
+    }
+}
+
+/// The lookups of `items` into `sink`, the items cut into contiguous
+/// shares (see [`ipfib::par::shares`]), one thread each (this one answers the first),
+/// every thread into its own part of the sink. From one snapshot, so the
+/// answers are those of one thread. With `errors="raise"` the error is the
+/// first bad item of the input (each share stops at its first, and the
+/// lowest of those is the input's first). A parsed list is answered on
+/// this thread alone.
+pub(crate) fn answer_split<S: SplitSink>(
+    snap: &Snapshot,
+    items: &Items<'_>,
+    on_error: OnError,
+    with_len: bool,
+    sink: &mut S,
+    threads: usize,
+) -> Result<(), ManyError> {
+    let cuts = ipfib::par::shares(items.len(), threads);
+    if cuts.len() <= 2 || items.slice(0, 0).is_none() {
+        return answer_share(snap, items, on_error, with_len, sink);
+    }
+    // Parts cut from the end: `parts[j]` answers share j + 1.
+    let mut parts: Vec<S> = cuts[1..cuts.len() - 1]
+        .iter()
+        .rev()
+        .map(|&at| sink.split_off(at))
+        .collect();
+    parts.reverse();
+    let work = std::iter::once(&mut *sink)
+        .chain(parts.iter_mut())
+        .zip(cuts.windows(2))
+        .map(|(part, w)| (w[0], w[1], part))
+        .collect();
+    let results = ipfib::par::run_shares(work, |(start, end, part)| {
+        let share = items.slice(start, end).expect("sliceable, checked above");
+        answer_share(snap, &share, on_error, with_len, part).map_err(|e| offset(e, start))
+    });
+    for part in parts {
+        sink.absorb(part);
+    }
+    // The first bad item of the input, else any other error.
+    let mut first: Option<ManyError> = None;
+    for e in results.into_iter().filter_map(Result::err) {
+        first = Some(match (first, e) {
+            (Some(ManyError::Bad(a)), ManyError::Bad(b)) if b.index < a.index => ManyError::Bad(b),
+            (Some(ManyError::Bad(a)), ManyError::Bad(_)) => ManyError::Bad(a),
+            (Some(ManyError::Bad(_)), other) | (None, other) => other,
+            (Some(other), _) => other,
+        });
+    }
+    first.map_or(Ok(()), Err)
+}
+
+/// A share's error, its item numbered in the whole input.
+fn offset(e: ManyError, start: usize) -> ManyError {
+    match e {
+        ManyError::Bad(mut b) => {
+            b.index += start;
+            ManyError::Bad(b)
+        }
+        other => other,
+    }
 }
 
 pub(crate) fn borrow_err(e: numpy::BorrowError) -> PyErr {
@@ -327,6 +403,7 @@ fn int_answers<'py, T: OutInt>(
     ints: (&[i64], &[i64]),
     default: i64,
     extra: Extra<'_>,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let check = |what: &str, v: i64| {
         if T::fits(v) {
@@ -348,7 +425,7 @@ fn int_answers<'py, T: OutInt>(
         let mut rw = vals.try_readwrite().map_err(borrow_err)?;
         let out = rw.as_slice_mut().map_err(slice_err)?;
         let mut sink = IntSink::new(out, ints, default, extra);
-        run(py, snap, input, on_error, with_len, &mut sink)?;
+        run(py, snap, input, on_error, with_len, &mut sink, threads)?;
     }
     Ok(vals.into_any())
 }
@@ -362,6 +439,7 @@ pub fn count_many<'py>(
     addrs: &Bound<'py, PyAny>,
     weights: Option<&Bound<'py, PyAny>>,
     errors: &str,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let on_error = OnError::parse(errors)?;
     let input = classify(addrs, on_error)?;
@@ -375,7 +453,9 @@ pub fn count_many<'py>(
     let routes = snap.v4.len() + snap.v6.len();
     let v6_base = snap.v4.len();
     let Some(w) = weights else {
-        return tally::<i64>(py, &snap, &input, on_error, None, 1, routes, v6_base);
+        return tally::<i64>(
+            py, &snap, &input, on_error, None, 1, routes, v6_base, threads,
+        );
     };
     // Integer weights sum exactly (int64); float weights as float64.
     let np = py.import("numpy")?;
@@ -403,7 +483,17 @@ pub fn count_many<'py>(
             })?;
             let ints = ints.cast_into::<PyArray1<i64>>()?.try_readonly()?;
             let ws = ints.as_slice().map_err(slice_err)?;
-            tally::<i64>(py, &snap, &input, on_error, Some(ws), 1, routes, v6_base)
+            tally::<i64>(
+                py,
+                &snap,
+                &input,
+                on_error,
+                Some(ws),
+                1,
+                routes,
+                v6_base,
+                threads,
+            )
         }
         "f" => {
             let floats = as_type("float64")?;
@@ -416,7 +506,17 @@ pub fn count_many<'py>(
                     "count_many: weight {i} is NaN or null (a weight per address, by position)"
                 )));
             }
-            tally::<f64>(py, &snap, &input, on_error, Some(ws), 1.0, routes, v6_base)
+            tally::<f64>(
+                py,
+                &snap,
+                &input,
+                on_error,
+                Some(ws),
+                1.0,
+                routes,
+                v6_base,
+                threads,
+            )
         }
         _ => Err(PyTypeError::new_err(format!(
             "count_many: weights must be numbers (integers or floats), not dtype {}",
@@ -435,20 +535,16 @@ fn tally<'py, T: Tally>(
     one: T,
     routes: usize,
     v6_base: usize,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let totals = PyArray1::<T>::zeros(py, routes, false);
-    {
-        let mut rw = totals.try_readwrite().map_err(borrow_err)?;
-        let out = rw.as_slice_mut().map_err(slice_err)?;
-        let mut sink = CountSink::new(out, weights, one, v6_base);
-        run(py, snap, input, on_error, true, &mut sink)?;
-        if sink.overflow {
-            return Err(pyo3::exceptions::PyOverflowError::new_err(
-                "count_many: a route's total does not fit int64 (pass float weights)",
-            ));
-        }
+    let mut sink = CountSink::new(vec![T::default(); routes], weights, one, v6_base);
+    run(py, snap, input, on_error, true, &mut sink, threads)?;
+    if sink.overflow {
+        return Err(pyo3::exceptions::PyOverflowError::new_err(
+            "count_many: a route's total does not fit int64 (pass float weights)",
+        ));
     }
-    Ok(totals.into_any())
+    Ok(PyArray1::from_vec(py, sink.totals).into_any())
 }
 
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).
@@ -463,6 +559,7 @@ pub fn lookup_many<'py>(
     errors: &str,
     dtype: Option<&Bound<'py, PyAny>>,
     return_index: bool,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let on_error = OnError::parse(errors)?;
     let out_type = OutType::parse(dtype)?;
@@ -556,35 +653,47 @@ pub fn lookup_many<'py>(
                 let mut rw = index.try_readwrite().map_err(borrow_err)?;
                 let out = rw.as_slice_mut().map_err(slice_err)?;
                 let mut sink = IndexSink::new(out, snap.v4.len() as i64, extra);
-                run(py, s, i, on_error, true, &mut sink)?;
+                run(py, s, i, on_error, true, &mut sink, threads)?;
             }
             index.into_any()
         }
         (OutType::Auto | OutType::I64, Some((ints, d))) => {
-            int_answers::<i64>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<i64>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
         (OutType::I32, Some((ints, d))) => {
-            int_answers::<i32>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<i32>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
         (OutType::I16, Some((ints, d))) => {
-            int_answers::<i16>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<i16>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
-        (OutType::I8, Some((ints, d))) => int_answers::<i8>(py, s, i, on_error, w, ints, d, extra)?,
+        (OutType::I8, Some((ints, d))) => {
+            int_answers::<i8>(py, s, i, on_error, w, ints, d, extra, threads)?
+        }
         (OutType::U64, Some((ints, d))) => {
-            int_answers::<u64>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<u64>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
         (OutType::U32, Some((ints, d))) => {
-            int_answers::<u32>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<u32>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
         (OutType::U16, Some((ints, d))) => {
-            int_answers::<u16>(py, s, i, on_error, w, ints, d, extra)?
+            int_answers::<u16>(py, s, i, on_error, w, ints, d, extra, threads)?
         }
-        (OutType::U8, Some((ints, d))) => int_answers::<u8>(py, s, i, on_error, w, ints, d, extra)?,
+        (OutType::U8, Some((ints, d))) => {
+            int_answers::<u8>(py, s, i, on_error, w, ints, d, extra, threads)?
+        }
         _ => {
             let mut slots = vec![NO_ROUTE; n];
             let v6_base = snap.v4.values.len() as u32;
             let mut sink = SlotSink::new(&mut slots, v6_base, extra);
-            run(py, &snap, &input, on_error, with_prefix_len, &mut sink)?;
+            run(
+                py,
+                &snap,
+                &input,
+                on_error,
+                with_prefix_len,
+                &mut sink,
+                threads,
+            )?;
             let objs = slot_objects(py, table.objects, &snap)?;
             let out: Vec<Py<PyAny>> = slots
                 .iter()
@@ -669,7 +778,7 @@ pub fn lookup_fields<'py>(
         miss: None,
     };
     let mut sink = SlotSink::new(&mut slots, v6_base, extra);
-    run(py, &snap, &input, on_error, false, &mut sink)?;
+    run(py, &snap, &input, on_error, false, &mut sink, 1)?;
     // Per value slot: its tuple (a route whose value is not a tuple of
     // one item per field answers `default` in every field).
     let objs = slot_objects(py, table.objects, &snap)?;
@@ -782,7 +891,7 @@ pub fn lookup_columns<'py>(
             miss: None,
         };
         let mut sink = IndexSink::new(&mut index, n4, extra);
-        run(py, &snap, &input, OnError::Coerce, true, &mut sink)?;
+        run(py, &snap, &input, OnError::Coerce, true, &mut sink, 1)?;
     }
     // The matched route of a row: (prefix, value slot, v6 base of slots).
     let v6_base = snap.v4.values.len() as u32;

@@ -432,9 +432,9 @@ impl Table {
     }
 
     /// Vectorised longest-prefix match (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, default = crate::many::unset(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None, return_index = false))]
+    #[pyo3(signature = (addrs, default = crate::many::unset(), *, masked = false, with_prefix_len = false, errors = "raise", dtype = None, return_index = false, threads = 1))]
     #[pyo3(
-        text_signature = "(self, addrs, default=..., *, masked=False, with_prefix_len=False, errors='raise', dtype=None, return_index=False)"
+        text_signature = "(self, addrs, default=..., *, masked=False, with_prefix_len=False, errors='raise', dtype=None, return_index=False, threads=1)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn lookup_many<'py>(
@@ -447,6 +447,7 @@ impl Table {
         errors: &str,
         dtype: Option<Bound<'py, PyAny>>,
         return_index: bool,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::many::lookup_many(
             self.view(),
@@ -458,20 +459,22 @@ impl Table {
             errors,
             dtype.as_ref(),
             return_index,
+            threads,
         )
     }
 
     /// Per-route totals of addresses (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, weights = None, *, errors = "raise"))]
-    #[pyo3(text_signature = "(self, addrs, weights=None, *, errors='raise')")]
+    #[pyo3(signature = (addrs, weights = None, *, errors = "raise", threads = 1))]
+    #[pyo3(text_signature = "(self, addrs, weights=None, *, errors='raise', threads=1)")]
     fn count_many<'py>(
         &self,
         py: Python<'py>,
         addrs: &Bound<'py, PyAny>,
         weights: Option<Bound<'py, PyAny>>,
         errors: &str,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::many::count_many(self.view(), py, addrs, weights.as_ref(), errors)
+        crate::many::count_many(self.view(), py, addrs, weights.as_ref(), errors, threads)
     }
 
     /// Exact match: the value stored for exactly `prefix` (KeyError if none).

@@ -130,6 +130,35 @@ impl<A: Family, V, E: Engine<A>> Compiled<A, V, E> {
         self.engine.lookup_batch::<M>(addrs, out)
     }
 
+    /// As [`Compiled::lookup_batch`], on up to `threads` threads (0: one
+    /// per CPU), each answering a contiguous share of at least
+    /// [`crate::par::MIN_SHARE`] addresses (see [`crate::par`]): the same
+    /// answers as one thread's.
+    ///
+    /// # Panics
+    /// If `out` is shorter than `addrs`.
+    ///
+    /// ```
+    /// # use ipfib::{compiled::Compiled, engine::auto::AutoOptions, route_table::RouteTable};
+    /// let rt: RouteTable<u32, u32> = [("10.0.0.0/8".parse()?, 1)].into_iter().collect();
+    /// let c = Compiled::build(&rt, &AutoOptions::default())?;
+    /// let addrs: Vec<u32> = (0..1_000_000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    /// let (mut one, mut two) = (vec![0; addrs.len()], vec![0; addrs.len()]);
+    /// c.lookup_batch::<32>(&addrs, &mut one);
+    /// c.lookup_batch_par::<32>(&addrs, &mut two, 2);
+    /// assert_eq!(one, two);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lookup_batch_par<const M: usize>(&self, addrs: &[A], out: &mut [u32], threads: usize)
+    where
+        Self: Sync,
+    {
+        assert!(out.len() >= addrs.len(), "out is shorter than addrs");
+        crate::par::split_run(&mut out[..addrs.len()], threads, |start, part| {
+            self.lookup_batch::<M>(&addrs[start..start + part.len()], part)
+        });
+    }
+
     /// The route behind an ordinal from `lookup_batch` (`None` for
     /// [`NO_ROUTE`]).
     ///

@@ -90,6 +90,7 @@ pub mod mem;
 /// The brute-force oracle (test support: the `testing` feature).
 #[cfg(any(test, feature = "testing"))]
 pub mod oracle;
+pub mod par;
 mod plain;
 pub mod prefix;
 // `Rng` is public through `gen` (the `gen` feature); without it the

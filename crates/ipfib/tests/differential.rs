@@ -265,3 +265,43 @@ fn engines_fuzz_regressions_replay_clean() {
     }
     assert!(n > 0, "no regression inputs in {}", dir.display());
 }
+
+/// `lookup_batch_par` on 1 to 5 threads (and 0: one per CPU) answers
+/// each address as `lookup` does, on inputs long enough for several
+/// shares (cut points then fall everywhere: a share of each size), and as
+/// the oracle on a sample.
+#[test]
+fn batch_on_threads_agrees() {
+    fn check<A: Family>(routes: Vec<(Prefix<A>, u32)>, seed: u64) {
+        let table: RouteTable<A, u32> = routes.into_iter().collect();
+        let c = Compiled::build(&table, &AutoOptions::default()).unwrap();
+        let oracle = Oracle::new(table.iter().map(|(p, v)| (p, *v)));
+        let prefixes: Vec<_> = table.iter().map(|(p, _)| p).collect();
+        let mut q = boundary_queries(prefixes.iter().copied());
+        q.extend(matched_trace(&prefixes, 150_000, seed));
+        q.extend(uniform_trace::<A>(
+            5 * ipfib::par::MIN_SHARE + 7 - q.len(),
+            seed + 1,
+        ));
+        let want: Vec<_> = q.iter().map(|&a| c.lookup(a)).collect();
+        for (i, &a) in q.iter().enumerate().step_by(17) {
+            assert_eq!(
+                want[i].map(|(p, v)| (p, *v)),
+                oracle.lookup(a).map(|(p, v)| (p, *v))
+            );
+        }
+        for threads in [1, 2, 3, 4, 5, 0] {
+            let mut out = vec![u32::MAX - 1; q.len()];
+            c.lookup_batch_par::<32>(&q, &mut out, threads);
+            for (i, &o) in out.iter().enumerate() {
+                assert_eq!(c.route(o), want[i], "threads {threads}, address {i}");
+            }
+        }
+        // A longer `out` is written up to `addrs.len()`.
+        let mut out = vec![7u32; q.len() + 3];
+        c.lookup_batch_par::<32>(&q, &mut out, 2);
+        assert_eq!(&out[q.len()..], &[7, 7, 7]);
+    }
+    check(synthetic_v4(500, 3), 3);
+    check(synthetic_v6(500, 4), 4);
+}
