@@ -237,6 +237,21 @@ ipfib_status ipfib_lookup_v4_batch(const ipfib_table *table,
                                    uint32_t *route_index,
                                    uint8_t *prefix_len);
 
+// As `ipfib_lookup_v4_batch`, on up to `threads` threads (0: one per CPU
+// this process may run on; at most 256), each answering a contiguous
+// share of at least 65,536 addresses (fewer addresses: the calling
+// thread alone). The answers are `ipfib_lookup_v4_batch`'s, whatever the
+// thread count; the call returns when every thread has ended. A thread
+// the system refuses is not an error (the others answer its share).
+//
+// Thread safety: as `ipfib_lookup_v4`.
+ipfib_status ipfib_lookup_v4_batch_mt(const ipfib_table *table,
+                                      const uint32_t *addrs,
+                                      size_t n,
+                                      uint32_t *route_index,
+                                      uint8_t *prefix_len,
+                                      size_t threads);
+
 // Longest-prefix match of `n` IPv6 addresses: `addrs` points at `16 * n`
 // bytes, address `i` at `addrs + 16 * i`, network order. As
 // `ipfib_lookup_v4_batch` otherwise (and as `ipfib_lookup_v6` for
@@ -248,6 +263,17 @@ ipfib_status ipfib_lookup_v6_batch(const ipfib_table *table,
                                    size_t n,
                                    uint32_t *route_index,
                                    uint8_t *prefix_len);
+
+// As `ipfib_lookup_v6_batch`, on up to `threads` threads, as
+// `ipfib_lookup_v4_batch_mt`.
+//
+// Thread safety: as `ipfib_lookup_v4`.
+ipfib_status ipfib_lookup_v6_batch_mt(const ipfib_table *table,
+                                      const uint8_t *addrs,
+                                      size_t n,
+                                      uint32_t *route_index,
+                                      uint8_t *prefix_len,
+                                      size_t threads);
 
 // Longest-prefix match of an address written as text ("192.0.2.1",
 // "2001:db8::1"; surrounding whitespace ignored). An IPv4-mapped IPv6

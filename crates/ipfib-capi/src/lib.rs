@@ -255,26 +255,52 @@ pub unsafe extern "C" fn ipfib_builder_free(builder: *mut IpfibBuilder) {
     unsafe { free_boxed(builder, "ipfib_builder_free") }
 }
 
-/// The prefix length of each answer in `ri` into `prefix_len` (NULL: not
-/// wanted).
+/// Batch lookups on up to `threads` threads (see `ipfib_core::par`): `look(start,
+/// part)` writes the route indexes of addresses `start..start + part.len()`
+/// into `part`, then each share's prefix lengths are filled from them
+/// (`pl`: `None` when not wanted).
+fn batch_on_threads(
+    ri: &mut [u32],
+    pl: Option<&mut [u8]>,
+    threads: usize,
+    look: impl Fn(usize, &mut [u32]) + Sync,
+    len: impl Fn(u32) -> u8 + Sync,
+) {
+    let cuts = ipfib_core::par::shares(ri.len(), threads);
+    let (mut ri, mut pl) = (ri, pl);
+    let mut parts = Vec::with_capacity(cuts.len() - 1);
+    for w in cuts.windows(2) {
+        let k = w[1] - w[0];
+        let (r, rest) = std::mem::take(&mut ri).split_at_mut(k);
+        ri = rest;
+        let l = pl.take().map(|p| {
+            let (l, rest) = p.split_at_mut(k);
+            pl = Some(rest);
+            l
+        });
+        parts.push((w[0], r, l));
+    }
+    ipfib_core::par::run_shares(parts, |(start, r, l)| {
+        look(start, r);
+        if let Some(l) = l {
+            for (x, &o) in l.iter_mut().zip(r.iter()) {
+                *x = len(o);
+            }
+        }
+    });
+}
+
+/// `n` writable prefix lengths at `prefix_len`, or `None` for NULL.
 ///
 /// # Safety
-/// `prefix_len` is NULL or points at `ri.len()` writable bytes that no
-/// other live reference covers.
-unsafe fn fill_lengths(
-    prefix_len: *mut u8,
-    ri: &[u32],
-    len: impl Fn(u32) -> u8,
-) -> Result<(), Error> {
+/// `prefix_len` is NULL or points at `n` writable bytes that no other live
+/// reference covers.
+unsafe fn lengths_out<'a>(prefix_len: *mut u8, n: usize) -> Result<Option<&'a mut [u8]>, Error> {
     if prefix_len.is_null() {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: the caller's contract (above).
-    let pl = unsafe { slice_mut(prefix_len, ri.len(), "prefix_len") }?;
-    for (l, &o) in pl.iter_mut().zip(ri) {
-        *l = len(o);
-    }
-    Ok(())
+    unsafe { slice_mut(prefix_len, n, "prefix_len") }.map(Some)
 }
 
 /// Drop what `Box::into_raw` made (NULL: nothing). A panic in a destructor
@@ -384,7 +410,65 @@ pub unsafe extern "C" fn ipfib_lookup_v4_batch(
     route_index: *mut u32,
     prefix_len: *mut u8,
 ) -> IpfibStatus {
-    guard("ipfib_lookup_v4_batch", || {
+    // SAFETY: the caller's contract (above) is `lookup_v4_batch`'s.
+    unsafe {
+        lookup_v4_batch(
+            "ipfib_lookup_v4_batch",
+            table,
+            addrs,
+            n,
+            route_index,
+            prefix_len,
+            1,
+        )
+    }
+}
+
+/// As `ipfib_lookup_v4_batch`, on up to `threads` threads (0: one per CPU
+/// this process may run on; at most 256), each answering a contiguous
+/// share of at least 65,536 addresses (fewer addresses: the calling
+/// thread alone). The answers are `ipfib_lookup_v4_batch`'s, whatever the
+/// thread count; the call returns when every thread has ended. A thread
+/// the system refuses is not an error (the others answer its share).
+///
+/// Thread safety: as `ipfib_lookup_v4`.
+#[no_mangle]
+pub unsafe extern "C" fn ipfib_lookup_v4_batch_mt(
+    table: *const IpfibTable,
+    addrs: *const u32,
+    n: usize,
+    route_index: *mut u32,
+    prefix_len: *mut u8,
+    threads: usize,
+) -> IpfibStatus {
+    // SAFETY: the caller's contract (above) is `lookup_v4_batch`'s.
+    unsafe {
+        lookup_v4_batch(
+            "ipfib_lookup_v4_batch_mt",
+            table,
+            addrs,
+            n,
+            route_index,
+            prefix_len,
+            threads,
+        )
+    }
+}
+
+/// The body of `ipfib_lookup_v4_batch` and `_mt`.
+///
+/// # Safety
+/// As `ipfib_lookup_v4_batch`.
+unsafe fn lookup_v4_batch(
+    name: &'static str,
+    table: *const IpfibTable,
+    addrs: *const u32,
+    n: usize,
+    route_index: *mut u32,
+    prefix_len: *mut u8,
+    threads: usize,
+) -> IpfibStatus {
+    guard(name, || {
         // SAFETY: the caller passes a live table or NULL.
         let t = unsafe { table_ref(table) }?;
         if n == 0 {
@@ -393,10 +477,17 @@ pub unsafe extern "C" fn ipfib_lookup_v4_batch(
         // SAFETY: the caller passes `n` readable addresses, `n` writable
         // indexes and `n` writable lengths or NULL.
         let (a, ri) = unsafe { batch_buffers(addrs, n, n, route_index, prefix_len) }?;
-        t.batch_v4(a, ri);
-        // SAFETY: the caller passes `n` writable bytes or NULL, checked
-        // disjoint from the other buffers above.
-        unsafe { fill_lengths(prefix_len, ri, |o| t.len_v4(o)) }
+        // SAFETY: `n` writable bytes or NULL, checked disjoint from the
+        // other buffers by `batch_buffers`.
+        let pl = unsafe { lengths_out(prefix_len, n) }?;
+        batch_on_threads(
+            ri,
+            pl,
+            threads,
+            |start, part| t.batch_v4(&a[start..start + part.len()], part),
+            |o| t.len_v4(o),
+        );
+        Ok(())
     })
 }
 
@@ -414,7 +505,61 @@ pub unsafe extern "C" fn ipfib_lookup_v6_batch(
     route_index: *mut u32,
     prefix_len: *mut u8,
 ) -> IpfibStatus {
-    guard("ipfib_lookup_v6_batch", || {
+    // SAFETY: the caller's contract (above) is `lookup_v6_batch`'s.
+    unsafe {
+        lookup_v6_batch(
+            "ipfib_lookup_v6_batch",
+            table,
+            addrs,
+            n,
+            route_index,
+            prefix_len,
+            1,
+        )
+    }
+}
+
+/// As `ipfib_lookup_v6_batch`, on up to `threads` threads, as
+/// `ipfib_lookup_v4_batch_mt`.
+///
+/// Thread safety: as `ipfib_lookup_v4`.
+#[no_mangle]
+pub unsafe extern "C" fn ipfib_lookup_v6_batch_mt(
+    table: *const IpfibTable,
+    addrs: *const u8,
+    n: usize,
+    route_index: *mut u32,
+    prefix_len: *mut u8,
+    threads: usize,
+) -> IpfibStatus {
+    // SAFETY: the caller's contract (above) is `lookup_v6_batch`'s.
+    unsafe {
+        lookup_v6_batch(
+            "ipfib_lookup_v6_batch_mt",
+            table,
+            addrs,
+            n,
+            route_index,
+            prefix_len,
+            threads,
+        )
+    }
+}
+
+/// The body of `ipfib_lookup_v6_batch` and `_mt`.
+///
+/// # Safety
+/// As `ipfib_lookup_v6_batch`.
+unsafe fn lookup_v6_batch(
+    name: &'static str,
+    table: *const IpfibTable,
+    addrs: *const u8,
+    n: usize,
+    route_index: *mut u32,
+    prefix_len: *mut u8,
+    threads: usize,
+) -> IpfibStatus {
+    guard(name, || {
         // SAFETY: the caller passes a live table or NULL.
         let t = unsafe { table_ref(table) }?;
         if n == 0 {
@@ -426,17 +571,22 @@ pub unsafe extern "C" fn ipfib_lookup_v6_batch(
         // SAFETY: the caller passes `16 * n` readable bytes, `n` writable
         // indexes and `n` writable lengths or NULL.
         let (a, ri) = unsafe { batch_buffers(addrs, bytes, n, route_index, prefix_len) }?;
-        let mut buf = [0u128; V6_CHUNK];
-        for (src, dst) in a.chunks(16 * V6_CHUNK).zip(ri.chunks_mut(V6_CHUNK)) {
-            let k = dst.len();
-            for (x, b) in buf.iter_mut().zip(src.chunks_exact(16)) {
-                *x = be_u128(b);
+        // SAFETY: `n` writable bytes or NULL, checked disjoint from the
+        // other buffers by `batch_buffers`.
+        let pl = unsafe { lengths_out(prefix_len, n) }?;
+        let look = |start: usize, part: &mut [u32]| {
+            let src = &a[16 * start..16 * (start + part.len())];
+            let mut buf = [0u128; V6_CHUNK];
+            for (src, dst) in src.chunks(16 * V6_CHUNK).zip(part.chunks_mut(V6_CHUNK)) {
+                let k = dst.len();
+                for (x, b) in buf.iter_mut().zip(src.chunks_exact(16)) {
+                    *x = be_u128(b);
+                }
+                t.batch_v6(&buf[..k], dst);
             }
-            t.batch_v6(&buf[..k], dst);
-        }
-        // SAFETY: the caller passes `n` writable bytes or NULL, checked
-        // disjoint from the other buffers above.
-        unsafe { fill_lengths(prefix_len, ri, |o| t.len_v6(o)) }
+        };
+        batch_on_threads(ri, pl, threads, look, |o| t.len_v6(o));
+        Ok(())
     })
 }
 
