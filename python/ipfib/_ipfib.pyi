@@ -350,7 +350,9 @@ class Table:
         input ``lookup_many`` does. One pass, without the GIL, from one
         version of the table (read ``items()`` before a change to pair
         them). ``threads`` as for ``lookup_many``: each thread sums its
-        share, the totals are added up at the end.
+        share into totals of its own, added up at the end, so no more
+        threads run than ``len(addrs) // len(table)`` (each must count at
+        least as many addresses as there are routes).
 
         >>> t = Table.from_prefixes([("10.0.0.0/8", 1), ("10.1.0.0/16", 2)])  # doctest: +SKIP
         >>> t.count_many(["10.1.2.3", "10.2.0.1", "10.1.9.9", "192.0.2.1"])   # doctest: +SKIP

@@ -537,6 +537,10 @@ fn tally<'py, T: Tally>(
     v6_base: usize,
     threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // Each thread sums into totals of its own (one per route), added up
+    // at the end: a thread is worth it only when its share holds at
+    // least as many addresses as there are routes.
+    let threads = ipfib::par::thread_count(threads).min((input.len() / routes.max(1)).max(1));
     let mut sink = CountSink::new(vec![T::default(); routes], weights, one, v6_base);
     run(py, snap, input, on_error, true, &mut sink, threads)?;
     if sink.overflow {
