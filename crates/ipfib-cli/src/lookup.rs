@@ -12,6 +12,7 @@
 //! (`lookup/answer.rs`'s `Answer`).
 
 pub mod answer;
+mod parallel;
 mod stream;
 
 use crate::load::{open_table, OpenedTable, TableArgs};
@@ -45,6 +46,11 @@ pub struct Args {
     /// engines` lists each engine's kernels.
     #[arg(long)]
     kernel: Option<String>,
+    /// Threads answering stdin (0: one per CPU): the input is cut into
+    /// chunks of whole lines, answered in parallel and written in input
+    /// order; the output and messages are one thread's.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     /// Addresses to look up; with none, read stdin one per line.
     addrs: Vec<String>,
 }
@@ -95,7 +101,7 @@ pub fn run(args: Args) -> CmdResult {
     ];
     let refused = given.iter().find(|g| g.1).map(|g| g.0);
     let loaded = match open_table(t, refused) {
-        Ok(OpenedTable::Image(img)) => return finish(respond(&img, &args.addrs), 0),
+        Ok(OpenedTable::Image(img)) => return finish(respond(&img, &args.addrs, args.threads), 0),
         Ok(OpenedTable::Loaded(loaded)) => loaded,
         Err(e) => return Err(not_for_compiled(e)),
     };
@@ -112,8 +118,8 @@ pub fn run(args: Args) -> CmdResult {
     };
     let addrs = &args.addrs;
     let answered = match &engine {
-        Engine::Compiled(c) => respond(&**c, addrs),
-        Engine::Radix => respond(&answer::Radix::new(&table), addrs),
+        Engine::Compiled(c) => respond(&**c, addrs, args.threads),
+        Engine::Radix => respond(&answer::Radix::new(&table), addrs, args.threads),
     };
     // Damage or skipped records in the table (reported by `load`): exit 1.
     finish(answered, u64::from(loaded.had_problems))
@@ -137,9 +143,27 @@ fn finish(answered: Result<u64, Failure>, mut bad: u64) -> CmdResult {
 
 /// Answer `addrs`, or stdin's lines when there are none, from `table`;
 /// the number of bad ones.
-fn respond<T: answer::Answer>(table: &T, addrs: &[String]) -> Result<u64, Failure> {
+fn respond<T: answer::Answer + Sync>(
+    table: &T,
+    addrs: &[String],
+    threads: usize,
+) -> Result<u64, Failure> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    let threads = ipfib::par::thread_count(threads);
+    if addrs.is_empty() && threads > 1 {
+        let answered = parallel::answer_lines_threads(
+            table,
+            io::stdin().lock(),
+            &mut out,
+            &mut io::stderr(),
+            stream::Limits::default(),
+            threads,
+        );
+        if let Some(a) = answered {
+            return a;
+        }
+    }
     let mut r = stream::Responder::new(table, io::stderr());
     if addrs.is_empty() {
         stream::answer_lines(

@@ -190,6 +190,42 @@ fn cli_agrees(
             "{name}: ipfib lookup --engine {engine} lines"
         );
     }
+    // `--threads 2`: the input 40 times over (chunks of about 1 MiB each)
+    // with bad lines between: one thread's output, messages (line numbers
+    // across chunks) and status.
+    let mut big = String::new();
+    for i in 0..40 {
+        big.push_str(&input);
+        if i % 7 == 3 {
+            big.push_str(&format!("not-an-address-{i}\n"));
+        }
+    }
+    let run = |threads: &str| {
+        ipfib(
+            &[
+                OsStr::new("lookup"),
+                OsStr::new("--threads"),
+                OsStr::new(threads),
+                OsStr::new("--table"),
+                path.as_os_str(),
+            ],
+            Some(big.as_bytes()),
+        )
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert_eq!((one.code, two.code), (1, 1), "{name}: {}", two.stderr);
+    assert_eq!(one.stdout.lines().count(), 40 * addrs.len());
+    assert!(
+        one.stdout == two.stdout,
+        "{name}: --threads 2 answered otherwise"
+    );
+    assert_eq!(one.stderr, two.stderr, "{name}: --threads 2 messages");
+    assert_eq!(
+        one.stderr.matches("stdin line").count(),
+        6,
+        "{}",
+        one.stderr
+    );
     addrs.len()
 }
 

@@ -77,6 +77,9 @@ pub struct Responder<'t, T: Answer, E: Write> {
     bad: u64,
     /// The total of bad lines past the ones shown has been written.
     summarised: bool,
+    /// `finish` writes that total (not a worker of `--threads`, whose
+    /// writer totals every chunk's).
+    pub(super) summarise: bool,
 }
 
 impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
@@ -96,7 +99,21 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
             line_no: 0,
             bad: 0,
             summarised: false,
+            summarise: true,
         }
+    }
+
+    /// A worker of `--threads` starts a chunk whose first line is stdin
+    /// line `lines + 1`: line numbers go on from there, bad lines are
+    /// counted afresh.
+    pub(super) fn start_chunk(&mut self, lines: u64) {
+        self.line_no = lines;
+        self.bad = 0;
+    }
+
+    /// Where messages went (a worker's, taken after each chunk).
+    pub(super) fn err_mut(&mut self) -> &mut E {
+        &mut self.err
     }
 
     /// Bad lines (or arguments) so far.
@@ -276,7 +293,7 @@ impl<'t, T: Answer, E: Write> Responder<'t, T, E> {
         out.write_all(self.out.get(..self.used).unwrap_or_default())?;
         self.used = 0;
         let shown = ipfib_io::KEPT_ERRORS as u64;
-        if self.bad > shown && !self.summarised {
+        if self.summarise && self.bad > shown && !self.summarised {
             self.summarised = true;
             let what = if self.line_no > 0 {
                 "stdin lines"
@@ -635,6 +652,84 @@ mod tests {
         }
     }
 
+    /// `--threads`: the same answers, messages and count as one thread,
+    /// for chunks cut anywhere (blocks of 0-100 bytes, reads of 1-80),
+    /// over-long lines included, on 2 and 3 workers.
+    #[test]
+    fn threads_answer_as_one_thread() {
+        let table = table();
+        let compiled = table.compile(&AutoOptions::default()).unwrap();
+        let radix = Radix::new(&table);
+        let mut rng = Rng::new(9);
+        let long = "7".repeat(150);
+        for round in 0..300 {
+            let max_line = 30 + rng.below(30) as usize;
+            let mut input = Vec::new();
+            for _ in 0..rng.below(300) {
+                if rng.below(40) == 0 {
+                    input.extend_from_slice(long.as_bytes());
+                } else {
+                    input.extend(random_line(&mut rng, max_line));
+                }
+                input.extend_from_slice(if rng.below(4) == 0 { b"\r\n" } else { b"\n" });
+            }
+            if rng.below(2) == 0 {
+                input.extend(random_line(&mut rng, max_line));
+            }
+            if rng.below(8) == 0 {
+                input.extend_from_slice(long.as_bytes());
+            }
+            let want = reference(&table, &input, max_line);
+            let limits = Limits {
+                block: rng.below(100) as usize,
+                max_line,
+            };
+            let most = 1 + rng.below(80);
+            for threads in [2, 3] {
+                for (got, what) in [
+                    (
+                        run_threads(&compiled, &input, limits, most, threads),
+                        "planb",
+                    ),
+                    (run_threads(&radix, &input, limits, most, threads), "radix"),
+                ] {
+                    assert_eq!(
+                        String::from_utf8_lossy(&got.0),
+                        String::from_utf8_lossy(&want.0),
+                        "round {round} {what} threads {threads} stdout"
+                    );
+                    assert_eq!(
+                        String::from_utf8_lossy(&got.1),
+                        String::from_utf8_lossy(&want.1),
+                        "round {round} {what} threads {threads} stderr"
+                    );
+                    assert_eq!(got.2, want.2, "round {round} {what} bad lines");
+                }
+            }
+        }
+    }
+
+    fn run_threads<T: Answer + Sync>(
+        t: &T,
+        input: &[u8],
+        limits: Limits,
+        most: u64,
+        threads: usize,
+    ) -> (Vec<u8>, Vec<u8>, u64) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let pieces = Pieces {
+            bytes: input,
+            rng: Rng::new(most),
+            most,
+        };
+        let bad = super::super::parallel::answer_lines_threads(
+            t, pieces, &mut out, &mut err, limits, threads,
+        )
+        .expect("workers started")
+        .unwrap();
+        (out, err, bad)
+    }
+
     fn run<T: Answer>(t: &T, input: &[u8], limits: Limits, most: u64) -> (Vec<u8>, Vec<u8>, u64) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let mut r = Responder::new(t, &mut err);
@@ -704,6 +799,18 @@ mod tests {
         let mut r = Responder::new(&radix, io::sink());
         let got = answer_lines(&mut r, Failing(false), &mut out, Limits::default());
         assert!(matches!(got, Err(Failure::Read(_))));
+        assert_eq!(out, b"10.1.9.3 10.1.0.0/16 B\n");
+        // The same with threads: what was read whole is answered first.
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let got = super::super::parallel::answer_lines_threads(
+            &radix,
+            Failing(false),
+            &mut out,
+            &mut err,
+            Limits::default(),
+            2,
+        );
+        assert!(matches!(got, Some(Err(Failure::Read(_)))));
         assert_eq!(out, b"10.1.9.3 10.1.0.0/16 B\n");
     }
 }
