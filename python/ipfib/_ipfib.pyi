@@ -319,8 +319,11 @@ class Table:
         65,536 addresses, so small calls stay on one thread. The answers
         are the same whatever N (one version of the table; with
         ``errors="raise"`` the error names the input's first bad address).
-        Applies to numpy, Arrow, pandas and polars inputs; a Python list is
-        answered on one thread.
+        Applies to numeric numpy arrays, ``(N, 16)`` / ``(N, 2)`` IPv6
+        arrays, Arrow arrays and the pandas or polars Series holding those;
+        text in a numpy or pandas object (or ``U``/``S``) array, like a
+        Python list, is parsed under the GIL first and answered on one
+        thread (pass a pyarrow or polars string column to spread it).
 
         >>> t.lookup_many(np.array([0x0A010203], dtype=np.uint32))      # doctest: +SKIP
         array([64500])
@@ -342,17 +345,20 @@ class Table:
         first), how many of ``addrs`` it is the longest match of, or with
         ``weights`` (one number per address: bytes, packets) the sum of
         theirs (by position). ``int64`` for counts and integer weights
-        (exact; a running sum that leaves int64 raises ``OverflowError``:
-        pass float weights then), ``float64`` for float weights; a NaN or
+        (exact: summed in 128 bits, so only a final total that does not fit
+        int64 raises ``OverflowError``: pass float weights then),
+        ``float64`` for float weights (summed in another order on another
+        thread count, so float totals may differ in their last bits, or
+        more where large weights cancel); a NaN or
         null weight raises ``ValueError`` naming it. Addresses that match nothing, nulls and, with
         ``errors="coerce"``, bad items add to no route (so
         ``len(addrs) - counts.sum()`` of them). ``addrs`` takes every
         input ``lookup_many`` does. One pass, without the GIL, from one
         version of the table (read ``items()`` before a change to pair
         them). ``threads`` as for ``lookup_many``: each thread sums its
-        share into totals of its own, added up at the end, so no more
-        threads run than ``len(addrs) // len(table)`` (each must count at
-        least as many addresses as there are routes).
+        share into totals of its own (16 bytes a route), added up at the
+        end, so at most one thread per CPU runs and each counts at least
+        four addresses per route of the table.
 
         >>> t = Table.from_prefixes([("10.0.0.0/8", 1), ("10.1.0.0/16", 2)])  # doctest: +SKIP
         >>> t.count_many(["10.1.2.3", "10.2.0.1", "10.1.9.9", "192.0.2.1"])   # doctest: +SKIP

@@ -131,6 +131,7 @@ def test_count_many_sums_the_shares(case) -> None:  # type: ignore[no-untyped-de
                 got = t.count_many(x, w, threads=n)
                 assert got.dtype == one.dtype, n
                 if w is floats:
+                    # Float sums in another order (documented).
                     assert np.allclose(got, one, rtol=1e-12, atol=0), n
                 else:
                     assert np.array_equal(got, one), n
@@ -141,6 +142,20 @@ def test_count_many_sums_the_shares(case) -> None:  # type: ignore[no-untyped-de
     for n in (1, 2, 4):
         with pytest.raises(OverflowError, match="does not fit int64"):
             one_route.count_many(hit, w, threads=n)
+    # Totals are exact whatever the order: sums that leave int64 on the
+    # way and come back answer the same on every thread count.
+    m = 2**63 - 1
+    for spots in (
+        [(0, 2**62), (N // 2, 2**62), (N // 2 + 1, -(2**62))],
+        [(0, -1), (N // 2, m), (N // 2 + 1, 1)],
+        [(0, m), (N // 2, 1), (N // 2 + 1, -1)],
+    ):
+        w = np.zeros(N, dtype=np.int64)
+        for i, x in spots:
+            w[i] = x
+        want = sum(x for _, x in spots)
+        for n in (1, 2, 3, 4):
+            assert one_route.count_many(hit, w, threads=n).tolist() == [want], (spots, n)
 
 
 def test_small_calls_and_bad_thread_counts(case) -> None:  # type: ignore[no-untyped-def]

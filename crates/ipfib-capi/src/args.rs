@@ -111,6 +111,13 @@ pub unsafe fn c_path(p: *const c_char, what: &str) -> Result<PathBuf, Error> {
     }
 }
 
+/// What [`slice`] checks of `n` items at `p` (NULL, alignment, size),
+/// without making a slice.
+pub fn check_buffer<T>(p: *const T, n: usize, what: &str) -> Result<(), Error> {
+    check(p, what)?;
+    fits::<T>(n, what)
+}
+
 fn check<T>(p: *const T, what: &str) -> Result<(), Error> {
     if p.is_null() {
         return Err(Error::null(what));

@@ -855,6 +855,13 @@ unsafe fn batch_buffers<'a, T>(
     route_index: *mut u32,
     prefix_len: *mut u8,
 ) -> Result<(&'a [T], &'a mut [u32]), Error> {
+    // NULL, alignment and sizes first, so that an impossible `n` or a NULL
+    // buffer is named as such rather than as an overlap.
+    args::check_buffer(addrs, elems, "addrs")?;
+    args::check_buffer(route_index, n, "route_index")?;
+    if !prefix_len.is_null() {
+        args::check_buffer(prefix_len, n, "prefix_len")?;
+    }
     disjoint(&[
         (
             addrs as usize,

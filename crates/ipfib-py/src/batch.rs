@@ -565,24 +565,38 @@ impl SplitSink for IndexSink<'_> {
     }
 }
 
-/// A number `count_many` sums per route: `i64` (counts, integer weights;
-/// an overflow is reported, not wrapped) or `f64` (float weights).
+/// A number `count_many` sums per route: `i64` (counts, integer weights)
+/// or `f64` (float weights), summed in [`Tally::Acc`].
 pub trait Tally: numpy::Element + Copy + Send + Sync + Default {
-    /// `self + w`, or `None` when it does not fit.
-    fn plus(self, w: Self) -> Option<Self>;
+    /// What totals are summed in: `i128` for integers, which holds any
+    /// sum of fewer than 2^32 int64 weights, so a total is exact whatever
+    /// the order (threads) and only the final one must fit int64; `f64`
+    /// for floats (whose sums depend on the order, as any float sum).
+    type Acc: Copy + Send + Sync + Default + std::ops::Add<Output = Self::Acc>;
+    fn widen(self) -> Self::Acc;
+    /// The final total, or `None` when it does not fit.
+    fn narrow(acc: Self::Acc) -> Option<Self>;
 }
 
 impl Tally for i64 {
+    type Acc = i128;
     #[inline]
-    fn plus(self, w: Self) -> Option<Self> {
-        self.checked_add(w)
+    fn widen(self) -> i128 {
+        i128::from(self)
+    }
+    fn narrow(acc: i128) -> Option<i64> {
+        i64::try_from(acc).ok()
     }
 }
 
 impl Tally for f64 {
+    type Acc = f64;
     #[inline]
-    fn plus(self, w: Self) -> Option<Self> {
-        Some(self + w)
+    fn widen(self) -> f64 {
+        self
+    }
+    fn narrow(acc: f64) -> Option<f64> {
+        Some(acc)
     }
 }
 
@@ -591,27 +605,30 @@ impl Tally for f64 {
 /// [`IndexSink`]); misses add nothing. Fed by the route-ordinal engine.
 pub struct CountSink<'a, T: Tally> {
     /// Owned: each lookup thread sums into its own, added up at the end
-    /// (handed to numpy without a copy).
-    pub totals: Vec<T>,
+    /// ([`CountSink::into_totals`]).
+    totals: Vec<T::Acc>,
     /// One per address; `None`: every address weighs `one`.
     weights: Option<&'a [T]>,
     one: T,
     base: usize,
     v6_base: usize,
-    /// Set when an integer total overflowed (the call then fails).
-    pub overflow: bool,
 }
 
 impl<'a, T: Tally> CountSink<'a, T> {
-    pub fn new(totals: Vec<T>, weights: Option<&'a [T]>, one: T, v6_base: usize) -> Self {
+    /// Totals of `routes` routes, IPv6 ones from `v6_base` on.
+    pub fn new(routes: usize, weights: Option<&'a [T]>, one: T, v6_base: usize) -> Self {
         CountSink {
-            totals,
+            totals: vec![T::Acc::default(); routes],
             weights,
             one,
             base: 0,
             v6_base,
-            overflow: false,
         }
+    }
+
+    /// The totals, or `None` when one does not fit `T`.
+    pub fn into_totals(self) -> Option<Vec<T>> {
+        self.totals.into_iter().map(T::narrow).collect()
     }
 }
 
@@ -628,10 +645,7 @@ impl<T: Tally> Sink for CountSink<'_, T> {
         }
         let w = self.weights.map_or(self.one, |w| w[pos]);
         let total = &mut self.totals[self.base + ordinal as usize];
-        match total.plus(w) {
-            Some(t) => *total = t,
-            None => self.overflow = true,
-        }
+        *total = *total + w.widen();
     }
 }
 
@@ -649,20 +663,15 @@ impl<T: Tally> SplitSink for CountSink<'_, T> {
             tail
         });
         CountSink {
-            totals: vec![T::default(); self.totals.len()],
+            totals: vec![T::Acc::default(); self.totals.len()],
             weights,
-            overflow: false,
             ..*self
         }
     }
 
     fn absorb(&mut self, part: Self) {
-        self.overflow |= part.overflow;
         for (t, p) in self.totals.iter_mut().zip(part.totals) {
-            match t.plus(p) {
-                Some(x) => *t = x,
-                None => self.overflow = true,
-            }
+            *t = *t + p;
         }
     }
 }

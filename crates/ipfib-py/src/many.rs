@@ -242,10 +242,9 @@ fn answer_share<S: FamilySink>(
 /// The lookups of `items` into `sink`, the items cut into contiguous
 /// shares (see [`ipfib::par::shares`]), one thread each (this one answers the first),
 /// every thread into its own part of the sink. From one snapshot, so the
-/// answers are those of one thread. With `errors="raise"` the error is the
-/// first bad item of the input (each share stops at its first, and the
-/// lowest of those is the input's first). A parsed list is answered on
-/// this thread alone.
+/// answers are those of one thread. The error is the input's first (each
+/// share stops at its first, and shares are in input order). A parsed
+/// list is answered on this thread alone.
 pub(crate) fn answer_split<S: SplitSink>(
     snap: &Snapshot,
     items: &Items<'_>,
@@ -277,17 +276,12 @@ pub(crate) fn answer_split<S: SplitSink>(
     for part in parts {
         sink.absorb(part);
     }
-    // The first bad item of the input, else any other error.
-    let mut first: Option<ManyError> = None;
-    for e in results.into_iter().filter_map(Result::err) {
-        first = Some(match (first, e) {
-            (Some(ManyError::Bad(a)), ManyError::Bad(b)) if b.index < a.index => ManyError::Bad(b),
-            (Some(ManyError::Bad(a)), ManyError::Bad(_)) => ManyError::Bad(a),
-            (Some(ManyError::Bad(_)), other) | (None, other) => other,
-            (Some(other), _) => other,
-        });
-    }
-    first.map_or(Ok(()), Err)
+    // Shares are contiguous and in input order, and each stops at its
+    // first error: the first share's error is the input's first.
+    results
+        .into_iter()
+        .find_map(Result::err)
+        .map_or(Ok(()), Err)
 }
 
 /// A share's error, its item numbered in the whole input.
@@ -537,18 +531,21 @@ fn tally<'py, T: Tally>(
     v6_base: usize,
     threads: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
-    // Each thread sums into totals of its own (one per route), added up
-    // at the end: a thread is worth it only when its share holds at
-    // least as many addresses as there are routes.
-    let threads = ipfib::par::thread_count(threads).min((input.len() / routes.max(1)).max(1));
-    let mut sink = CountSink::new(vec![T::default(); routes], weights, one, v6_base);
+    // Each thread sums into totals of its own (16 bytes a route), added
+    // up at the end: at most one thread per CPU, and each share at least
+    // four times the routes (the totals then cost at most 4 bytes an
+    // address, the size of an IPv4 input).
+    let threads = ipfib::par::thread_count(threads)
+        .min(ipfib::par::cpus())
+        .min((input.len() / (4 * routes.max(1))).max(1));
+    let mut sink = CountSink::new(routes, weights, one, v6_base);
     run(py, snap, input, on_error, true, &mut sink, threads)?;
-    if sink.overflow {
-        return Err(pyo3::exceptions::PyOverflowError::new_err(
+    let totals = sink.into_totals().ok_or_else(|| {
+        pyo3::exceptions::PyOverflowError::new_err(
             "count_many: a route's total does not fit int64 (pass float weights)",
-        ));
-    }
-    Ok(PyArray1::from_vec(py, sink.totals).into_any())
+        )
+    })?;
+    Ok(PyArray1::from_vec(py, totals).into_any())
 }
 
 /// Vectorised longest-prefix match (see `_ipfib.pyi`).

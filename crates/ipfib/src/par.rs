@@ -16,7 +16,7 @@
 //! [`Compiled::lookup_batch_par`]: crate::compiled::Compiled::lookup_batch_par
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// The fewest addresses one thread is given.
 pub const MIN_SHARE: usize = 1 << 16;
@@ -34,12 +34,16 @@ pub const MAX_THREADS: usize = 256;
 /// assert_eq!(thread_count(usize::MAX), MAX_THREADS);
 /// ```
 pub fn thread_count(threads: usize) -> usize {
-    let t = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        threads
-    };
+    let t = if threads == 0 { cpus() } else { threads };
     t.min(MAX_THREADS)
+}
+
+/// The CPUs this process may run on, asked once (`available_parallelism`
+/// reads the affinity mask and the cgroup quota files: tens of
+/// microseconds a call).
+pub fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Where each share of `n` items starts, then `n`: at most `threads`
@@ -53,6 +57,9 @@ pub fn thread_count(threads: usize) -> usize {
 /// assert_eq!(shares(0, 8), [0, 0]);
 /// ```
 pub fn shares(n: usize, threads: usize) -> Vec<usize> {
+    if n < 2 * MIN_SHARE {
+        return vec![0, n];
+    }
     let k = thread_count(threads).min(n / MIN_SHARE).max(1);
     (0..=k).map(|i| n / k * i + (n % k).min(i)).collect()
 }
@@ -89,6 +96,16 @@ pub fn split_run<U: Send>(out: &mut [U], threads: usize, f: impl Fn(usize, &mut 
 /// at least) answer its part. A panic in `f` is raised again here once
 /// every thread has ended.
 pub fn run_shares<P: Send, R: Send>(parts: Vec<P>, f: impl Fn(P) -> R + Sync) -> Vec<R> {
+    run_shares_with(parts, f, |_| true)
+}
+
+/// [`run_shares`], starting the thread for part `i` only when
+/// `try_start(i)` (tests: threads the system refuses).
+fn run_shares_with<P: Send, R: Send>(
+    parts: Vec<P>,
+    f: impl Fn(P) -> R + Sync,
+    try_start: impl Fn(usize) -> bool,
+) -> Vec<R> {
     if parts.len() <= 1 {
         return parts.into_iter().map(f).collect();
     }
@@ -113,6 +130,7 @@ pub fn run_shares<P: Send, R: Send>(parts: Vec<P>, f: impl Fn(P) -> R + Sync) ->
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = (1..cells.len())
+            .filter(|&i| try_start(i))
             .filter_map(|_| {
                 std::thread::Builder::new()
                     .name("ipfib-lookup".into())
@@ -176,6 +194,26 @@ mod tests {
                 // As many shares as allowed: one more would be too small.
                 assert!(k == threads.min(MAX_THREADS) || n / (k + 1) < MIN_SHARE);
             }
+        }
+    }
+
+    /// Threads the system refuses: the others (the calling thread at
+    /// least) answer their parts, every part once, in order.
+    #[test]
+    fn refused_threads_leave_no_part_unanswered() {
+        for started in [0usize, 1, 3] {
+            let parts: Vec<usize> = (0..6).collect();
+            let calls = AtomicUsize::new(0);
+            let got = run_shares_with(
+                parts,
+                |p| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    p * 10
+                },
+                |i| i <= started,
+            );
+            assert_eq!(got, [0, 10, 20, 30, 40, 50], "{started} started");
+            assert_eq!(calls.load(Ordering::Relaxed), 6);
         }
     }
 

@@ -308,6 +308,30 @@ static void test_lookups(const ipfib_table *t) {
     EXPECT(IPFIB_STATUS_NULL_POINTER, ipfib_lookup_v4_batch_mt(NULL, addrs4, 1, ris, lens, 2));
     EXPECT(IPFIB_STATUS_NULL_POINTER, ipfib_lookup_v6_batch_mt(t, NULL, 1, ris, lens, 2));
     EXPECT(IPFIB_STATUS_INVALID_ARGUMENT, ipfib_lookup_v4_batch_mt(t, addrs4, SIZE_MAX, ris, lens, 2));
+    /* Many shares without the data files: the small table's addresses
+     * tiled (and walked through every address of 10.x), on 0-4 threads
+     * against single lookups. */
+    {
+        const size_t big = 200003;
+        uint32_t *a = malloc(big * sizeof *a), *r = malloc(big * sizeof *r);
+        uint8_t *l = malloc(big);
+        for (size_t i = 0; i < big; i++)
+            a[i] = (i % 3 == 0) ? addrs4[i % k4] : (uint32_t)(0x0a000000u + i * 2654435761u % 0x01000000u);
+        for (size_t threads = 0; threads <= 4; threads++) {
+            memset(r, 0xee, big * sizeof *r);
+            OK(ipfib_lookup_v4_batch_mt(t, a, big, r, l, threads));
+            for (size_t i = 0; i < big; i += 7) {
+                uint32_t r1;
+                uint8_t l1;
+                OK(ipfib_lookup_v4(t, a[i], &r1, &l1));
+                CHECK(r[i] == r1 && l[i] == l1);
+            }
+            CHECK(r[big - 1] != 0xeeeeeeeeu);
+        }
+        free(a);
+        free(r);
+        free(l);
+    }
     /* Small inputs: one share on the calling thread, the batch's answers. */
     OK(ipfib_lookup_v4_batch_mt(t, addrs4, k4, ris, lens, 8));
     for (size_t i = 0; i < k4; i++) {
