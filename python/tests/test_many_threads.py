@@ -151,9 +151,9 @@ def test_count_many_sums_the_shares(case) -> None:  # type: ignore[no-untyped-de
         [(0, m), (N // 2, 1), (N // 2 + 1, -1)],
     ):
         w = np.zeros(N, dtype=np.int64)
-        for i, x in spots:
-            w[i] = x
-        want = sum(x for _, x in spots)
+        for i, v in spots:
+            w[i] = v
+        want = sum(v for _, v in spots)
         for n in (1, 2, 3, 4):
             assert one_route.count_many(hit, w, threads=n).tolist() == [want], (spots, n)
 
