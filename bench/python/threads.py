@@ -30,6 +30,9 @@ import numpy as np
 
 import ipfib
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_lookup import timed  # noqa: E402 (this folder is not a package)
+
 DATA = Path(os.environ.get("IPFIB_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
@@ -53,16 +56,6 @@ def inputs(t: ipfib.Table, n: int) -> dict[str, np.ndarray]:
     rows = (six * (k // len(six) + 1))[:k]
     v6 = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(-1, 16)
     return {"IPv4 uint32": v4, "IPv6 (N,16) bytes": v6}
-
-
-def timed(f, runs: int) -> tuple[list[float], object]:  # type: ignore[no-untyped-def]
-    out = f()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t0)
-    return times, out
 
 
 def main() -> int:
