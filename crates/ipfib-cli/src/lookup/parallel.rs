@@ -33,12 +33,14 @@ struct Chunk {
     bytes: Vec<u8>,
 }
 
-/// A chunk answered.
+/// A chunk answered (`failed`: its worker panicked, a bug: the run
+/// stops rather than wait for answers that will never come).
 struct Done {
     seq: u64,
     out: Vec<u8>,
     err: Vec<u8>,
     bad: u64,
+    failed: bool,
 }
 
 /// Answer every line of `input` onto `out` on up to `threads` workers,
@@ -137,14 +139,18 @@ fn work<T: Answer>(
         r.start_chunk(c.first_line);
         let mut out = Vec::with_capacity(c.bytes.len() * 2);
         // Reading a slice cannot fail, nor writing to a Vec.
-        let _ = answer_lines(&mut r, &c.bytes[..], &mut out, limits);
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = answer_lines(&mut r, &c.bytes[..], &mut out, limits);
+        }));
+        let failed = answered.is_err();
         let d = Done {
             seq: c.seq,
             out,
             err: std::mem::take(r.err_mut()),
             bad: r.bad(),
+            failed,
         };
-        if done.send(d).is_err() {
+        if done.send(d).is_err() || failed {
             break;
         }
     }
@@ -162,6 +168,11 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     fn take(&mut self, d: Done, out: &mut impl Write, err: &mut impl Write) -> io::Result<()> {
+        if d.failed {
+            return Err(io::Error::other(
+                "a lookup thread panicked (a bug in ipfib: please report it)",
+            ));
+        }
         self.held.insert(d.seq, d);
         while let Some(d) = self.held.remove(&self.next) {
             out.write_all(&d.out)?;

@@ -709,6 +709,56 @@ mod tests {
         }
     }
 
+    /// A worker that panics (a bug) stops the run with an error instead
+    /// of leaving the writer waiting for its chunk.
+    #[test]
+    fn a_panicking_worker_stops_the_run() {
+        struct Bomb<'t>(Radix<'t>);
+        impl Answer for Bomb<'_> {
+            fn batch_v4(&self, addrs: &[u32], ordinals: &mut [u32]) {
+                assert!(!addrs.contains(&0x0a01_0203), "boom");
+                self.0.batch_v4(addrs, ordinals)
+            }
+            fn batch_v6(&self, addrs: &[u128], ordinals: &mut [u32]) {
+                self.0.batch_v6(addrs, ordinals)
+            }
+            fn route_v4(&self, o: u32) -> Option<(ipfib::prefix::Prefix<u32>, &str)> {
+                self.0.route_v4(o)
+            }
+            fn route_v6(&self, o: u32) -> Option<(ipfib::prefix::Prefix<u128>, &str)> {
+                self.0.route_v6(o)
+            }
+            fn routes_v4(&self) -> usize {
+                self.0.routes_v4()
+            }
+            fn routes_v6(&self) -> usize {
+                self.0.routes_v6()
+            }
+        }
+        let table = table();
+        let bomb = Bomb(Radix::new(&table));
+        let mut input = b"10.9.9.9\n".repeat(5000);
+        input.extend_from_slice(b"10.1.2.3\n");
+        input.extend(b"10.9.9.9\n".repeat(5000));
+        let limits = Limits {
+            block: 64,
+            max_line: 40,
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let got = super::super::parallel::answer_lines_threads(
+            &bomb,
+            &input[..],
+            &mut out,
+            &mut err,
+            limits,
+            2,
+        );
+        match got {
+            Some(Err(Failure::Write(e))) => assert!(e.to_string().contains("panicked"), "{e}"),
+            _ => panic!("the run went on past a panicked worker"),
+        }
+    }
+
     fn run_threads<T: Answer + Sync>(
         t: &T,
         input: &[u8],
