@@ -792,6 +792,7 @@ class Rib:
         *,
         errors: Literal["raise", "coerce"] = "raise",
         rpki: Vrps | None = None,
+        threads: int = 1,
     ) -> RibLookups:
         """Vectorised ``lookup`` for flow enrichment: one row per address,
         each field equal to what ``lookup`` answers for that address.
@@ -809,7 +810,9 @@ class Rib:
         own next hop as ``lookup``'s ``nexthop``. A bad address raises
         ``ValueError`` naming it and its index; ``errors="coerce"`` makes it
         a no-match (a bad next hop: no preference). The lookups run without
-        the GIL through the RIB's batch path.
+        the GIL through the RIB's batch path; ``threads`` as for
+        ``Table.lookup_many`` (the answers are one thread's; the ``rpki``
+        pass runs on one thread).
 
         ``pandas.DataFrame(rib.lookup_many(addrs))`` makes one column per
         field.

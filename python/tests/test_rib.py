@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import ipfib
@@ -417,6 +418,47 @@ def test_lookup_many_nexthops(rib4: ipfib.Rib, swept4: Swept) -> None:
     assert_many_equals_lookup(rib4, addrs, got, nexthops=[nh_of[a] for a in addrs])
     plain = rib4.lookup_many(ints)
     assert not np.array_equal(got["next_hop"], plain["next_hop"])
+
+
+def test_lookup_many_threads(rib4: ipfib.Rib, swept4: Swept) -> None:
+    """`threads=N`: inputs long enough for several shares (300,000 rows),
+    with per-row next hops and a peer filter, answer every field as one
+    thread (next hops renumbered across the threads' parts), which a
+    sample checks against `lookup`; the first bad row is named."""
+    base = probes(swept4, seed=9, n=300)
+    nh_of = nexthop_choices(rib4, swept4, base, seed=9)
+    n = 300_000
+    addrs = [base[(i * 7919) % len(base)] for i in range(n)]
+    nexthops: list[str | None] = [nh_of[a] if i % 5 else None for i, a in enumerate(addrs)]
+    ints = np.array([int(ipaddress.ip_address(a)) for a in addrs], dtype=np.uint32)
+    for peer in (None, busiest_and_smallest(rib4)[0]):
+        for nh in (None, nexthops):
+            one = rib4.lookup_many(ints, peer=peer, nexthops=nh)
+            assert one["found"].any()
+            for t in (2, 3, 0):
+                got = rib4.lookup_many(ints, peer=peer, nexthops=nh, threads=t)
+                for k in one:
+                    assert np.array_equal(got[k], one[k]), (k, peer, t)  # type: ignore[literal-required]
+            sample = list(range(0, n, 997))
+            assert_many_equals_lookup(
+                rib4,
+                [addrs[i] for i in sample],
+                {k: np.asarray(v)[sample] for k, v in got.items()},
+                peer=peer,
+                nexthops=[nexthops[i] for i in sample] if nh else None,
+            )
+    texts: list[str | None] = list(addrs)
+    texts[200_000] = "bad-200000"
+    texts[250_000] = "bad-250000"
+    arrow = pa.array(texts)
+    for t in (1, 2, 3):
+        with pytest.raises(ValueError, match="at index 200000"):
+            rib4.lookup_many(arrow, threads=t)
+    coerced = rib4.lookup_many(arrow, errors="coerce")
+    got = rib4.lookup_many(arrow, errors="coerce", threads=2)
+    assert not coerced["found"][200_000]
+    for k in coerced:
+        assert np.array_equal(got[k], coerced[k]), k  # type: ignore[literal-required]
 
 
 def test_lookup_many_v6(rib6: ipfib.Rib, swept6: Swept) -> None:

@@ -382,7 +382,8 @@ impl Rib {
     }
 
     /// Vectorised lookups for flow enrichment (see `_ipfib.pyi`).
-    #[pyo3(signature = (addrs, peer = None, nexthops = None, *, errors = "raise", rpki = None))]
+    #[pyo3(signature = (addrs, peer = None, nexthops = None, *, errors = "raise", rpki = None, threads = 1))]
+    #[allow(clippy::too_many_arguments)]
     fn lookup_many<'py>(
         &self,
         py: Python<'py>,
@@ -391,6 +392,7 @@ impl Rib {
         nexthops: Option<Bound<'py, PyAny>>,
         errors: &str,
         rpki: Option<PyRef<'py, crate::rpki::Vrps>>,
+        threads: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         let on_error = crate::batch::OnError::parse(errors)?;
         let peer = peer_arg(&self.rib, peer.as_ref())?;
@@ -402,6 +404,7 @@ impl Rib {
             nexthops.as_ref(),
             on_error,
             rpki.as_deref(),
+            threads,
         )
     }
 

@@ -108,7 +108,43 @@ fn fields(hit: &Option<Hit>, nh: &mut AnswerNextHops) -> (bool, u32, i16, i64, u
     }
 }
 
-impl Out<'_> {
+impl<'a> Out<'a> {
+    /// Keep positions `..at`; the outputs of positions `at..` (numbered
+    /// from 0) with next-hop numbers of their own, for another thread
+    /// ([`Out::absorb`] renumbers them).
+    fn split_off(&mut self, at: usize) -> Out<'a> {
+        fn cut<'a, T>(s: &mut &'a mut [T], at: usize) -> &'a mut [T] {
+            let (head, tail) = std::mem::take(s).split_at_mut(at);
+            *s = head;
+            tail
+        }
+        Out {
+            found: cut(&mut self.found, at),
+            origin_asn: cut(&mut self.origin_asn, at),
+            prefix_len: cut(&mut self.prefix_len, at),
+            peer: cut(&mut self.peer, at),
+            next_hop: cut(&mut self.next_hop, at),
+            next_hops: AnswerNextHops::default(),
+        }
+    }
+
+    /// A part answered by another thread: its next-hop numbers made this
+    /// one's (every distinct next hop numbered here, in the parts' order).
+    fn absorb(&mut self, part: Out<'_>) {
+        let map: Vec<u32> = part
+            .next_hops
+            .next_hops
+            .distinct
+            .iter()
+            .map(|&a| self.next_hops.next_hops.number(a))
+            .collect();
+        for k in part.next_hop.iter_mut() {
+            if let Some(i) = k.checked_sub(1) {
+                *k = map.get(i as usize).copied().unwrap_or(NO_NEXT_HOP);
+            }
+        }
+    }
+
     #[inline]
     fn put(&mut self, pos: usize, hit: &Option<Hit>) {
         let (f, o, l, p, n) = fields(hit, &mut self.next_hops);
@@ -180,6 +216,22 @@ struct FlowNextHops {
     next_hops: NextHops,
 }
 
+/// [`FlowNextHops`] of one share of the positions (numbered from 0).
+#[derive(Clone, Copy)]
+struct NhView<'a> {
+    by_pos: &'a [u32],
+    next_hops: &'a NextHops,
+}
+
+impl FlowNextHops {
+    fn view(&self, start: usize, end: usize) -> NhView<'_> {
+        NhView {
+            by_pos: &self.by_pos[start..end],
+            next_hops: &self.next_hops,
+        }
+    }
+}
+
 /// The lookups of one family of one round: grouped by next hop when there
 /// are per-address next hops, else all with `base`.
 #[allow(clippy::too_many_arguments)]
@@ -187,7 +239,7 @@ fn lookup_family<A: Copy>(
     addrs: &[A],
     pos: &[u32],
     base: &Query,
-    nexthops: Option<&FlowNextHops>,
+    nexthops: Option<NhView<'_>>,
     batch: &impl Fn(&[A], &Query, &mut [Option<Hit>]),
     hits: &mut [Option<Hit>],
     scratch: &mut (Vec<(u32, u32)>, Vec<A>, Vec<u32>),
@@ -264,13 +316,58 @@ fn next_hops(
     decoded.map_err(|e| named(bad_item(e)))
 }
 
-/// Run every lookup of `items` into `out` (no GIL needed).
-fn run(
+/// Run every lookup of `items` into `out` (no GIL needed) on up to
+/// `threads` threads, as `Table.lookup_many` does (`many::answer_split`):
+/// contiguous shares, one `Out` part each, the next-hop numbers of the
+/// parts renumbered into `out`'s at the end; the error is the input's
+/// first. A parsed list is answered on this thread.
+#[allow(clippy::too_many_arguments)]
+fn run_split(
     rib: &ipfib_rib::Rib,
     items: &Items<'_>,
     on_error: OnError,
     base: &Query,
     nexthops: Option<&FlowNextHops>,
+    out: &mut Out<'_>,
+    threads: usize,
+) -> Result<(), BadItem> {
+    let n = items.len();
+    let cuts = ipfib::par::shares(n, threads);
+    if cuts.len() <= 2 || items.slice(0, 0).is_none() {
+        return run(rib, items, on_error, base, nexthops.map(|h| h.view(0, n)), out);
+    }
+    let mut parts: Vec<Out<'_>> = cuts[1..cuts.len() - 1]
+        .iter()
+        .rev()
+        .map(|&at| out.split_off(at))
+        .collect();
+    parts.reverse();
+    let work = std::iter::once(&mut *out)
+        .chain(parts.iter_mut())
+        .zip(cuts.windows(2))
+        .map(|(part, w)| (w[0], w[1], part))
+        .collect();
+    let results = ipfib::par::run_shares(work, |(start, end, part)| {
+        let share = items.slice(start, end).expect("sliceable, checked above");
+        let nh = nexthops.map(|h| h.view(start, end));
+        run(rib, &share, on_error, base, nh, part).map_err(|mut b| {
+            b.index += start;
+            b
+        })
+    });
+    for part in parts {
+        out.absorb(part);
+    }
+    results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+}
+
+/// Run every lookup of `items` into `out` on this thread.
+fn run(
+    rib: &ipfib_rib::Rib,
+    items: &Items<'_>,
+    on_error: OnError,
+    base: &Query,
+    nexthops: Option<NhView<'_>>,
     out: &mut Out<'_>,
 ) -> Result<(), BadItem> {
     let mut hits = vec![None; BATCH];
@@ -308,6 +405,7 @@ pub fn lookup_many<'py>(
     nexthops: Option<&Bound<'py, PyAny>>,
     on_error: OnError,
     rpki: Option<&crate::rpki::Vrps>,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let base = Query {
         peer,
@@ -344,13 +442,14 @@ pub fn lookup_many<'py>(
         };
         let items = input.items()?;
         py.detach(|| {
-            run(
+            run_split(
                 the_rib,
                 &items,
                 on_error,
                 &base,
                 nexthops.as_ref(),
                 &mut out,
+                threads,
             )
         })
         .map_err(bad_item)?;
