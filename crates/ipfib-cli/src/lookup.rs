@@ -150,7 +150,9 @@ fn respond<T: answer::Answer + Sync>(
 ) -> Result<u64, Failure> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let threads = ipfib::par::thread_count(threads);
+    // At most one worker per CPU: each holds an answer cache of its own
+    // (tens of MB on a full table) and chunks in flight.
+    let threads = ipfib::par::thread_count(threads).min(ipfib::par::cpus());
     if addrs.is_empty() && threads > 1 {
         let answered = parallel::answer_lines_threads(
             table,

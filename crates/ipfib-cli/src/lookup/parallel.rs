@@ -22,6 +22,7 @@ use super::answer::Answer;
 use super::stream::{answer_lines, Failure, Limits, Responder};
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Mutex;
 
@@ -70,6 +71,8 @@ pub fn answer_lines_threads<T: Answer + Sync>(
     // Borrowed by the workers; the rest moves in, so that the chunk
     // sender drops (and the workers end) when the scope's body returns.
     let chunk_rx = &chunk_rx;
+    // Set after a write error: the workers answer nothing more.
+    let stop = &AtomicBool::new(false);
     let mut input = input;
     std::thread::scope(move |s| {
         let started = (0..threads)
@@ -77,7 +80,7 @@ pub fn answer_lines_threads<T: Answer + Sync>(
                 let done_tx = done_tx.clone();
                 std::thread::Builder::new()
                     .name("ipfib-lookup".into())
-                    .spawn_scoped(s, move || work(table, chunk_rx, done_tx, limits))
+                    .spawn_scoped(s, move || work(table, chunk_rx, done_tx, limits, stop))
                     .is_ok()
             })
             .count();
@@ -107,6 +110,7 @@ pub fn answer_lines_threads<T: Answer + Sync>(
         // The workers end once the chunks sent are answered.
         drop(chunk_tx);
         if let Err(ReadStop::Write(e)) = read {
+            stop.store(true, Ordering::Relaxed);
             return Some(Err(Failure::Write(e)));
         }
         let written = (|| {
@@ -115,10 +119,18 @@ pub fn answer_lines_threads<T: Answer + Sync>(
             }
             out.flush()
         })();
-        w.summary(err);
+        if written.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        // As one thread: a read error is the one reported (the answers
+        // before it written as far as they could be), and after a write
+        // error no total is written.
+        if written.is_ok() {
+            w.summary(err);
+        }
         Some(match (read, written) {
-            (_, Err(e)) | (Err(ReadStop::Write(e)), _) => Err(Failure::Write(e)),
-            (Err(ReadStop::Read(e)), Ok(())) => Err(Failure::Read(e)),
+            (Err(ReadStop::Read(e)), _) => Err(Failure::Read(e)),
+            (Err(ReadStop::Write(e)), _) | (Ok(()), Err(e)) => Err(Failure::Write(e)),
             (Ok(()), Ok(())) => Ok(w.bad),
         })
     })
@@ -130,12 +142,16 @@ fn work<T: Answer>(
     chunks: &Mutex<Receiver<Chunk>>,
     done: mpsc::Sender<Done>,
     limits: Limits,
+    stop: &AtomicBool,
 ) {
     let mut r = Responder::new(table, Vec::new());
     r.summarise = false;
     loop {
         let next = chunks.lock().ok().and_then(|rx| rx.recv().ok());
         let Some(c) = next else { break };
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         r.start_chunk(c.first_line);
         let mut out = Vec::with_capacity(c.bytes.len() * 2);
         // Reading a slice cannot fail, nor writing to a Vec.
@@ -175,7 +191,8 @@ impl Writer<'_> {
         }
         self.held.insert(d.seq, d);
         while let Some(d) = self.held.remove(&self.next) {
-            out.write_all(&d.out)?;
+            // Messages first: one thread writes a line's message as it
+            // reads the line, before its buffered answers go out.
             self.bad += d.bad;
             let kept = ipfib_io::KEPT_ERRORS as u64;
             for line in d.err.split_inclusive(|&b| b == b'\n') {
@@ -185,6 +202,7 @@ impl Writer<'_> {
                     let _ = err.write_all(line);
                 }
             }
+            out.write_all(&d.out)?;
             self.next += 1;
             let _ = self.tokens.try_send(());
         }

@@ -759,6 +759,48 @@ mod tests {
         }
     }
 
+    /// A stdout that fails: the messages of the lines read before it are
+    /// written, no total after it, and the error is a write error, as one
+    /// thread does (and a read error outranks it).
+    #[test]
+    fn a_failing_stdout_keeps_the_messages_and_writes_no_total() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Err(io::Error::other("full"))
+            }
+        }
+        let table = table();
+        let radix = Radix::new(&table);
+        let mut input = b"bad\n10.1.2.3\n".to_vec();
+        input.extend(b"also-bad\n".repeat(20));
+        for threads in [1, 2] {
+            let mut err = Vec::new();
+            let got = if threads == 1 {
+                let mut r = Responder::new(&radix, &mut err);
+                answer_lines(&mut r, &input[..], &mut Full, Limits::default()).map(|_| 0)
+            } else {
+                super::super::parallel::answer_lines_threads(
+                    &radix,
+                    &input[..],
+                    &mut Full,
+                    &mut err,
+                    Limits::default(),
+                    threads,
+                )
+                .unwrap()
+            };
+            assert!(matches!(got, Err(Failure::Write(_))), "{threads}");
+            let err = String::from_utf8(err).unwrap();
+            assert!(err.starts_with("ipfib: stdin line 1: "), "{threads}: {err}");
+            assert_eq!(err.lines().count(), 10, "{threads}: {err}");
+            assert!(!err.contains("in all"), "{threads}: {err}");
+        }
+    }
+
     fn run_threads<T: Answer + Sync>(
         t: &T,
         input: &[u8],
