@@ -334,7 +334,14 @@ fn run_split(
     let n = items.len();
     let cuts = ipfib::par::shares(n, threads);
     if cuts.len() <= 2 || items.slice(0, 0).is_none() {
-        return run(rib, items, on_error, base, nexthops.map(|h| h.view(0, n)), out);
+        return run(
+            rib,
+            items,
+            on_error,
+            base,
+            nexthops.map(|h| h.view(0, n)),
+            out,
+        );
     }
     let mut parts: Vec<Out<'_>> = cuts[1..cuts.len() - 1]
         .iter()
@@ -358,7 +365,10 @@ fn run_split(
     for part in parts {
         out.absorb(part);
     }
-    results.into_iter().find_map(Result::err).map_or(Ok(()), Err)
+    results
+        .into_iter()
+        .find_map(Result::err)
+        .map_or(Ok(()), Err)
 }
 
 /// Run every lookup of `items` into `out` on this thread.
