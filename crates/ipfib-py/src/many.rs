@@ -253,31 +253,58 @@ pub(crate) fn answer_split<S: SplitSink>(
     sink: &mut S,
     threads: usize,
 ) -> Result<(), ManyError> {
-    let cuts = ipfib::par::shares(items.len(), threads);
+    on_shares(
+        items,
+        threads,
+        sink,
+        |s, at| s.split_off(at),
+        |s, part| s.absorb(part),
+        |share, start, _, part| {
+            answer_share(snap, share, on_error, with_len, part).map_err(|e| offset(e, start))
+        },
+    )
+}
+
+/// The cut every threaded bulk call shares: `items` in contiguous shares
+/// ([`ipfib::par::shares`]), `head` cut by `split` into one part per
+/// share (`head` keeps the first), `f(share, start, end, part)` on one
+/// thread per share, then the parts taken back by `absorb` in order.
+/// Shares are in input order and each stops at its first error, so the
+/// first share's error is the input's first. One share, or a parsed list
+/// (its positions are not contiguous by family): `f` over all of `items`
+/// on this thread.
+pub(crate) fn on_shares<S: Send, E: Send>(
+    items: &Items<'_>,
+    threads: usize,
+    head: &mut S,
+    split: impl Fn(&mut S, usize) -> S,
+    absorb: impl Fn(&mut S, S),
+    f: impl Fn(&Items<'_>, usize, usize, &mut S) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let n = items.len();
+    let cuts = ipfib::par::shares(n, threads);
     if cuts.len() <= 2 || items.slice(0, 0).is_none() {
-        return answer_share(snap, items, on_error, with_len, sink);
+        return f(items, 0, n, head);
     }
     // Parts cut from the end: `parts[j]` answers share j + 1.
     let mut parts: Vec<S> = cuts[1..cuts.len() - 1]
         .iter()
         .rev()
-        .map(|&at| sink.split_off(at))
+        .map(|&at| split(head, at))
         .collect();
     parts.reverse();
-    let work = std::iter::once(&mut *sink)
+    let work = std::iter::once(&mut *head)
         .chain(parts.iter_mut())
         .zip(cuts.windows(2))
         .map(|(part, w)| (w[0], w[1], part))
         .collect();
     let results = ipfib::par::run_shares(work, |(start, end, part)| {
         let share = items.slice(start, end).expect("sliceable, checked above");
-        answer_share(snap, &share, on_error, with_len, part).map_err(|e| offset(e, start))
+        f(&share, start, end, part)
     });
     for part in parts {
-        sink.absorb(part);
+        absorb(head, part);
     }
-    // Shares are contiguous and in input order, and each stops at its
-    // first error: the first share's error is the input's first.
     results
         .into_iter()
         .find_map(Result::err)

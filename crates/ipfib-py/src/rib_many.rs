@@ -317,10 +317,9 @@ fn next_hops(
 }
 
 /// Run every lookup of `items` into `out` (no GIL needed) on up to
-/// `threads` threads, as `Table.lookup_many` does (`many::answer_split`):
-/// contiguous shares, one `Out` part each, the next-hop numbers of the
-/// parts renumbered into `out`'s at the end; the error is the input's
-/// first. A parsed list is answered on this thread.
+/// `threads` threads ([`crate::many::on_shares`]): one `Out` part per
+/// share, the next-hop numbers of the parts renumbered into `out`'s at
+/// the end.
 #[allow(clippy::too_many_arguments)]
 fn run_split(
     rib: &ipfib_rib::Rib,
@@ -331,44 +330,20 @@ fn run_split(
     out: &mut Out<'_>,
     threads: usize,
 ) -> Result<(), BadItem> {
-    let n = items.len();
-    let cuts = ipfib::par::shares(n, threads);
-    if cuts.len() <= 2 || items.slice(0, 0).is_none() {
-        return run(
-            rib,
-            items,
-            on_error,
-            base,
-            nexthops.map(|h| h.view(0, n)),
-            out,
-        );
-    }
-    let mut parts: Vec<Out<'_>> = cuts[1..cuts.len() - 1]
-        .iter()
-        .rev()
-        .map(|&at| out.split_off(at))
-        .collect();
-    parts.reverse();
-    let work = std::iter::once(&mut *out)
-        .chain(parts.iter_mut())
-        .zip(cuts.windows(2))
-        .map(|(part, w)| (w[0], w[1], part))
-        .collect();
-    let results = ipfib::par::run_shares(work, |(start, end, part)| {
-        let share = items.slice(start, end).expect("sliceable, checked above");
-        let nh = nexthops.map(|h| h.view(start, end));
-        run(rib, &share, on_error, base, nh, part).map_err(|mut b| {
-            b.index += start;
-            b
-        })
-    });
-    for part in parts {
-        out.absorb(part);
-    }
-    results
-        .into_iter()
-        .find_map(Result::err)
-        .map_or(Ok(()), Err)
+    crate::many::on_shares(
+        items,
+        threads,
+        out,
+        |o, at| o.split_off(at),
+        |o, part| o.absorb(part),
+        |share, start, end, part| {
+            let nh = nexthops.map(|h| h.view(start, end));
+            run(rib, share, on_error, base, nh, part).map_err(|mut b| {
+                b.index += start;
+                b
+            })
+        },
+    )
 }
 
 /// Run every lookup of `items` into `out` on this thread.
