@@ -52,6 +52,11 @@ pub(crate) fn restore(
             rib.set_max_routes_per_prefix(max_routes_per_prefix)
         }) {
             Ok((rib, report)) => {
+                // The load publishes its FIB on the FIB thread: wait for
+                // it, so that the collector serves (lookups and route
+                // listings through the FIB) only once it answers the
+                // whole snapshot.
+                rib.sync();
                 on_event(Event::SnapshotLoaded {
                     path: &path,
                     report: &report,
