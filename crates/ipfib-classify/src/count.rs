@@ -26,6 +26,7 @@ use crate::Networks;
 use ipfib::engine::NO_ROUTE;
 use ipfib::prefix::AnyAddr;
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Frames decoded per batch of lookups.
 pub const BATCH: usize = 256;
@@ -255,7 +256,7 @@ macro_rules! flush_family {
                 let (dst, src) = (b.dst[i], b.src[i]);
                 let h = match this.$hosts.get(&dst) {
                     Some(&h) => Some(h),
-                    None if this.hosts.len() < MAX_TRACKED => {
+                    None if this.hosts.len() < this.limits.tracked => {
                         let h = this.hosts.len() as u32;
                         this.$hosts.insert(dst, h);
                         this.hosts.push(Host {
@@ -269,7 +270,7 @@ macro_rules! flush_family {
                     }
                     None => None,
                 };
-                let room = this.$sources.len() < MAX_TRACKED;
+                let room = this.$sources.len() < this.limits.tracked;
                 match this.$sources.get_mut(&src) {
                     Some(pb) => pb.add(len),
                     None if room => this.$sources.entry(src).or_default().add(len),
@@ -280,9 +281,9 @@ macro_rules! flush_family {
                     continue;
                 };
                 touch_host(&mut this.hosts, &mut this.touched_hosts, h, mark, len);
-                if !this.thresholds.is_empty() && this.sample.len() < SAMPLE_PER_WINDOW {
+                if !this.thresholds.is_empty() && this.sample.len() < this.limits.sample_window {
                     let host = &mut this.hosts[h as usize];
-                    if host.sampled < SAMPLE_PER_HOST {
+                    if host.sampled < this.limits.sample_host {
                         host.sampled += 1;
                         this.sample.push((h, AnyAddr::$any(src), len));
                     }
@@ -296,10 +297,14 @@ macro_rules! flush_family {
 /// Everything counted.
 pub struct Classifier<'t, T: Networks> {
     table: &'t T,
-    /// Hostgroup index of each route ordinal, per family.
-    group_of_v4: Vec<u32>,
-    group_of_v6: Vec<u32>,
-    pub groups: Vec<String>,
+    /// Hostgroup index of each route ordinal, per family (shared with the
+    /// threads of a [`crate::fan`] run).
+    group_of_v4: Arc<[u32]>,
+    group_of_v6: Arc<[u32]>,
+    pub groups: Arc<[String]>,
+    /// Where tracking and sampling stop (a thread of a fan-out run holds
+    /// its share of them).
+    limits: Limits,
     /// Networks that saw traffic, in order of first packet.
     pub nets: Vec<Net>,
     /// Per route ordinal: its index in `nets` + 1 (0: no traffic yet), so
@@ -349,6 +354,53 @@ pub struct Classifier<'t, T: Networks> {
     b6: Batch<u128>,
 }
 
+/// Where the counter stops tracking and sampling (memory bounds).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Distinct hosts, and distinct remote sources ([`MAX_TRACKED`]).
+    pub tracked: usize,
+    /// Sampled incoming packets per window, and per host in it.
+    pub sample_window: usize,
+    pub sample_host: u32,
+}
+
+impl Limits {
+    pub const WHOLE: Limits = Limits {
+        tracked: MAX_TRACKED,
+        sample_window: SAMPLE_PER_WINDOW,
+        sample_host: SAMPLE_PER_HOST,
+    };
+    /// One of `n` equal shares of these (at least one of each).
+    pub fn share(self, n: usize) -> Limits {
+        let n = n.max(1);
+        Limits {
+            tracked: (self.tracked / n).max(1),
+            sample_window: (self.sample_window / n).max(1),
+            sample_host: (self.sample_host / n as u32).max(1),
+        }
+    }
+}
+
+/// A frame's packet, decoded: (source, destination, wire length).
+pub(crate) enum Decoded {
+    V4(u32, u32, u32),
+    V6(u128, u128, u32),
+    Not,
+}
+
+/// One thread's share of a window (see [`crate::fan`]): what it counted
+/// since the last one, to be added to the whole count before the window
+/// closes.
+pub(crate) struct WindowPart {
+    /// Networks touched, with the window's packets and bytes per direction.
+    nets: Vec<((u8, u32), [Pb; 4])>,
+    totals: [Pb; 4],
+    /// Hosts touched (their `flow.window` and `sampled` are the window's).
+    hosts: Vec<Host>,
+    /// (index in `hosts`, source, bytes) of sampled incoming packets.
+    sample: Vec<(u32, AnyAddr, u32)>,
+}
+
 /// Up to `BATCH` packets of one family and their route ordinals.
 struct Batch<A> {
     n: usize,
@@ -382,6 +434,13 @@ impl<A: Copy + Default> Batch<A> {
     }
 }
 
+/// A thread's remote sources (per family) and untracked host and source
+/// packets, at its end.
+pub(crate) type Leftover = (FxHashMap<u32, Pb>, FxHashMap<u128, Pb>, u64, u64);
+
+/// Hostgroup names, and the hostgroup of each route ordinal per family.
+pub(crate) type Groups = (Arc<[String]>, Arc<[u32]>, Arc<[u32]>);
+
 impl<'t, T: Networks> Classifier<'t, T> {
     pub fn new(table: &'t T, thresholds: Vec<Threshold>) -> Self {
         let mut groups: Vec<String> = Vec::new();
@@ -395,14 +454,30 @@ impl<'t, T: Networks> Classifier<'t, T> {
             index.insert(v.to_string(), i);
             i
         };
-        let group_of_v4: Vec<u32> = (0..table.routes_v4() as u32)
+        let group_of_v4: Arc<[u32]> = (0..table.routes_v4() as u32)
             .map(|o| table.route_v4(o).map_or(0, |(_, v)| group(v)))
             .collect();
-        let group_of_v6: Vec<u32> = (0..table.routes_v6() as u32)
+        let group_of_v6: Arc<[u32]> = (0..table.routes_v6() as u32)
             .map(|o| table.route_v6(o).map_or(0, |(_, v)| group(v)))
             .collect();
+        Self::with_groups(
+            table,
+            thresholds,
+            (groups.into(), group_of_v4, group_of_v6),
+            Limits::WHOLE,
+        )
+    }
+
+    /// A counter over the hostgroups of another's (a thread's share).
+    pub(crate) fn with_groups(
+        table: &'t T,
+        thresholds: Vec<Threshold>,
+        (groups, group_of_v4, group_of_v6): Groups,
+        limits: Limits,
+    ) -> Self {
         Classifier {
             table,
+            limits,
             nets: Vec::new(),
             slot_v4: vec![0; group_of_v4.len()],
             slot_v6: vec![0; group_of_v6.len()],
@@ -461,57 +536,279 @@ impl<'t, T: Networks> Classifier<'t, T> {
     /// there is no window to close. Files never call this: their windows
     /// follow their timestamps only.
     pub fn advance(&mut self, now_ns: u64) {
-        let sec = now_ns / 1_000_000_000;
-        if self.window.is_some_and(|w| sec > w) {
+        if let Some(sec) = self.clock_passed(now_ns) {
             self.flush();
             self.close_window();
-            self.window = Some(sec);
-            self.last_window = self.last_window.max(sec);
+            self.clock_moved(sec);
         }
+    }
+
+    /// `advance`'s test: the second to move to when the clock is past the
+    /// window in progress.
+    pub(crate) fn clock_passed(&self, now_ns: u64) -> Option<u64> {
+        let sec = now_ns / 1_000_000_000;
+        self.window.is_some_and(|w| sec > w).then_some(sec)
+    }
+
+    /// `advance`'s move, once the window in progress is closed.
+    pub(crate) fn clock_moved(&mut self, sec: u64) {
+        self.window = Some(sec);
+        self.last_window = self.last_window.max(sec);
     }
 
     /// Count one frame.
     #[inline]
     pub fn frame(&mut self, ts_ns: u64, wire_len: u32, link: u16, data: &[u8]) {
+        if let Some(sec) = self.stamp(ts_ns, wire_len) {
+            self.flush();
+            self.close_window();
+            self.next_window(sec);
+        }
+        match self.decode(wire_len, link, data) {
+            Decoded::V4(src, dst, len) => self.packet_v4(src, dst, len),
+            Decoded::V6(src, dst, len) => self.packet_v6(src, dst, len),
+            Decoded::Not => {}
+        }
+    }
+
+    /// A frame's time and size: counts the frame; `Some(second)` when the
+    /// window in progress ends before it (the caller closes it, then calls
+    /// [`Classifier::next_window`]).
+    #[inline]
+    pub(crate) fn stamp(&mut self, ts_ns: u64, wire_len: u32) -> Option<u64> {
         self.frames += 1;
         self.frame_bytes += u64::from(wire_len);
         let sec = ts_ns / 1_000_000_000;
         match self.window {
-            Some(w) if sec <= w && w - sec <= MAX_BEHIND => {}
-            Some(w) => {
-                self.flush();
-                self.close_window();
-                if sec < w || sec - w > MAX_GAP {
-                    self.span_closed += w - self.stretch_first + 1;
-                    self.stretch_first = sec;
-                    self.time_jumps += 1;
-                }
-                self.window = Some(sec);
-                self.first_window = self.first_window.map(|f| f.min(sec));
-                self.last_window = self.last_window.max(sec);
-            }
+            Some(w) if sec <= w && w - sec <= MAX_BEHIND => None,
+            Some(_) => Some(sec),
             None => {
                 self.window = Some(sec);
                 self.stretch_first = sec;
                 self.first_window = Some(sec);
                 self.last_window = sec;
+                None
             }
         }
+    }
+
+    /// After [`Classifier::stamp`]'s window closed: the window of `sec` is
+    /// in progress (a new stretch after a jump back or a gap).
+    pub(crate) fn next_window(&mut self, sec: u64) {
+        let w = self.window.unwrap_or(sec);
+        if sec < w || sec - w > MAX_GAP {
+            self.span_closed += w - self.stretch_first + 1;
+            self.stretch_first = sec;
+            self.time_jumps += 1;
+        }
+        self.window = Some(sec);
+        self.first_window = self.first_window.map(|f| f.min(sec));
+        self.last_window = self.last_window.max(sec);
+    }
+
+    /// A frame's packet, fragments and skipped frames counted.
+    #[inline]
+    pub(crate) fn decode(&mut self, wire_len: u32, link: u16, data: &[u8]) -> Decoded {
         match decode(link, data) {
             Ok(Packet::V4 { src, dst, fragment }) => {
                 self.fragments += u64::from(fragment);
-                if self.b4.push(src, dst, wire_len) {
-                    self.flush_v4();
-                }
+                Decoded::V4(src, dst, wire_len)
             }
             Ok(Packet::V6 { src, dst, fragment }) => {
                 self.fragments += u64::from(fragment);
-                if self.b6.push(src, dst, wire_len) {
-                    self.flush_v6();
-                }
+                Decoded::V6(src, dst, wire_len)
             }
-            Err(s) => self.skipped[s as usize] += 1,
+            Err(s) => {
+                self.skipped[s as usize] += 1;
+                Decoded::Not
+            }
         }
+    }
+
+    /// Count a decoded IPv4 packet (in the window in progress).
+    #[inline]
+    pub(crate) fn packet_v4(&mut self, src: u32, dst: u32, len: u32) {
+        if self.b4.push(src, dst, len) {
+            self.flush_v4();
+        }
+    }
+
+    #[inline]
+    pub(crate) fn packet_v6(&mut self, src: u128, dst: u128, len: u32) {
+        if self.b6.push(src, dst, len) {
+            self.flush_v6();
+        }
+    }
+
+    /// The counter's hostgroups, to share with a thread's counter.
+    pub(crate) fn groups_shared(&self) -> Groups {
+        (
+            self.groups.clone(),
+            self.group_of_v4.clone(),
+            self.group_of_v6.clone(),
+        )
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Tests: bounds small enough to reach.
+    #[cfg(test)]
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    pub(crate) fn thresholds(&self) -> &[Threshold] {
+        &self.thresholds
+    }
+
+    pub(crate) fn table(&self) -> &'t T {
+        self.table
+    }
+
+    /// A thread's share of the window in progress: what it counted since
+    /// the last call, its window counters zeroed and its hosts forgotten
+    /// (the whole count keeps hosts; a thread only a window's).
+    pub(crate) fn take_window(&mut self) -> WindowPart {
+        self.flush();
+        let touched = std::mem::take(&mut self.touched_nets);
+        let nets = touched
+            .iter()
+            .map(|&i| {
+                let n = &mut self.nets[i as usize];
+                let dirs = n.c.dir.map(|f| f.window);
+                for f in &mut n.c.dir {
+                    f.window = Pb::default();
+                }
+                (n.net, dirs)
+            })
+            .collect();
+        self.touched_nets = touched;
+        self.touched_nets.clear();
+        let totals = self.totals.dir.map(|f| f.window);
+        for f in &mut self.totals.dir {
+            f.window = Pb::default();
+        }
+        self.hosts_v4.clear();
+        self.hosts_v6.clear();
+        self.touched_hosts.clear();
+        self.closed += 1;
+        WindowPart {
+            nets,
+            totals,
+            hosts: std::mem::take(&mut self.hosts),
+            sample: std::mem::take(&mut self.sample),
+        }
+    }
+
+    /// Add a thread's share of the window in progress to this (whole)
+    /// count. Hosts past [`MAX_TRACKED`] count as untracked, as here.
+    pub(crate) fn add_window(&mut self, part: WindowPart) {
+        let mark = self.closed + 1;
+        for (net, dirs) in part.nets {
+            let i = self.net_index(net);
+            let c = &mut self.nets[i as usize].c;
+            for (f, pb) in c.dir.iter_mut().zip(dirs) {
+                f.window.merge(pb);
+            }
+            if c.mark != mark {
+                c.mark = mark;
+                self.touched_nets.push(i);
+            }
+        }
+        for (f, pb) in self.totals.dir.iter_mut().zip(part.totals) {
+            f.window.merge(pb);
+        }
+        let mut index = Vec::with_capacity(part.hosts.len());
+        for h in part.hosts {
+            let known = match h.addr {
+                AnyAddr::V4(a) => self.hosts_v4.get(&a).copied(),
+                AnyAddr::V6(a) => self.hosts_v6.get(&a).copied(),
+            };
+            let i = match known {
+                Some(i) => i,
+                None if self.hosts.len() < self.limits.tracked => {
+                    let i = self.hosts.len() as u32;
+                    match h.addr {
+                        AnyAddr::V4(a) => self.hosts_v4.insert(a, i),
+                        AnyAddr::V6(a) => self.hosts_v6.insert(a, i),
+                    };
+                    self.hosts.push(Host {
+                        addr: h.addr,
+                        net: h.net,
+                        flow: Flow::default(),
+                        mark: 0,
+                        sampled: 0,
+                    });
+                    i
+                }
+                None => {
+                    self.untracked_hosts += h.flow.window.packets;
+                    index.push(u32::MAX);
+                    continue;
+                }
+            };
+            let host = &mut self.hosts[i as usize];
+            host.flow.window.merge(h.flow.window);
+            host.sampled += h.sampled;
+            if host.mark != mark {
+                host.mark = mark;
+                self.touched_hosts.push(i);
+            }
+            index.push(i);
+        }
+        for (h, src, len) in part.sample {
+            match index.get(h as usize) {
+                Some(&i) if i != u32::MAX => self.sample.push((i, src, len)),
+                _ => {}
+            }
+        }
+    }
+
+    /// A finished thread's remote sources and untracked packets.
+    pub(crate) fn take_sources(&mut self) -> Leftover {
+        (
+            std::mem::take(&mut self.sources_v4),
+            std::mem::take(&mut self.sources_v6),
+            self.untracked_hosts,
+            self.untracked_sources,
+        )
+    }
+
+    /// Add a finished thread's [`Classifier::take_sources`].
+    pub(crate) fn add_sources(&mut self, (v4, v6, hosts, sources): Leftover) {
+        for (a, pb) in v4 {
+            self.sources_v4.entry(a).or_default().merge(pb);
+        }
+        for (a, pb) in v6 {
+            self.sources_v6.entry(a).or_default().merge(pb);
+        }
+        self.untracked_hosts += hosts;
+        self.untracked_sources += sources;
+    }
+
+    /// Whether a window is in progress (a frame was counted).
+    pub(crate) fn in_window(&self) -> bool {
+        self.window.is_some()
+    }
+
+    /// The index in `nets` of a network, added on first use.
+    fn net_index(&mut self, net: (u8, u32)) -> u32 {
+        let slots = if net.0 == 4 {
+            &mut self.slot_v4
+        } else {
+            &mut self.slot_v6
+        };
+        let slot = &mut slots[net.1 as usize];
+        if *slot == 0 {
+            self.nets.push(Net {
+                net,
+                c: Counters::default(),
+            });
+            *slot = self.nets.len() as u32;
+        }
+        *slot - 1
     }
 
     /// Count what is gathered; called at the end and at each window's end.
@@ -601,7 +898,7 @@ impl<'t, T: Networks> Classifier<'t, T> {
         }
     }
 
-    fn close_window(&mut self) {
+    pub(crate) fn close_window(&mut self) {
         let window = self.window.unwrap_or(0);
         let summary = self
             .on_window
@@ -657,6 +954,9 @@ impl<'t, T: Networks> Classifier<'t, T> {
         }
         self.touched_hosts = touched;
         self.touched_hosts.clear();
+        // A window's alerts in host order: the same whatever order (or
+        // threads) the hosts were first seen in.
+        alerted.sort_by_key(|a| addr_key(self.hosts[a.0 as usize].addr));
         // Every alerted host's sources in one pass over the sample.
         let which: FxHashMap<u32, usize> =
             alerted.iter().enumerate().map(|(i, a)| (a.0, i)).collect();

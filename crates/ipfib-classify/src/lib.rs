@@ -10,6 +10,7 @@
 //! ```text
 //!  pcap / pcapng --capture::Capture--+
 //!                                    +--> frames --decode--> count::Classifier --> report
+//!                                         (or fan::Fan: the counting on N threads)
 //!  AF_PACKET ring ------live::capture-+          (lookups through `Networks`)
 //! ```
 //!
@@ -18,18 +19,20 @@
 //! - `live.rs`: an AF_PACKET TPACKET_V3 ring (Linux);
 //! - `decode.rs`: link layers and IP headers;
 //! - `count.rs`: the counters, windows, hosts and alerts;
+//! - `fan.rs`: the same count on N threads;
 //! - `report.rs`: the human report and the JSON document;
 //! - `synth.rs`: the in-memory benchmark (`--synthetic N`).
 
 pub mod capture;
 pub mod count;
 pub mod decode;
+pub mod fan;
 pub mod live;
 pub mod report;
 pub mod synth;
 
 use capture::{Capture, Damage, ReadError};
-use count::Classifier;
+use fan::Count;
 use ipfib::engine::Engine;
 use ipfib::image::ImageTable;
 use ipfib::prefix::Prefix;
@@ -107,9 +110,9 @@ impl Networks for ImageTable {
 /// the capture is damaged there, and the frames before it are counted.
 /// `Err`: nothing could be counted (not even a whole file header, or the
 /// file could not be read); the message names neither file nor path.
-pub fn count_capture<R: Read, T: Networks>(
+pub fn count_capture<R: Read, C: Count + ?Sized>(
     cap: &mut Capture<'_, R>,
-    c: &mut Classifier<'_, T>,
+    c: &mut C,
 ) -> Result<Option<Damage>, String> {
     let damage = loop {
         match cap.next_frame() {

@@ -76,10 +76,7 @@ pub struct Stats {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn capture<T: crate::Networks>(
-    _c: &mut super::count::Classifier<'_, T>,
-    opts: &Options,
-) -> Result<Stats, String> {
+pub fn capture<C: crate::fan::Count + ?Sized>(_c: &mut C, opts: &Options) -> Result<Stats, String> {
     Err(format!(
         "--interface {}: live capture is only available on Linux (AF_PACKET); \
          capture with tcpdump and give the file to --pcap",
@@ -95,8 +92,7 @@ mod linux {
     use super::sys::{self, Ring};
     use super::{Options, Stats, Stop};
     use crate::capture::{LINK_ETHERNET, LINK_RAW};
-    use crate::count::Classifier;
-    use crate::Networks;
+    use crate::fan::Count;
     use std::mem::{offset_of, size_of};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -179,12 +175,7 @@ mod linux {
 
     /// Count the frames of one block, at most `budget` of them; how many
     /// were counted.
-    fn walk_block<T: Networks>(
-        c: &mut Classifier<'_, T>,
-        link: &Link,
-        block: &[u8],
-        budget: u64,
-    ) -> u64 {
+    fn walk_block<C: Count + ?Sized>(c: &mut C, link: &Link, block: &[u8], budget: u64) -> u64 {
         let (Some(num), Some(first)) = (u32_at(block, BLK_NUM_PKTS), u32_at(block, BLK_FIRST_PKT))
         else {
             return 0;
@@ -232,10 +223,7 @@ mod linux {
         counted
     }
 
-    pub fn capture<T: Networks>(
-        c: &mut Classifier<'_, T>,
-        opts: &Options,
-    ) -> Result<Stats, String> {
+    pub fn capture<C: Count + ?Sized>(c: &mut C, opts: &Options) -> Result<Stats, String> {
         let name = &opts.interface;
         let mut ring = Ring::open(
             name,

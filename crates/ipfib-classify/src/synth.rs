@@ -1,5 +1,6 @@
 //! `ipfib classify --synthetic N`: the classifier's rate on an in-memory
-//! capture (no disk, no page cache), one core. The capture is N 64-byte
+//! capture (no disk, no page cache), on one thread or fanned out over N
+//! counting threads besides the reading one ([`crate::fan`]). The capture is N 64-byte
 //! Ethernet frames in pcap form: sources are the real addresses of
 //! `--pcap` (both directions of every packet), destinations drawn from
 //! 65,536 random hosts inside the networks (per family); three in four frames are incoming, one in eight
@@ -12,6 +13,7 @@
 use super::capture::{Capture, ReadError};
 use super::count::{Classifier, Threshold};
 use super::decode::{decode, Packet};
+use crate::count_capture;
 use crate::Networks;
 use ipfib::gen::Rng;
 use std::path::Path;
@@ -42,11 +44,12 @@ pub struct Synthetic {
 /// once), and return each pass's rate in millions of packets per second.
 /// `first` is told about the capture after the first pass; every later
 /// pass must count the same, or this is an error.
-pub fn bench<T: Networks>(
+pub fn bench<T: Networks + Sync>(
     table: &T,
     pcap: &Path,
     n: usize,
     passes: usize,
+    threads: usize,
     thresholds: Vec<Threshold>,
     first: impl FnOnce(&Synthetic),
 ) -> Result<Vec<f64>, String> {
@@ -128,15 +131,14 @@ pub fn bench<T: Networks>(
         let start = Instant::now();
         let mut cap = Capture::from_bytes(&bytes).map_err(|e| e.to_string())?;
         let mut c = Classifier::new(table, thresholds.clone());
-        loop {
-            match cap.next_frame() {
-                Ok(Some(f)) => c.frame(f.ts_ns, f.wire_len, f.link, f.data),
-                Ok(None) => break,
-                Err(ReadError::Damaged(d)) => return Err(d.to_string()),
-                Err(ReadError::Fatal(e)) => return Err(e),
-            }
+        let counted = if threads > 1 {
+            crate::fan::run(&mut c, threads, |f| count_capture(&mut cap, f))?
+        } else {
+            count_capture(&mut cap, &mut c)
+        };
+        if let Some(d) = counted? {
+            return Err(d.to_string());
         }
-        c.finish();
         let secs = start.elapsed().as_secs_f64();
         let sums: Vec<u64> = c.totals.dir.iter().map(|f| f.total.packets).collect();
         if pass == 0 {

@@ -6,6 +6,7 @@ use crate::{CmdResult, Outcome};
 use ipfib::engine::auto::AutoOptions;
 use ipfib_classify::capture::Capture;
 use ipfib_classify::count::{Classifier, Threshold};
+use ipfib_classify::fan::{self, Count};
 use ipfib_classify::{count_capture, live, report, synth, Networks};
 use std::cell::RefCell;
 use std::io::{Read, Write};
@@ -78,6 +79,20 @@ pub struct Args {
     /// Passes of `--synthetic`.
     #[arg(long, default_value_t = 5)]
     passes: usize,
+    /// Count on N threads (0: one per CPU; at most one per CPU) besides
+    /// the one reading the frames, which keeps the clock and deals the
+    /// packets out; the report, alerts and windows are one thread's (past
+    /// the memory bounds on hosts, sources and the alert sample, each
+    /// thread holds its share of them).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    threads: usize,
+}
+
+impl Args {
+    /// `--threads`: 0 is one per CPU, and at most one per CPU.
+    fn counting_threads(&self) -> usize {
+        ipfib::par::thread_count(self.threads).min(ipfib::par::cpus())
+    }
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -138,14 +153,15 @@ pub fn run(args: Args) -> CmdResult {
     classify(&compiled, &args, thresholds, loaded.had_problems)
 }
 
-fn classify<T: Networks>(
+fn classify<T: Networks + Sync>(
     table: &T,
     args: &Args,
     thresholds: Vec<Threshold>,
     table_problems: bool,
 ) -> CmdResult {
+    let threads = args.counting_threads();
     if let Some(n) = args.synthetic {
-        return synthetic(table, args, n, thresholds);
+        return synthetic(table, args, n, threads, thresholds);
     }
     let alerts = LineSink::open(args.alerts.as_deref())?;
     let windows = LineSink::open(args.windows.as_deref())?;
@@ -180,8 +196,12 @@ fn classify<T: Networks>(
                 let mut c = Classifier::new(table, thresholds);
                 c.top = args.top;
                 hook_sinks(&mut c, &alerts, &windows);
-                let damage = count_capture(&mut cap, &mut c)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let counted = if threads > 1 {
+                    fan::run(&mut c, threads, |f| count_capture(&mut cap, f))?
+                } else {
+                    count_capture(&mut cap, &mut c)
+                };
+                let damage = counted.map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok::<_, String>((c, damage, cap.kind(), cap.links.clone()))
             })();
             drop(done);
@@ -213,17 +233,18 @@ fn classify<T: Networks>(
 }
 
 /// `--synthetic N`: the classifier's rate on an in-memory capture.
-fn synthetic<T: Networks>(
+fn synthetic<T: Networks + Sync>(
     table: &T,
     args: &Args,
     n: usize,
+    threads: usize,
     thresholds: Vec<Threshold>,
 ) -> CmdResult {
     let pcap = args
         .pcap
         .as_deref()
         .ok_or("--synthetic takes its addresses from --pcap FILE")?;
-    let rates = synth::bench(table, pcap, n, args.passes, thresholds, |s| {
+    let rates = synth::bench(table, pcap, n, args.passes, threads, thresholds, |s| {
         let d = &s.directions;
         println!(
             "synthetic capture: {} frames of 64 bytes ({:.1} MB), {:.0}% IPv6; \
@@ -244,17 +265,22 @@ fn synthetic<T: Networks>(
     let median = sorted[sorted.len() / 2];
     println!(
         "classify: {median:.2} M packets/s median [{:.2}-{:.2}] over {} passes \
-         ({:.2} M lookups/s), one thread",
+         ({:.2} M lookups/s), {}",
         sorted[0],
         sorted[sorted.len() - 1],
         sorted.len(),
-        median * 2.0
+        median * 2.0,
+        if threads > 1 {
+            format!("{threads} counting threads and the reading one")
+        } else {
+            "one thread".to_string()
+        }
     );
     Ok(Outcome::Ok)
 }
 
 /// `--interface`: count a live capture until it is stopped, then report.
-fn live_capture<T: Networks>(
+fn live_capture<T: Networks + Sync>(
     table: &T,
     args: &Args,
     interface: &str,
@@ -275,8 +301,18 @@ fn live_capture<T: Networks>(
     let mut c = Classifier::new(table, thresholds);
     c.top = args.top;
     hook_sinks(&mut c, alerts, windows);
-    let stats = live::capture(&mut c, &opts)?;
-    c.finish();
+    let threads = args.counting_threads();
+    let stats = if threads > 1 {
+        fan::run(&mut c, threads, |f| {
+            let stats = live::capture(f, &opts);
+            f.finish();
+            stats
+        })??
+    } else {
+        let stats = live::capture(&mut c, &opts)?;
+        c.finish();
+        stats
+    };
     let elapsed = started.elapsed();
     alerts.check("alerts")?;
     windows.check("windows")?;

@@ -949,3 +949,97 @@ fn every_alert_has_its_own_sources_and_headers_must_be_whole() {
         assert_eq!(r.code, 2, "{name}: {}", r.stderr);
     }
 }
+
+/// `--threads N`: the report, the alerts and the window lines are one
+/// thread's, byte for byte but the elapsed time, on both captures with
+/// every other route of the RouteViews tables as networks (so traffic
+/// goes every direction and hosts cross the threshold in many windows).
+#[test]
+fn threads_count_what_one_thread_counts() {
+    let (Some(ddos), Some(dual), Some(rv4), Some(rv6)) = (
+        data_file(DDOS),
+        data_file(DUAL),
+        data_file("routeviews-rv2-20260730-1400.pfx2as.txt.gz"),
+        data_file("routeviews-rv6-20260730-1400.pfx2as.txt.gz"),
+    ) else {
+        return;
+    };
+    let dir = tempdir();
+    let mut half = String::new();
+    let mut k = 0;
+    for t in [&rv4, &rv6] {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(t).unwrap()),
+            &mut text,
+        )
+        .unwrap();
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            k += 1;
+            if k % 2 == 0 {
+                half += l;
+                half.push('\n');
+            }
+        }
+    }
+    let nets = dir.join("half.txt");
+    std::fs::write(&nets, half).unwrap();
+    for (pcap, min_alerts) in [(&ddos, 0), (&dual, 100)] {
+        let run = |threads: &str| {
+            let (alerts, windows) = (dir.join("alerts.jsonl"), dir.join("windows.jsonl"));
+            let r = ipfib(
+                &[
+                    "classify",
+                    "--networks",
+                    nets.to_str().unwrap(),
+                    "--pcap",
+                    pcap.to_str().unwrap(),
+                    "--threads",
+                    threads,
+                    "--top",
+                    "1000",
+                    "--threshold",
+                    "incoming_pps>=3",
+                    "--json",
+                    "-",
+                    "--alerts",
+                    alerts.to_str().unwrap(),
+                    "--windows",
+                    windows.to_str().unwrap(),
+                ],
+                None,
+            );
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            let mut doc: Value = serde_json::from_str(&r.stdout).unwrap();
+            doc["capture"]["seconds"] = Value::Null;
+            (
+                doc,
+                std::fs::read_to_string(alerts).unwrap(),
+                std::fs::read_to_string(windows).unwrap(),
+            )
+        };
+        let one = run("1");
+        assert!(one.1.lines().count() >= min_alerts, "{}", pcap.display());
+        assert!(one.0["networks"].as_array().unwrap().len() > 50);
+        for threads in ["2", "0"] {
+            let many = run(threads);
+            assert!(
+                many.0 == one.0,
+                "{}: --threads {threads}: the reports differ",
+                pcap.display()
+            );
+            assert_eq!(
+                many.1,
+                one.1,
+                "{}: --threads {threads}: alerts",
+                pcap.display()
+            );
+            assert_eq!(
+                many.2,
+                one.2,
+                "{}: --threads {threads}: windows",
+                pcap.display()
+            );
+        }
+    }
+}
