@@ -322,7 +322,12 @@ pub struct Classifier<'t, T: Networks> {
     pub sources_v6: FxHashMap<u128, Pb>,
     thresholds: Vec<Threshold>,
     /// (host index, source, bytes) of the window's first incoming packets.
-    sample: Vec<(u32, AnyAddr, u32)>,
+    sample: Vec<Sampled>,
+    /// A fan-out run's: each thread's sample of the window, with what its
+    /// host numbers are here (`u32::MAX`: untracked).
+    thread_samples: Vec<(Vec<u32>, Vec<Sampled>)>,
+    /// Their buffers once read, to hand back (at most one per thread).
+    spare_samples: Vec<Vec<Sampled>>,
     pub alerts: Vec<Alert>,
     /// Called with each alert as it is raised.
     on_alert: Option<AlertHook<'t>>,
@@ -353,6 +358,9 @@ pub struct Classifier<'t, T: Networks> {
     b4: Batch<u32>,
     b6: Batch<u128>,
 }
+
+/// An incoming packet in the alert sample: (host index, source, bytes).
+pub(crate) type Sampled = (u32, AnyAddr, u32);
 
 /// Where the counter stops tracking and sampling (memory bounds).
 #[derive(Clone, Copy, Debug)]
@@ -398,7 +406,16 @@ pub(crate) struct WindowPart {
     /// Hosts touched (their `flow.window` and `sampled` are the window's).
     hosts: Vec<Host>,
     /// (index in `hosts`, source, bytes) of sampled incoming packets.
-    sample: Vec<(u32, AnyAddr, u32)>,
+    sample: Vec<Sampled>,
+}
+
+/// Emptied buffers of a [`WindowPart`], handed back to the thread for its
+/// next window: fresh memory for each window costs page faults (a
+/// window's sample can be tens of MB).
+#[derive(Default)]
+pub(crate) struct Spare {
+    hosts: Vec<Host>,
+    sample: Vec<Sampled>,
 }
 
 /// Up to `BATCH` packets of one family and their route ordinals.
@@ -495,6 +512,8 @@ impl<'t, T: Networks> Classifier<'t, T> {
             sources_v6: FxHashMap::default(),
             thresholds,
             sample: Vec::new(),
+            thread_samples: Vec::new(),
+            spare_samples: Vec::new(),
             alerts: Vec::new(),
             on_alert: None,
             on_window: None,
@@ -670,7 +689,7 @@ impl<'t, T: Networks> Classifier<'t, T> {
     /// A thread's share of the window in progress: what it counted since
     /// the last call, its window counters zeroed and its hosts forgotten
     /// (the whole count keeps hosts; a thread only a window's).
-    pub(crate) fn take_window(&mut self) -> WindowPart {
+    pub(crate) fn take_window(&mut self, mut spare: Spare) -> WindowPart {
         self.flush();
         let touched = std::mem::take(&mut self.touched_nets);
         let nets = touched
@@ -694,17 +713,19 @@ impl<'t, T: Networks> Classifier<'t, T> {
         self.hosts_v6.clear();
         self.touched_hosts.clear();
         self.closed += 1;
+        spare.hosts.clear();
+        spare.sample.clear();
         WindowPart {
             nets,
             totals,
-            hosts: std::mem::take(&mut self.hosts),
-            sample: std::mem::take(&mut self.sample),
+            hosts: std::mem::replace(&mut self.hosts, spare.hosts),
+            sample: std::mem::replace(&mut self.sample, spare.sample),
         }
     }
 
     /// Add a thread's share of the window in progress to this (whole)
     /// count. Hosts past [`MAX_TRACKED`] count as untracked, as here.
-    pub(crate) fn add_window(&mut self, part: WindowPart) {
+    pub(crate) fn add_window(&mut self, mut part: WindowPart) -> Spare {
         let mark = self.closed + 1;
         for (net, dirs) in part.nets {
             let i = self.net_index(net);
@@ -721,7 +742,7 @@ impl<'t, T: Networks> Classifier<'t, T> {
             f.window.merge(pb);
         }
         let mut index = Vec::with_capacity(part.hosts.len());
-        for h in part.hosts {
+        for h in part.hosts.drain(..) {
             let known = match h.addr {
                 AnyAddr::V4(a) => self.hosts_v4.get(&a).copied(),
                 AnyAddr::V6(a) => self.hosts_v6.get(&a).copied(),
@@ -758,11 +779,16 @@ impl<'t, T: Networks> Classifier<'t, T> {
             }
             index.push(i);
         }
-        for (h, src, len) in part.sample {
-            match index.get(h as usize) {
-                Some(&i) if i != u32::MAX => self.sample.push((i, src, len)),
-                _ => {}
-            }
+        // Read only if the window raises an alert: kept as the thread
+        // made it, with its host numbers' meaning here.
+        let mut sample = Vec::new();
+        if !part.sample.is_empty() {
+            self.thread_samples.push((index, part.sample));
+            sample = self.spare_samples.pop().unwrap_or_default();
+        }
+        Spare {
+            hosts: part.hosts,
+            sample,
         }
     }
 
@@ -962,9 +988,20 @@ impl<'t, T: Networks> Classifier<'t, T> {
             alerted.iter().enumerate().map(|(i, a)| (a.0, i)).collect();
         let mut by_host: Vec<FxHashMap<AnyAddr, Pb>> = vec![FxHashMap::default(); alerted.len()];
         if !alerted.is_empty() {
-            for &(sh, src, len) in &self.sample {
+            let mut add = |sh: u32, src: AnyAddr, len: u32| {
                 if let Some(&i) = which.get(&sh) {
                     by_host[i].entry(src).or_default().add(len);
+                }
+            };
+            for &(sh, src, len) in &self.sample {
+                add(sh, src, len);
+            }
+            for (index, sample) in &self.thread_samples {
+                for &(h, src, len) in sample {
+                    match index.get(h as usize) {
+                        Some(&sh) if sh != u32::MAX => add(sh, src, len),
+                        _ => {}
+                    }
                 }
             }
         }
@@ -998,6 +1035,10 @@ impl<'t, T: Networks> Classifier<'t, T> {
             self.alerts.push(alert);
         }
         self.sample.clear();
+        for (_, mut s) in self.thread_samples.drain(..) {
+            s.clear();
+            self.spare_samples.push(s);
+        }
         self.closed += 1;
         if let (Some(s), Some(f)) = (summary, self.on_window.as_mut()) {
             f(&s);

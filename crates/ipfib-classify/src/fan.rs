@@ -32,7 +32,7 @@
 //!
 //! [`MAX_TRACKED`]: crate::count::MAX_TRACKED
 
-use crate::count::{Classifier, Decoded, Leftover, WindowPart};
+use crate::count::{Classifier, Decoded, Leftover, Spare, WindowPart};
 use crate::Networks;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 
@@ -74,8 +74,8 @@ struct Chunk {
 
 enum Msg {
     Chunk(Chunk),
-    /// Send the window's share.
-    Close,
+    /// Send the window's share (and fill these buffers next).
+    Close(Spare),
 }
 
 /// The reader's side of a fan-out run (see the module documentation).
@@ -89,6 +89,8 @@ pub struct Fan<'a, 't, T: Networks> {
     spare: Receiver<Chunk>,
     /// The thread the next chunk goes to.
     next: usize,
+    /// Per thread: the buffers of its last share, to hand back.
+    spares: Vec<Spare>,
     /// A counting thread is gone (it panicked): the run's result is an error.
     failed: bool,
 }
@@ -114,16 +116,16 @@ impl<T: Networks> Fan<'_, '_, T> {
     fn close(&mut self) {
         self.send_chunk();
         if !self.failed {
-            for to in &self.to {
-                if to.send(Msg::Close).is_err() {
+            for (to, spare) in self.to.iter().zip(&mut self.spares) {
+                if to.send(Msg::Close(std::mem::take(spare))).is_err() {
                     self.failed = true;
                 }
             }
         }
         if !self.failed {
-            for from in &self.from {
+            for (from, spare) in self.from.iter().zip(&mut self.spares) {
                 match from.recv() {
-                    Ok(part) => self.main.add_window(part),
+                    Ok(part) => *spare = self.main.add_window(part),
                     Err(_) => self.failed = true,
                 }
             }
@@ -205,8 +207,8 @@ pub fn run<'t, T: Networks + Sync, R>(
                                 // the chunk is freed here.
                                 let _ = done.send(chunk);
                             }
-                            Msg::Close => {
-                                if back.send(w.take_window()).is_err() {
+                            Msg::Close(spare) => {
+                                if back.send(w.take_window(spare)).is_err() {
                                     break;
                                 }
                             }
@@ -230,6 +232,7 @@ pub fn run<'t, T: Networks + Sync, R>(
             chunk: Chunk::default(),
             spare,
             next: 0,
+            spares: (0..handles.len()).map(|_| Spare::default()).collect(),
             failed: false,
         };
         let r = feed(&mut fan);
