@@ -73,7 +73,7 @@ pub struct Args {
     /// Benchmark: instead of counting --pcap, build N 64-byte frames in
     /// memory whose sources are --pcap's addresses and whose destinations
     /// lie in the networks, classify them `--passes` times and print the
-    /// rate (one core, the report's whole work).
+    /// rate (the report's whole work, on --threads).
     #[arg(long, value_name = "N")]
     synthetic: Option<usize>,
     /// Passes of `--synthetic`.
