@@ -381,6 +381,25 @@ mod tests {
         out
     }
 
+    /// Count `frames` on one thread (`threads` 0) or fanned out.
+    fn count_on<T: Networks + Sync>(
+        c: &mut Classifier<'_, T>,
+        frames: &[(u64, u32, Vec<u8>)],
+        threads: usize,
+    ) {
+        let feed = |f: &mut dyn Count| {
+            for (ts, len, data) in frames {
+                f.frame(*ts, *len, LINK_RAW, data);
+            }
+            f.finish();
+        };
+        if threads == 0 {
+            feed(c);
+        } else {
+            run(c, threads, |f| feed(f)).unwrap();
+        }
+    }
+
     /// The report, alerts and window lines of a count on `threads`
     /// counting threads (0: the one-thread count).
     fn count(
@@ -402,17 +421,7 @@ mod tests {
         c.top = 25;
         c.on_alert(|a| alerts.borrow_mut().push(alert_json(a).to_string()));
         c.on_window(|w| windows.borrow_mut().push(window_json(w).to_string()));
-        let feed = |f: &mut dyn Count| {
-            for (ts, len, data) in frames {
-                f.frame(*ts, *len, LINK_RAW, data);
-            }
-            f.finish();
-        };
-        if threads == 0 {
-            feed(&mut c);
-        } else {
-            run(&mut c, threads, |f| feed(f)).unwrap();
-        }
+        count_on(&mut c, frames, threads);
         let report = Report {
             c: &mut c,
             file: Path::new("frames"),
@@ -493,17 +502,7 @@ mod tests {
         for threads in [0, 2, 3] {
             let mut c = Classifier::new(&table, thresholds.clone());
             c.set_limits(small);
-            let feed = |f: &mut dyn Count| {
-                for (ts, len, data) in &frames {
-                    f.frame(*ts, *len, LINK_RAW, data);
-                }
-                f.finish();
-            };
-            if threads == 0 {
-                feed(&mut c);
-            } else {
-                run(&mut c, threads, |f| feed(f)).unwrap();
-            }
+            count_on(&mut c, &frames, threads);
             let incoming = c.totals.dir[0].total.packets;
             let hosts: u64 = c.hosts.iter().map(|h| h.flow.total.packets).sum();
             let sources: u64 = c
