@@ -182,7 +182,8 @@ pub struct Alert {
     /// (source, packets, bytes) from the window's sample, most packets first.
     pub top_sources: Vec<(AnyAddr, u64, u64)>,
     /// The host's packets in the sample `top_sources` counts (at most
-    /// [`SAMPLE_PER_HOST`]; fewer once the window's sample is full).
+    /// [`SAMPLE_PER_HOST`]; fewer once the window's sample, or on N
+    /// threads a thread's 1/N share of it, is full).
     pub sampled_packets: u64,
 }
 
@@ -378,13 +379,16 @@ impl Limits {
         sample_window: SAMPLE_PER_WINDOW,
         sample_host: SAMPLE_PER_HOST,
     };
-    /// One of `n` equal shares of these (at least one of each).
+    /// A thread's share of these when `n` count: `1/n` of the tracked
+    /// entries and of the window's sample (the memory), the whole bound
+    /// per host (which costs none: a host's sample is within the window's),
+    /// so hosts below it are sampled whole on any thread count.
     pub fn share(self, n: usize) -> Limits {
         let n = n.max(1);
         Limits {
             tracked: (self.tracked / n).max(1),
             sample_window: (self.sample_window / n).max(1),
-            sample_host: (self.sample_host / n as u32).max(1),
+            sample_host: self.sample_host,
         }
     }
 }
@@ -407,6 +411,9 @@ pub(crate) struct WindowPart {
     hosts: Vec<Host>,
     /// (index in `hosts`, source, bytes) of sampled incoming packets.
     sample: Vec<Sampled>,
+    /// Remote sources of the window's incoming packets.
+    sources_v4: Vec<(u32, Pb)>,
+    sources_v6: Vec<(u128, Pb)>,
 }
 
 /// Emptied buffers of a [`WindowPart`], handed back to the thread for its
@@ -416,6 +423,8 @@ pub(crate) struct WindowPart {
 pub(crate) struct Spare {
     hosts: Vec<Host>,
     sample: Vec<Sampled>,
+    sources_v4: Vec<(u32, Pb)>,
+    sources_v6: Vec<(u128, Pb)>,
 }
 
 /// Up to `BATCH` packets of one family and their route ordinals.
@@ -715,11 +724,19 @@ impl<'t, T: Networks> Classifier<'t, T> {
         self.closed += 1;
         spare.hosts.clear();
         spare.sample.clear();
+        // Sources too are the window's in a thread: the whole count keeps
+        // them, under the whole bound.
+        spare.sources_v4.clear();
+        spare.sources_v4.extend(self.sources_v4.drain());
+        spare.sources_v6.clear();
+        spare.sources_v6.extend(self.sources_v6.drain());
         WindowPart {
             nets,
             totals,
             hosts: std::mem::replace(&mut self.hosts, spare.hosts),
             sample: std::mem::replace(&mut self.sample, spare.sample),
+            sources_v4: spare.sources_v4,
+            sources_v6: spare.sources_v6,
         }
     }
 
@@ -772,7 +789,7 @@ impl<'t, T: Networks> Classifier<'t, T> {
             };
             let host = &mut self.hosts[i as usize];
             host.flow.window.merge(h.flow.window);
-            host.sampled += h.sampled;
+            host.sampled = (host.sampled + h.sampled).min(self.limits.sample_host);
             if host.mark != mark {
                 host.mark = mark;
                 self.touched_hosts.push(i);
@@ -786,9 +803,30 @@ impl<'t, T: Networks> Classifier<'t, T> {
             self.thread_samples.push((index, part.sample));
             sample = self.spare_samples.pop().unwrap_or_default();
         }
+        let tracked = self.limits.tracked;
+        for (a, pb) in part.sources_v4.drain(..) {
+            add_source(
+                &mut self.sources_v4,
+                a,
+                pb,
+                tracked,
+                &mut self.untracked_sources,
+            );
+        }
+        for (a, pb) in part.sources_v6.drain(..) {
+            add_source(
+                &mut self.sources_v6,
+                a,
+                pb,
+                tracked,
+                &mut self.untracked_sources,
+            );
+        }
         Spare {
             hosts: part.hosts,
             sample,
+            sources_v4: part.sources_v4,
+            sources_v6: part.sources_v6,
         }
     }
 
@@ -988,9 +1026,15 @@ impl<'t, T: Networks> Classifier<'t, T> {
             alerted.iter().enumerate().map(|(i, a)| (a.0, i)).collect();
         let mut by_host: Vec<FxHashMap<AnyAddr, Pb>> = vec![FxHashMap::default(); alerted.len()];
         if !alerted.is_empty() {
+            // Threads' samples hold up to the per-host bound each: a host
+            // takes its first `sampled` (the bound in all) in thread order.
+            let mut taken = vec![0u32; alerted.len()];
             let mut add = |sh: u32, src: AnyAddr, len: u32| {
                 if let Some(&i) = which.get(&sh) {
-                    by_host[i].entry(src).or_default().add(len);
+                    if taken[i] < alerted[i].3 {
+                        taken[i] += 1;
+                        by_host[i].entry(src).or_default().add(len);
+                    }
                 }
             };
             for &(sh, src, len) in &self.sample {
@@ -1061,6 +1105,25 @@ fn direction(s: u32, d: u32) -> (usize, Option<u32>) {
         (true, false) => (OUT, Some(s)),
         (true, true) => (INTERNAL, Some(d)),
         (false, false) => (OTHER, None),
+    }
+}
+
+/// A thread's window of one remote source added to the whole count: past
+/// `tracked` sources, a newcomer's packets are untracked, as on one thread.
+fn add_source<A: std::hash::Hash + Eq>(
+    sources: &mut FxHashMap<A, Pb>,
+    a: A,
+    pb: Pb,
+    tracked: usize,
+    untracked: &mut u64,
+) {
+    let room = sources.len() < tracked;
+    match sources.get_mut(&a) {
+        Some(s) => s.merge(pb),
+        None if room => {
+            sources.insert(a, pb);
+        }
+        None => *untracked += pb.packets,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Counting on N threads, with the one-thread count's answers.
 //!
 //! ```text
-//!  frames --> reader thread: time, windows, decode --chunks of 4096--> N counting threads
+//!  frames --> reader thread: time, windows, decode --chunks of 16,384--> N counting threads
 //!                  ^                          (round robin)            (lookups, nets, hosts,
 //!                  |                                                    sources, sample)
 //!                  +---- at each window's end: every thread's share of it <----+
@@ -17,18 +17,24 @@
 //! live capture), the reader hands out what it holds, asks every thread
 //! for its share of the window and adds the shares up: networks, totals,
 //! hosts (the whole count keeps them; a thread forgets its hosts at each
-//! window) and the alert sample. Then the window closes as on one thread:
-//! peaks, hostgroups, thresholds, alerts and the `--windows` line come from
-//! the whole window's counts, so they are exact. Remote sources are added
-//! up once, at the end.
+//! window), remote sources and the alert sample. Then the window closes as
+//! on one thread: peaks, hostgroups, thresholds, alerts and the `--windows`
+//! line come from the whole window's counts, so they are exact.
 //!
-//! What can differ from one thread: the memory bounds. Each thread tracks
-//! at most its share of [`MAX_TRACKED`] hosts per window and remote
-//! sources, and samples at most its share of a window's incoming packets
-//! (and of one host's) for alerts' top sources; which newcomers are
-//! counted as untracked past those bounds, and which packets a flood's
-//! sample holds, depend on how the packets were dealt. Below them every
-//! figure is the one-thread count's.
+//! What can differ from one thread: the memory bounds. In one window, a
+//! thread tracks at most its share (1/N) of [`MAX_TRACKED`] hosts and of
+//! remote sources, and samples at most its share of the window's incoming
+//! packets for alerts' top sources (each host up to the whole per-host
+//! bound). Past a thread's share, its packets to further hosts (or from
+//! further sources) in that window count as untracked, even for a host the
+//! whole count already tracks. An alert's top sources come from the
+//! threads' samples in thread order: for a host over the per-host bound
+//! ([`SAMPLE_PER_HOST`] packets in the window) they are other packets of
+//! the same traffic than one thread's first ones. Below the bounds every
+//! figure is the one-thread count's; the whole count keeps the whole
+//! bounds.
+//!
+//! [`SAMPLE_PER_HOST`]: crate::count::SAMPLE_PER_HOST
 //!
 //! [`MAX_TRACKED`]: crate::count::MAX_TRACKED
 
@@ -562,6 +568,64 @@ mod tests {
                 None => whole = Some(got),
                 Some(w) => assert!(*w == got, "{threads} threads: counts differ"),
             }
+        }
+    }
+
+    /// A live capture's clock (`advance`) between frames: behind, just
+    /// past and far past the window in progress; fanned out, every window
+    /// line, alert and the report are one thread's.
+    #[test]
+    fn the_clock_closes_windows_as_on_one_thread() {
+        let table = networks();
+        let frames = frames(11, 4 * CHUNK);
+        let run_on = |threads: usize| {
+            let windows = RefCell::new(Vec::new());
+            let alerts = RefCell::new(Vec::new());
+            let thresholds = vec![Threshold::parse("incoming_pps>=3").unwrap()];
+            let mut c = Classifier::new(&table, thresholds);
+            c.on_alert(|a| alerts.borrow_mut().push(alert_json(a).to_string()));
+            c.on_window(|w| windows.borrow_mut().push(window_json(w).to_string()));
+            let mut rng = Rng::new(5);
+            let mut feed = |f: &mut dyn Count| {
+                for (i, (ts, len, data)) in frames.iter().enumerate() {
+                    if i % 700 == 0 {
+                        let now = match rng.below(4) {
+                            0 => ts.saturating_sub(2 * SEC),
+                            1 => ts + SEC / 2,
+                            2 => ts + 3 * SEC,
+                            _ => ts + 100 * SEC,
+                        };
+                        f.advance(now);
+                    }
+                    f.frame(*ts, *len, LINK_RAW, data);
+                }
+                f.advance(frames.last().unwrap().0 + 5 * SEC);
+                f.finish();
+            };
+            if threads == 0 {
+                feed(&mut c);
+            } else {
+                run(&mut c, threads, |f| feed(f)).unwrap();
+            }
+            let report = Report {
+                c: &mut c,
+                file: Path::new("live"),
+                format: "af_packet",
+                links: &[LINK_RAW],
+                damage: None,
+                live: None,
+                top: 10,
+                elapsed: Duration::ZERO,
+            }
+            .json()
+            .to_string();
+            drop(c);
+            (report, alerts.into_inner(), windows.into_inner())
+        };
+        let one = run_on(0);
+        assert!(one.2.len() > 50 && !one.1.is_empty());
+        for threads in [2, 3] {
+            assert!(run_on(threads) == one, "{threads} threads");
         }
     }
 

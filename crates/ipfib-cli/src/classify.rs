@@ -79,11 +79,12 @@ pub struct Args {
     /// Passes of `--synthetic`.
     #[arg(long, default_value_t = 5)]
     passes: usize,
-    /// Count on N threads (0: one per CPU; at most one per CPU) besides
-    /// the one reading the frames, which keeps the clock and deals the
-    /// packets out; the report, alerts and windows are one thread's (past
-    /// the memory bounds on hosts, sources and the alert sample, each
-    /// thread holds its share of them).
+    /// Count on N threads (0: one per CPU; at most one per CPU): with 2 or
+    /// more, N counting threads and the one reading the frames, which keeps
+    /// the clock and deals the packets out; 1 counts on the reading thread.
+    /// The report, alerts and windows are one thread's (past the memory
+    /// bounds on hosts, sources and the alert sample, each thread holds
+    /// its share of them per window).
     #[arg(long, default_value_t = 1, value_name = "N")]
     threads: usize,
 }
@@ -346,7 +347,17 @@ fn live_capture<T: Networks + Sync>(
 fn output<T: Networks>(doc: &report::Report<'_, '_, T>, json: Option<&Path>) -> Result<(), String> {
     let text = || serde_json::to_string_pretty(&doc.json()).map_err(|e| e.to_string());
     match json {
-        Some(p) if p.as_os_str() == "-" => println!("{}", text()?),
+        Some(p) if p.as_os_str() == "-" => {
+            // A reader that went away (`| head`) is not an error of ours;
+            // a full disk is.
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            if let Err(e) = writeln!(out, "{}", text()?).and_then(|_| out.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(format!("writing output: {e}"));
+                }
+            }
+        }
         other => {
             if let Some(p) = other {
                 std::fs::write(p, text()? + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
