@@ -460,8 +460,8 @@ impl<A: Copy + Default> Batch<A> {
     }
 }
 
-/// A thread's remote sources (per family) and untracked host and source
-/// packets, at its end.
+/// A thread's remote sources (per family; empty once its last window was
+/// taken) and untracked host and source packets, at its end.
 pub(crate) type Leftover = (FxHashMap<u32, Pb>, FxHashMap<u128, Pb>, u64, u64);
 
 /// Hostgroup names, and the hostgroup of each route ordinal per family.
@@ -696,8 +696,8 @@ impl<'t, T: Networks> Classifier<'t, T> {
     }
 
     /// A thread's share of the window in progress: what it counted since
-    /// the last call, its window counters zeroed and its hosts forgotten
-    /// (the whole count keeps hosts; a thread only a window's).
+    /// the last call, its window counters zeroed and its hosts and sources
+    /// forgotten (the whole count keeps them; a thread only a window's).
     pub(crate) fn take_window(&mut self, mut spare: Spare) -> WindowPart {
         self.flush();
         let touched = std::mem::take(&mut self.touched_nets);
@@ -830,7 +830,8 @@ impl<'t, T: Networks> Classifier<'t, T> {
         }
     }
 
-    /// A finished thread's remote sources and untracked packets.
+    /// A finished thread's untracked packets (and sources, if a window
+    /// was never taken: a run that stopped on an error).
     pub(crate) fn take_sources(&mut self) -> Leftover {
         (
             std::mem::take(&mut self.sources_v4),
@@ -842,11 +843,24 @@ impl<'t, T: Networks> Classifier<'t, T> {
 
     /// Add a finished thread's [`Classifier::take_sources`].
     pub(crate) fn add_sources(&mut self, (v4, v6, hosts, sources): Leftover) {
+        let tracked = self.limits.tracked;
         for (a, pb) in v4 {
-            self.sources_v4.entry(a).or_default().merge(pb);
+            add_source(
+                &mut self.sources_v4,
+                a,
+                pb,
+                tracked,
+                &mut self.untracked_sources,
+            );
         }
         for (a, pb) in v6 {
-            self.sources_v6.entry(a).or_default().merge(pb);
+            add_source(
+                &mut self.sources_v6,
+                a,
+                pb,
+                tracked,
+                &mut self.untracked_sources,
+            );
         }
         self.untracked_hosts += hosts;
         self.untracked_sources += sources;

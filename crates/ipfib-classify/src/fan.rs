@@ -32,7 +32,8 @@
 //! ([`SAMPLE_PER_HOST`] packets in the window) they are other packets of
 //! the same traffic than one thread's first ones. Below the bounds every
 //! figure is the one-thread count's; the whole count keeps the whole
-//! bounds.
+//! bounds, and past them admits newcomers in thread order where one
+//! thread admits them in time order.
 //!
 //! [`SAMPLE_PER_HOST`]: crate::count::SAMPLE_PER_HOST
 //!
@@ -174,8 +175,8 @@ impl<T: Networks> Count for Fan<'_, '_, T> {
 
 /// Count on `threads` counting threads (at least 1) besides the calling
 /// one: `feed` gives the frames to the [`Fan`] (and calls
-/// [`Count::finish`]); then the threads' remote sources are added to `c`,
-/// which holds the whole count as one thread's would. A counting thread
+/// [`Count::finish`]); `c` then holds the whole count as one thread's
+/// would (the threads' untracked counts are added at their end). A counting thread
 /// that panics makes this an error (the count is incomplete).
 pub fn run<'t, T: Networks + Sync, R>(
     c: &mut Classifier<'t, T>,
@@ -627,6 +628,68 @@ mod tests {
         for threads in [2, 3] {
             assert!(run_on(threads) == one, "{threads} threads");
         }
+    }
+
+    /// Bounds a thread's share would break but one thread's do not: 48
+    /// sources over the run (a thread's share is 32, per window 16 are
+    /// seen) and a host of 35 packets a window, 25 of them in one thread
+    /// (the per-host bound is 40, a share would be 20). One thread's count.
+    #[test]
+    fn below_one_thread_s_bounds_a_thread_s_share_does_not_cut() {
+        let table = networks();
+        let host = AnyAddr::V4(0x0a00_0001);
+        let other = frame(AnyAddr::V4(0xcb00_7101), AnyAddr::V4(0xc633_6401), false);
+        let mut frames = Vec::new();
+        for w in 0..3u32 {
+            let ts = u64::from(100 + w) * SEC;
+            for (mine, chunk) in [(25, 0), (10, 1)] {
+                for i in 0..CHUNK as u32 {
+                    let data = if i < mine {
+                        let src = AnyAddr::V4(0xc000_0000 | (w * 16 + (i + chunk) % 16));
+                        frame(src, host, false)
+                    } else {
+                        other.clone()
+                    };
+                    frames.push((ts, 100, data));
+                }
+            }
+        }
+        let small = Limits {
+            tracked: 64,
+            sample_window: 10_000,
+            sample_host: 40,
+        };
+        let run_on = |threads: usize| {
+            let alerts = RefCell::new(Vec::new());
+            let thresholds = vec![Threshold::parse("incoming_pps>=20").unwrap()];
+            let mut c = Classifier::new(&table, thresholds);
+            c.set_limits(small);
+            c.on_alert(|a| alerts.borrow_mut().push(alert_json(a).to_string()));
+            count_on(&mut c, &frames, threads);
+            assert_eq!(c.untracked_sources, 0, "{threads} threads");
+            let report = Report {
+                c: &mut c,
+                file: Path::new("frames"),
+                format: "pcap",
+                links: &[LINK_RAW],
+                damage: None,
+                live: None,
+                top: 100,
+                elapsed: Duration::ZERO,
+            }
+            .json()
+            .to_string();
+            drop(c);
+            (report, alerts.into_inner())
+        };
+        let one = run_on(0);
+        assert_eq!(one.1.len(), 3);
+        assert!(
+            one.1.iter().all(|a| a.contains("\"sampled_packets\":35")),
+            "{:?}",
+            one.1
+        );
+        assert!(run_on(2) == one);
     }
 
     /// Networks whose IPv4 lookups panic on one address.
