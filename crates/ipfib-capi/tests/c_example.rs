@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{data, lib_dir, manifest_dir, scratch, skip};
+use common::{data, lib_dir, manifest_dir, pc_file, scratch, skip};
 use ipfib_core::prefix::{AnyAddr, AnyPrefix};
 use ipfib_core::table::Table;
 use ipfib_io::{load_table, TableOptions};
@@ -223,18 +223,6 @@ fn load_networks(path: &Path) -> Table<String> {
         t.insert(r.prefix, r.value).expect("insert");
     }
     t
-}
-
-/// ipfib.pc for the build tree, from the template install-capi fills.
-fn pc_file(dir: &Path) {
-    let template =
-        std::fs::read_to_string(manifest_dir().join("ipfib.pc.in")).expect("ipfib.pc.in");
-    let pc = template
-        .replace("@PREFIX@", &lib_dir().display().to_string())
-        .replace("@LIBDIR@", &lib_dir().display().to_string())
-        .replace("@INCLUDEDIR@", &common::include_dir().display().to_string())
-        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
-    std::fs::write(dir.join("ipfib.pc"), pc).expect("write ipfib.pc");
 }
 
 /// The CLI's counts from `classify --json`, or `None` if it has no classify.

@@ -161,3 +161,17 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).expect("create the scratch directory");
     d
 }
+
+/// An ipfib.pc for the build tree (as scripts/install-capi writes one for
+/// an install), in `dir`: a Makefile using pkg-config finds the library
+/// with PKG_CONFIG_PATH=dir.
+pub fn pc_file(dir: &Path) {
+    let template =
+        std::fs::read_to_string(manifest_dir().join("ipfib.pc.in")).expect("ipfib.pc.in");
+    let pc = template
+        .replace("@PREFIX@", &lib_dir().display().to_string())
+        .replace("@LIBDIR@", &lib_dir().display().to_string())
+        .replace("@INCLUDEDIR@", &include_dir().display().to_string())
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+    std::fs::write(dir.join("ipfib.pc"), pc).expect("write ipfib.pc");
+}
