@@ -45,9 +45,10 @@
  * counted. Prints one line:
  *   forward lpm=L packets=N forwarded=F miss=M ttl=T other=O tx_full=X
  *     seconds=S mpps=R cycles_per_packet=C lookup_cycles_per_packet=K
- *     lookup_share=P
- * where cycles are TSC cycles over the timed part, and the lookup's are
- * those spent in the LPM calls.
+ *     lookup_share=P refill_cycles_per_packet=D
+ * where cycles are TSC cycles over the timed part (without --seconds: up
+ * to the last burst), the lookup's those spent in the LPM calls, and the
+ * refill's (--loop; 0 otherwise) those spent copying frames into mbufs.
  * Exit status 0, 2 on a usage or setup error (with a message on stderr).
  */
 #include <errno.h>
@@ -100,6 +101,8 @@ struct neighbours {
 struct counts {
     uint64_t packets, forwarded, miss, ttl, other, tx_full;
     uint64_t lookup_cycles;
+    uint64_t last; /* TSC after the last burst (finite runs) */
+    uint64_t refill_cycles; /* --loop: in the emulated DMA */
 };
 
 static volatile sig_atomic_t stop;
@@ -473,12 +476,15 @@ struct replay {
     size_t count, stride, next;
 };
 
-/* Overwrites each mbuf with the replay's next frame. */
+/* Overwrites each mbuf with the replay's next frame; the frames a burst
+ * ahead are prefetched (a NIC's DMA would not wait on them either). */
 static void refill(struct replay *rp, struct rte_mbuf **pkts, unsigned n) {
     for (unsigned i = 0; i < n; i++) {
         struct rte_mbuf *m = pkts[i];
         size_t k = rp->next;
         rp->next = k + 1 == rp->count ? 0 : k + 1;
+        size_t ahead = k + BURST < rp->count ? k + BURST : k + BURST - rp->count;
+        rte_prefetch0(rp->data + ahead * rp->stride);
         rte_memcpy(rte_pktmbuf_mtod(m, void *), rp->data + k * rp->stride, rp->len[k]);
         m->data_len = m->pkt_len = rp->len[k];
     }
@@ -507,8 +513,11 @@ static void run(const struct lpm *l, const struct neighbours *nb, uint16_t rx, u
             break;
         if (!n)
             continue;
-        if (rp)
+        if (rp) {
+            uint64_t t = rte_rdtsc();
             refill(rp, pkts, n);
+            c->refill_cycles += rte_rdtsc() - t;
+        }
         c->packets += n;
         unsigned k = forward_burst(l, nb, own, pkts, n, out, c);
         unsigned sent = rte_eth_tx_burst(tx, 0, out, (uint16_t)k);
@@ -522,6 +531,8 @@ static void run(const struct lpm *l, const struct neighbours *nb, uint16_t rx, u
             if (back < n - sent)
                 rte_pktmbuf_free_bulk(out + back, n - sent - back);
         }
+        if (finite)
+            c->last = rte_rdtsc();
     }
 }
 
@@ -531,11 +542,12 @@ static void report(const char *lpm, const struct counts *c, uint64_t cycles, uin
     printf("forward lpm=%s packets=%" PRIu64 " forwarded=%" PRIu64 " miss=%" PRIu64
            " ttl=%" PRIu64 " other=%" PRIu64 " tx_full=%" PRIu64
            " seconds=%.3f mpps=%.3f cycles_per_packet=%.1f lookup_cycles_per_packet=%.1f"
-           " lookup_share=%.3f\n",
+           " lookup_share=%.3f refill_cycles_per_packet=%.1f\n",
            lpm, c->packets, c->forwarded, c->miss, c->ttl, c->other, c->tx_full, secs,
            secs > 0 ? (double)c->packets / secs / 1e6 : 0, per,
            c->packets ? (double)c->lookup_cycles / (double)c->packets : 0,
-           cycles ? (double)c->lookup_cycles / (double)cycles : 0);
+           cycles ? (double)c->lookup_cycles / (double)cycles : 0,
+           c->packets ? (double)c->refill_cycles / (double)c->packets : 0);
 }
 
 int main(int argc, char **argv) {
@@ -665,6 +677,14 @@ int main(int argc, char **argv) {
         }
         if (!rp.count)
             die("port 0 gave no frame to loop over", NULL);
+        /* Compacted to the longest frame, rounded up to a cache line. */
+        size_t longest = 0;
+        for (size_t i = 0; i < rp.count; i++)
+            longest = rp.len[i] > longest ? rp.len[i] : longest;
+        size_t stride = (longest + 63) / 64 * 64;
+        for (size_t i = 0; stride < rp.stride && i < rp.count; i++)
+            memmove(rp.data + i * stride, rp.data + i * rp.stride, rp.len[i]);
+        rp.stride = stride;
         /* --inflight mbufs into a ring that is both RX and TX of one port:
          * what is sent comes round again (and is refilled on the way). */
         unsigned size = 1;
@@ -698,7 +718,10 @@ int main(int argc, char **argv) {
         uint64_t t0 = rte_rdtsc();
         run(&l, &nb, rx, tx, &own, seconds > 0 ? t0 + (uint64_t)(seconds * hz) : 0, seconds <= 0,
             loop ? &rp : NULL, pool, &c);
-        report(lpm_name, &c, rte_rdtsc() - t0, hz);
+        /* A finite run's time ends at its last burst, not after the idle
+         * polls that found the capture's end. */
+        uint64_t t1 = seconds > 0 ? rte_rdtsc() : c.last > t0 ? c.last : t0;
+        report(lpm_name, &c, t1 - t0, hz);
     }
     fflush(stdout);
     rte_eth_dev_stop(rx);
