@@ -284,6 +284,17 @@ fn batch_on_threads(
     look: impl Fn(usize, &mut [u32]) + Sync,
     len: impl Fn(u32) -> u8 + Sync,
 ) {
+    if threads == 1 {
+        // The one-thread calls (a DPDK burst of 32 among them): no share
+        // list, no allocation.
+        look(0, ri);
+        if let Some(l) = pl {
+            for (x, &o) in l.iter_mut().zip(ri.iter()) {
+                *x = len(o);
+            }
+        }
+        return;
+    }
     let cuts = ipfib_core::par::shares(ri.len(), threads);
     let (mut ri, mut pl) = (ri, pl);
     let mut parts = Vec::with_capacity(cuts.len() - 1);
