@@ -49,7 +49,7 @@ for name in ${TABLES:-rv2015 linx rv2-2026 rv6-2026}; do
         [ -f "$dir/table.v$fam.txt" ] || continue
         pcap=$dir/matched.v$fam.pcap
         [ -f "$pcap" ] || python3 examples/dpdk-forward/make-pcap.py \
-            --trace "$dir/matched.v$fam.trace" --ttl 255 --out "$pcap" >&2
+            --trace "$dir/matched.v$fam.trace" --out "$pcap" >&2
         for lpm in ${LPMS:-ipfib fib lpm}; do
             echo "== $name IPv$fam $lpm" >&2
             taskset -c "$cpu" "$out/dpdk-forward" --no-huge --no-pci -m 4096 --no-shconf \
@@ -77,6 +77,7 @@ for (name, fam), by in rows.items():
         mpps = [float(p["mpps"]) for p in ps]
         bad = sum(int(p["miss"]) + int(p["ttl"]) + int(p["other"]) + int(p["tx_full"]) for p in ps)
         assert bad == 0, f"{name} IPv{fam} {l}: {bad} packets dropped in a timed pass"
+        assert all(int(p["packets"]) > 0 for p in ps), f"{name} IPv{fam} {l}: an empty pass"
         cyc = statistics.median(float(p["cycles_per_packet"]) for p in ps)
         lk = statistics.median(float(p["lookup_cycles_per_packet"]) for p in ps)
         rf = statistics.median(float(p["refill_cycles_per_packet"]) for p in ps)

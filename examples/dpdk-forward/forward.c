@@ -21,13 +21,16 @@
  *   --lpm ipfib|fib|lpm     the LPM step (default ipfib)
  *   --neighbours FILE       write the neighbour MACs and values
  *   --seconds S             stop after S seconds (default: when port 0
- *                           stops giving packets: a finite pcap's end)
+ *                           has given nothing for 100,000 polls, about
+ *                           4 ms: a capture file's end; a live port wants
+ *                           --seconds)
  *   --warmup S              seconds forwarded before the timed part
  *                           (default 0)
  *   --passes N              timed parts of --seconds each, a line each
  *                           (default 1)
  *   --loop                  read every frame port 0 gives (a finite
- *                           pcap) into memory, then forward --inflight
+ *                           pcap; frames of at most --room bytes) into
+ *                           memory, then for --seconds forward --inflight
  *                           mbufs round and round on a ring port
  *                           (rte_eth_from_ring: TX feeds RX); each mbuf
  *                           received is first refilled with the capture's
@@ -41,15 +44,23 @@
  *                           trace and a few thousand more
  *   --room BYTES            frame bytes an mbuf holds (default 2048)
  * Ports: RX on port 0, TX on port 1 (port 0 when there is only one).
- * Misses, TTL or hop limit <= 1, non-IP and short frames are dropped and
- * counted. Prints one line:
+ * Forwarded: Ethernet II frames of IPv4 (version 4, a header of 20 bytes
+ * or more inside the frame, a total length covering it) and IPv6 (version
+ * 6, a whole fixed header) with a route. Misses, TTL or hop limit <= 1
+ * (checked after the lookup, as Linux does) and every other frame (VLAN
+ * tags included) are dropped and counted. rte_lpm and rte_lpm6 refuse a
+ * /0, so its route answers their misses; rte_lpm6 keeps 21-bit next
+ * hops, so --lpm lpm refuses 2^21 IPv6 routes or more. Prints a line per
+ * pass:
  *   forward lpm=L packets=N forwarded=F miss=M ttl=T other=O tx_full=X
  *     seconds=S mpps=R cycles_per_packet=C lookup_cycles_per_packet=K
- *     lookup_share=P refill_cycles_per_packet=D
+ *     lookup_share=P refill_cycles_per_packet=D tx_mac=MAC
  * where cycles are TSC cycles over the timed part (without --seconds: up
  * to the last burst), the lookup's those spent in the LPM calls, and the
  * refill's (--loop; 0 otherwise) those spent copying frames into mbufs.
- * Exit status 0, 2 on a usage or setup error (with a message on stderr).
+ * Exit status 0; 1 when SIGINT or SIGTERM cut the run short (the pass it
+ * cut is printed as it stood); 2 on a usage or setup error (with a
+ * message on stderr).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -78,6 +89,8 @@
 #define BURST 32
 /* The DPDK tables' miss: no route index reaches it (checked at load). */
 #define MISS_NH ((1u << 24) - 1)
+/* rte_lpm6's next hops are 21 bits wide. */
+#define LPM6_NH_LIMIT (1u << 21)
 
 enum lpm_kind { LPM_IPFIB, LPM_FIB, LPM_LPM };
 
@@ -88,6 +101,9 @@ struct lpm {
     struct rte_fib6 *fib6;
     struct rte_lpm *lpm4;
     struct rte_lpm6 *lpm6;
+    /* rte_lpm and rte_lpm6 refuse a /0: its route index answers their
+     * misses instead (MISS_NH when the table has none). */
+    uint32_t default4, default6;
 };
 
 /* Route index -> neighbour id, per family; neighbour id -> MAC. */
@@ -275,6 +291,14 @@ static void build_dpdk(struct lpm *l, const struct neighbours *nb) {
         if (rte_fib6_select_lookup(l->fib6, RTE_FIB6_LOOKUP_TRIE_VECTOR_AVX512) != 0)
             rte_fib6_select_lookup(l->fib6, RTE_FIB6_LOOKUP_DEFAULT);
     } else {
+        /* rte_lpm6 keeps 21-bit next hops (and at most 2^21 tbl8 groups):
+         * a larger route index would be cut silently. */
+        if (nb->n6 >= LPM6_NH_LIMIT)
+            die("--lpm lpm: rte_lpm6 holds next hops below 2^21, and the table has more IPv6 "
+                "routes",
+                NULL);
+        if (g6 > LPM6_NH_LIMIT)
+            g6 = LPM6_NH_LIMIT;
         struct rte_lpm_config c = {.max_rules = (uint32_t)nb->n4 + 1, .number_tbl8s = g4};
         struct rte_lpm6_config c6 = {.max_rules = (uint32_t)nb->n6 + 1, .number_tbl8s = g6};
         if (!(l->lpm4 = rte_lpm_create("forward4", SOCKET_ID_ANY, &c)))
@@ -288,6 +312,10 @@ static void build_dpdk(struct lpm *l, const struct neighbours *nb) {
         ipfib_status s = ipfib_route_prefix_v4(t, (uint32_t)i, &a, &len);
         if (s != IPFIB_STATUS_OK)
             die_ipfib("ipfib_route_prefix_v4", s);
+        if (!l->fib && len == 0) {
+            l->default4 = (uint32_t)i;
+            continue;
+        }
         int r = l->fib ? rte_fib_add(l->fib, a, len, i) : rte_lpm_add(l->lpm4, a, len, (uint32_t)i);
         if (r != 0)
             die("adding an IPv4 route to the DPDK table failed", rte_strerror(-r));
@@ -297,6 +325,10 @@ static void build_dpdk(struct lpm *l, const struct neighbours *nb) {
         ipfib_status s = ipfib_route_prefix_v6(t, (uint32_t)i, a, &len);
         if (s != IPFIB_STATUS_OK)
             die_ipfib("ipfib_route_prefix_v6", s);
+        if (!l->fib6 && len == 0) {
+            l->default6 = (uint32_t)i;
+            continue;
+        }
         int r = l->fib6 ? rte_fib6_add(l->fib6, a, len, i) : rte_lpm6_add(l->lpm6, a, len, (uint32_t)i);
         if (r != 0)
             die("adding an IPv6 route to the DPDK table failed", rte_strerror(-r));
@@ -344,13 +376,13 @@ static void lookup(const struct lpm *l, uint32_t *a4, unsigned n4, uint32_t *idx
         if (n4) {
             rte_lpm_lookup_bulk(l->lpm4, a4, idx4, n4);
             for (unsigned i = 0; i < n4; i++)
-                idx4[i] = idx4[i] & RTE_LPM_LOOKUP_SUCCESS ? idx4[i] & 0x00FFFFFF : MISS_NH;
+                idx4[i] = idx4[i] & RTE_LPM_LOOKUP_SUCCESS ? idx4[i] & 0x00FFFFFF : l->default4;
         }
         if (n6) {
             int32_t nh6[BURST];
             rte_lpm6_lookup_bulk_func(l->lpm6, a6, nh6, n6);
             for (unsigned i = 0; i < n6; i++)
-                idx6[i] = nh6[i] < 0 ? MISS_NH : (uint32_t)nh6[i];
+                idx6[i] = nh6[i] < 0 ? l->default6 : (uint32_t)nh6[i];
         }
         break;
     }
@@ -385,7 +417,11 @@ static unsigned forward_burst(const struct lpm *l, const struct neighbours *nb,
         uint16_t type = rte_be_to_cpu_16(eth->ether_type);
         if (type == RTE_ETHER_TYPE_IPV4 && len >= sizeof *eth + sizeof(struct rte_ipv4_hdr)) {
             struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-            if ((ip->version_ihl >> 4) != 4 || (ip->version_ihl & 15) < 5)
+            /* As DPDK's l3fwd: version 4, a header of 20 bytes or more that
+             * the frame holds, and a total length that covers it. */
+            uint32_t hlen = 4u * (ip->version_ihl & 15);
+            if ((ip->version_ihl >> 4) != 4 || hlen < 20 || hlen > len - sizeof *eth ||
+                rte_be_to_cpu_16(ip->total_length) < hlen)
                 continue;
             fam[i] = 4;
             a4[n4++] = rte_be_to_cpu_32(ip->dst_addr);
@@ -469,11 +505,13 @@ static void port_start(uint16_t port, struct rte_mempool *pool) {
         die("rte_eth_dev_start failed", rte_strerror(-r));
 }
 
-/* --loop: the capture's frames, `stride` bytes apart, and the next one. */
+/* --loop: the capture's frames (frame k: len[k] bytes at data + off[k],
+ * each start 16-byte aligned), and the next one to send. */
 struct replay {
     uint8_t *data;
+    size_t *off;
     uint16_t *len;
-    size_t count, stride, next;
+    size_t count, next;
 };
 
 /* Overwrites each mbuf with the replay's next frame; the frames a burst
@@ -483,9 +521,9 @@ static void refill(struct replay *rp, struct rte_mbuf **pkts, unsigned n) {
         struct rte_mbuf *m = pkts[i];
         size_t k = rp->next;
         rp->next = k + 1 == rp->count ? 0 : k + 1;
-        size_t ahead = k + BURST < rp->count ? k + BURST : k + BURST - rp->count;
-        rte_prefetch0(rp->data + ahead * rp->stride);
-        rte_memcpy(rte_pktmbuf_mtod(m, void *), rp->data + k * rp->stride, rp->len[k]);
+        size_t ahead = (k + BURST) % rp->count;
+        rte_prefetch0(rp->data + rp->off[ahead]);
+        rte_memcpy(rte_pktmbuf_mtod(m, void *), rp->data + rp->off[k], rp->len[k]);
         m->data_len = m->pkt_len = rp->len[k];
     }
 }
@@ -505,11 +543,12 @@ static void run(const struct lpm *l, const struct neighbours *nb, uint16_t rx, u
                 struct replay *rp, struct rte_mempool *pool, struct counts *c) {
     struct rte_mbuf *pkts[BURST], *out[BURST];
     unsigned idle = 0;
-    while (!stop) {
+    /* The deadline is checked before a burst is taken: a burst received is
+     * always forwarded and counted (with --loop, one left behind would
+     * leave the ring for good). */
+    while (!stop && !(until && rte_rdtsc() >= until)) {
         unsigned n = rte_eth_rx_burst(rx, 0, pkts, BURST);
         if (finite && drained(&idle, n))
-            break;
-        if (until && rte_rdtsc() >= until)
             break;
         if (!n)
             continue;
@@ -536,18 +575,21 @@ static void run(const struct lpm *l, const struct neighbours *nb, uint16_t rx, u
     }
 }
 
-static void report(const char *lpm, const struct counts *c, uint64_t cycles, uint64_t hz) {
+static void report(const char *lpm, const struct counts *c, uint64_t cycles, uint64_t hz,
+                   const struct rte_ether_addr *own) {
     double secs = (double)cycles / (double)hz;
     double per = c->packets ? (double)cycles / (double)c->packets : 0;
     printf("forward lpm=%s packets=%" PRIu64 " forwarded=%" PRIu64 " miss=%" PRIu64
            " ttl=%" PRIu64 " other=%" PRIu64 " tx_full=%" PRIu64
            " seconds=%.3f mpps=%.3f cycles_per_packet=%.1f lookup_cycles_per_packet=%.1f"
-           " lookup_share=%.3f refill_cycles_per_packet=%.1f\n",
+           " lookup_share=%.3f refill_cycles_per_packet=%.1f tx_mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
            lpm, c->packets, c->forwarded, c->miss, c->ttl, c->other, c->tx_full, secs,
            secs > 0 ? (double)c->packets / secs / 1e6 : 0, per,
            c->packets ? (double)c->lookup_cycles / (double)c->packets : 0,
            cycles ? (double)c->lookup_cycles / (double)cycles : 0,
-           c->packets ? (double)c->refill_cycles / (double)c->packets : 0);
+           c->packets ? (double)c->refill_cycles / (double)c->packets : 0, own->addr_bytes[0],
+           own->addr_bytes[1], own->addr_bytes[2], own->addr_bytes[3], own->addr_bytes[4],
+           own->addr_bytes[5]);
 }
 
 int main(int argc, char **argv) {
@@ -556,6 +598,8 @@ int main(int argc, char **argv) {
         die("rte_eal_init failed", rte_strerror(rte_errno));
     argc -= eal;
     argv += eal;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     const char *table_path = NULL, *lpm_name = "ipfib", *nb_path = NULL;
     double seconds = 0, warmup = 0;
     int loop = 0;
@@ -611,7 +655,9 @@ int main(int argc, char **argv) {
         die("--table FILE is required", NULL);
     if (passes > 1 && seconds <= 0)
         die("--passes wants --seconds", NULL);
-    struct lpm l = {0};
+    if (loop && seconds <= 0)
+        die("--loop wants --seconds (the ring never runs dry)", NULL);
+    struct lpm l = {.default4 = MISS_NH, .default6 = MISS_NH};
     if (!strcmp(lpm_name, "ipfib"))
         l.kind = LPM_IPFIB;
     else if (!strcmp(lpm_name, "fib"))
@@ -645,46 +691,44 @@ int main(int argc, char **argv) {
         port_start(tx, pool);
     struct rte_ether_addr own;
     rte_eth_macaddr_get(tx, &own);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
 
     struct replay rp = {0};
     if (loop) {
         /* Every frame of the capture, in order, into memory. */
-        size_t cap = 0;
+        size_t cap = 0, bytes = 0, used = 0;
         struct rte_mbuf *pkts[BURST];
         unsigned idle = 0;
-        rp.stride = room;
-        for (;;) {
+        while (!stop) {
             unsigned n = rte_eth_rx_burst(rx, 0, pkts, BURST);
             if (drained(&idle, n))
                 break;
             for (unsigned i = 0; i < n; i++) {
                 struct rte_mbuf *m = pkts[i];
+                if (m->nb_segs != 1 || m->data_len > room)
+                    die("--loop wants frames of at most --room bytes", NULL);
+                size_t need = (m->data_len + 15u) & ~(size_t)15;
                 if (rp.count == cap) {
                     cap = cap ? 2 * cap : 65536;
-                    rp.data = realloc(rp.data, cap * rp.stride);
+                    rp.off = realloc(rp.off, cap * sizeof *rp.off);
                     rp.len = realloc(rp.len, cap * sizeof *rp.len);
-                    if (!rp.data || !rp.len)
-                        die("out of memory for the capture's frames", NULL);
                 }
-                if (m->nb_segs != 1 || m->data_len > rp.stride)
-                    die("--loop wants frames of at most --room bytes", NULL);
-                memcpy(rp.data + rp.count * rp.stride, rte_pktmbuf_mtod(m, void *), m->data_len);
+                if (used + need > bytes) {
+                    bytes = bytes ? 2 * bytes : 1u << 22;
+                    rp.data = realloc(rp.data, bytes);
+                }
+                if (!rp.data || !rp.off || !rp.len)
+                    die("out of memory for the capture's frames", NULL);
+                memcpy(rp.data + used, rte_pktmbuf_mtod(m, void *), m->data_len);
+                rp.off[rp.count] = used;
                 rp.len[rp.count++] = m->data_len;
+                used += need;
             }
             rte_pktmbuf_free_bulk(pkts, n);
         }
+        if (stop)
+            die("interrupted while reading the capture", NULL);
         if (!rp.count)
             die("port 0 gave no frame to loop over", NULL);
-        /* Compacted to the longest frame, rounded up to a cache line. */
-        size_t longest = 0;
-        for (size_t i = 0; i < rp.count; i++)
-            longest = rp.len[i] > longest ? rp.len[i] : longest;
-        size_t stride = (longest + 63) / 64 * 64;
-        for (size_t i = 0; stride < rp.stride && i < rp.count; i++)
-            memmove(rp.data + i * stride, rp.data + i * rp.stride, rp.len[i]);
-        rp.stride = stride;
         /* --inflight mbufs into a ring that is both RX and TX of one port:
          * what is sent comes round again (and is refilled on the way). */
         unsigned size = 1;
@@ -721,13 +765,16 @@ int main(int argc, char **argv) {
         /* A finite run's time ends at its last burst, not after the idle
          * polls that found the capture's end. */
         uint64_t t1 = seconds > 0 ? rte_rdtsc() : c.last > t0 ? c.last : t0;
-        report(lpm_name, &c, t1 - t0, hz);
+        report(lpm_name, &c, t1 - t0, hz, &own);
     }
     fflush(stdout);
+    if (stop)
+        fprintf(stderr, "dpdk-forward: interrupted: the last pass printed (if any) was cut "
+                        "short\n");
     rte_eth_dev_stop(rx);
     if (tx != rx)
         rte_eth_dev_stop(tx);
     rte_eal_cleanup();
     ipfib_table_free(l.table);
-    return 0;
+    return stop ? 1 : 0;
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Write a pcap of 64-byte frames towards given addresses, for dpdk-forward.
 
-Each destination becomes one Ethernet + IPv4/UDP or IPv6/UDP frame of 64
-bytes (the minimum Ethernet frame with its FCS counted; the FCS itself is
-not in the file), TTL / hop limit 64 (--ttl), a valid IPv4 header checksum, from
+Each destination becomes one minimum-size Ethernet frame: 60 bytes in the
+file, 64 on the wire with the FCS the file leaves out. IPv4 frames carry
+UDP (port 9, 18 bytes of zeros) and a valid header checksum; IPv6 frames
+have room for no more than the fixed header, so Next Header is 59 (no
+next header) over 6 bytes of padding. TTL / hop limit 64 (--ttl); from
 192.0.2.1 or 2001:db8::1. Destinations come from, in order given:
 
   --trace FILE     an IPFIBTR1 trace (bench/peers/make_inputs.py writes
@@ -13,8 +15,6 @@ not in the file), TTL / hop limit 64 (--ttl), a valid IPv4 header checksum, from
 
 Usage: make-pcap.py (--trace F | --addresses F)... --out OUT.pcap [--count N]
                     [--ttl T]
-(dpdk-forward --loop sends each frame round again with its TTL one lower:
---ttl 255 lets a timed run make 254 passes over the trace.)
 A bad line is an error naming the file and line.
 """
 
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-FRAME = 64
+FRAME = 60
 SRC4 = ipaddress.IPv4Address("192.0.2.1").packed
 SRC6 = ipaddress.IPv6Address("2001:db8::1").packed
 # The source MAC is the sender's; the destination the router's own
@@ -49,15 +49,13 @@ def frame(dst: ipaddress.IPv4Address | ipaddress.IPv6Address, ttl: int) -> bytes
         udp_len = FRAME - 14 - 20
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0, ttl, 17, 0, SRC4, dst.packed)
         ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
-        ether = ETH_DST + ETH_SRC + b"\x08\x00"
+        # UDP 9 -> 9 (discard), no checksum (allowed over IPv4), zeros.
+        body = struct.pack("!HHHH", 9, 9, udp_len, 0) + bytes(udp_len - 8)
+        out = ETH_DST + ETH_SRC + b"\x08\x00" + ip + body
     else:
-        udp_len = FRAME - 14 - 40
-        ip = struct.pack("!IHBB16s16s", 6 << 28, udp_len, 17, ttl, SRC6, dst.packed)
-        ether = ETH_DST + ETH_SRC + b"\x86\xdd"
-    # UDP 9 -> 9 (discard), checksum 0 (IPv4: none; IPv6 frames here are
-    # never delivered to a host), zero payload.
-    udp = struct.pack("!HHHH", 9, 9, udp_len, 0) + bytes(udp_len - 8)
-    out = ether + ip + udp
+        pad = FRAME - 14 - 40
+        ip = struct.pack("!IHBB16s16s", 6 << 28, pad, 59, ttl, SRC6, dst.packed)
+        out = ETH_DST + ETH_SRC + b"\x86\xdd" + ip + bytes(pad)
     assert len(out) == FRAME
     return out
 
