@@ -43,7 +43,10 @@
  *                           infinite_rx port needs one per packet of the
  *                           trace and a few thousand more
  *   --room BYTES            frame bytes an mbuf holds (default 2048)
- * Ports: RX on port 0, TX on port 1 (port 0 when there is only one).
+ * Ports: RX on port 0, TX on port 1 (port 0 when there is only one), in
+ * the order of the --vdev arguments; a --vdev EAL could not make is an
+ * error, and so is a capture file run (no --seconds) that gave no packet.
+ * The table is opened strictly: a damaged one is an error.
  * Forwarded: Ethernet II frames of IPv4 (version 4, a header of 20 bytes
  * or more inside the frame, a total length covering it) and IPv6 (version
  * 6, a whole fixed header) with a route. Misses, TTL or hop limit <= 1
@@ -59,8 +62,8 @@
  * to the last burst), the lookup's those spent in the LPM calls, and the
  * refill's (--loop; 0 otherwise) those spent copying frames into mbufs.
  * Exit status 0; 1 when SIGINT or SIGTERM cut the run short (the pass it
- * cut is printed as it stood); 2 on a usage or setup error (with a
- * message on stderr).
+ * cut is printed as it stood) or a capture file gave no packet; 2 on a
+ * usage or setup error (with a message on stderr).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -89,6 +92,8 @@
 #define BURST 32
 /* The DPDK tables' miss: no route index reaches it (checked at load). */
 #define MISS_NH ((1u << 24) - 1)
+/* Frames --loop keeps in memory, at most. */
+#define LOOP_FRAMES_MAX (1u << 26)
 /* rte_lpm6's next hops are 21 bits wide. */
 #define LPM6_NH_LIMIT (1u << 21)
 
@@ -593,6 +598,12 @@ static void report(const char *lpm, const struct counts *c, uint64_t cycles, uin
 }
 
 int main(int argc, char **argv) {
+    /* EAL goes on when a --vdev cannot be made (a missing capture, an
+     * unwritable output): the ports are counted against the --vdev
+     * arguments before EAL's (up to "--"). */
+    unsigned vdevs = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        vdevs += !strcmp(argv[i], "--vdev") || !strncmp(argv[i], "--vdev=", 7);
     int eal = rte_eal_init(argc, argv);
     if (eal < 0)
         die("rte_eal_init failed", rte_strerror(rte_errno));
@@ -606,16 +617,25 @@ int main(int argc, char **argv) {
     unsigned long inflight = 4096;
     unsigned long passes = 1;
     unsigned long mbufs = 65535, room = 2048;
+    static const char *const with_value[] = {"--table", "--lpm", "--neighbours", "--seconds",
+                                             "--warmup", "--passes", "--inflight", "--mbufs",
+                                             "--room"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--loop")) {
             loop = 1;
             continue;
         }
-        if (!v)
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+            known |= !strcmp(a, with_value[k]);
+        if (!known)
+            die("unknown option (--table, --lpm, --neighbours, --seconds, --warmup, --passes, "
+                "--loop, --inflight, --mbufs, --room)",
+                a);
+        if (i + 1 >= argc)
             die("a value is missing after", a);
-        char *end;
+        const char *v = argv[++i];
         if (!strcmp(a, "--table"))
             table_path = v;
         else if (!strcmp(a, "--lpm"))
@@ -623,40 +643,46 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--neighbours"))
             nb_path = v;
         else if (!strcmp(a, "--seconds") || !strcmp(a, "--warmup")) {
+            char *end;
             double d = strtod(v, &end);
-            if (*end || !(d >= 0 && d < 1e6))
-                die("not a number of seconds", v);
-            *(a[2] == 's' ? &seconds : &warmup) = d;
-        } else if (!strcmp(a, "--passes")) {
-            errno = 0;
-            passes = strtoul(v, &end, 10);
-            if (*end || errno || passes < 1 || passes > 1000)
-                die("--passes wants 1 to 1000", v);
-        } else if (!strcmp(a, "--inflight")) {
-            errno = 0;
-            inflight = strtoul(v, &end, 10);
-            if (*end || errno || inflight < BURST || inflight > (1ul << 24))
-                die("--inflight wants 32 to 16777216", v);
-        } else if (!strcmp(a, "--mbufs") || !strcmp(a, "--room")) {
+            int secs = a[2] == 's';
+            /* Digits first (no sign, space or empty text); --seconds from
+             * a millisecond, --warmup from 0, both below a million. */
+            if (!(*v >= '0' && *v <= '9') || *end || !(d < 1e6) || (secs ? d < 1e-3 : d < 0))
+                die(secs ? "--seconds wants 0.001 to 999999" : "--warmup wants 0 to 999999", v);
+            *(secs ? &seconds : &warmup) = d;
+        } else {
+            unsigned long lo = 1, hi = 1000, *to = &passes;
+            const char *what = "--passes wants 1 to 1000";
+            if (!strcmp(a, "--inflight"))
+                lo = BURST, hi = 1ul << 24, to = &inflight, what = "--inflight wants 32 to 16777216";
+            else if (!strcmp(a, "--mbufs"))
+                lo = 2048, hi = 1ul << 26, to = &mbufs, what = "--mbufs wants 2048 to 67108864";
+            else if (!strcmp(a, "--room"))
+                lo = 64, hi = 65535 - RTE_PKTMBUF_HEADROOM, to = &room,
+                what = "--room wants 64 to 65407 bytes";
+            char *end;
             errno = 0;
             unsigned long x = strtoul(v, &end, 10);
-            if (a[2] == 'm' && (*end || errno || x < 2048 || x > (1ul << 26)))
-                die("--mbufs wants 2048 to 67108864", v);
-            if (a[2] == 'r' && (*end || errno || x < 64 || x > 65535 - RTE_PKTMBUF_HEADROOM))
-                die("--room wants 64 to 65407 bytes", v);
-            *(a[2] == 'm' ? &mbufs : &room) = x;
-        } else
-            die("unknown option (--table, --lpm, --neighbours, --seconds, --warmup, --passes, "
-                "--loop, --inflight, --mbufs, --room)",
-                a);
-        i++;
+            if (!(*v >= '0' && *v <= '9') || *end || errno || x < lo || x > hi)
+                die(what, v);
+            *to = x;
+        }
     }
     if (!table_path)
         die("--table FILE is required", NULL);
-    if (passes > 1 && seconds <= 0)
-        die("--passes wants --seconds", NULL);
+    if ((passes > 1 || warmup > 0) && seconds <= 0)
+        die("--passes and --warmup want --seconds (a capture file read to its end is one pass)",
+            NULL);
     if (loop && seconds <= 0)
         die("--loop wants --seconds (the ring never runs dry)", NULL);
+    uint16_t ports = rte_eth_dev_count_avail();
+    if (ports == 0)
+        die("no port: give one with --vdev (e.g. net_pcap0,rx_pcap=FILE)", NULL);
+    if (ports < vdevs)
+        die("a --vdev port was not made (DPDK's message above says why; --log-level=error "
+            "shows it)",
+            NULL);
     struct lpm l = {.default4 = MISS_NH, .default6 = MISS_NH};
     if (!strcmp(lpm_name, "ipfib"))
         l.kind = LPM_IPFIB;
@@ -666,16 +692,14 @@ int main(int argc, char **argv) {
         l.kind = LPM_LPM;
     else
         die("unknown --lpm (ipfib, fib, lpm)", lpm_name);
-    ipfib_status s = ipfib_table_open(table_path, NULL, NULL, 0, &l.table);
+    /* Strict: a damaged table is an error, not half a table forwarding. */
+    ipfib_status s = ipfib_table_open(table_path, NULL, NULL, IPFIB_OPEN_STRICT, &l.table);
     if (s != IPFIB_STATUS_OK)
         die_ipfib(table_path, s);
     struct neighbours nb = neighbours(l.table, nb_path);
     if (l.kind != LPM_IPFIB)
         build_dpdk(&l, &nb);
 
-    uint16_t ports = rte_eth_dev_count_avail();
-    if (ports == 0)
-        die("no port: give one with --vdev (e.g. net_pcap0,rx_pcap=FILE)", NULL);
     /* Each mbuf holds --room bytes of frame past its headroom (a larger
      * frame is chained or dropped by the PMD): with the default 2048, a
      * pool of a million needs -m 2600 or more; 64-byte frames need 64. */
@@ -706,13 +730,17 @@ int main(int argc, char **argv) {
                 struct rte_mbuf *m = pkts[i];
                 if (m->nb_segs != 1 || m->data_len > room)
                     die("--loop wants frames of at most --room bytes", NULL);
+                if (rp.count == LOOP_FRAMES_MAX)
+                    die("--loop holds at most 67,108,864 frames (it wants a capture file, "
+                        "not an endless port)",
+                        NULL);
                 size_t need = (m->data_len + 15u) & ~(size_t)15;
                 if (rp.count == cap) {
                     cap = cap ? 2 * cap : 65536;
                     rp.off = realloc(rp.off, cap * sizeof *rp.off);
                     rp.len = realloc(rp.len, cap * sizeof *rp.len);
                 }
-                if (used + need > bytes) {
+                if (!rp.data || used + need > bytes) {
                     bytes = bytes ? 2 * bytes : 1u << 22;
                     rp.data = realloc(rp.data, bytes);
                 }
@@ -757,6 +785,7 @@ int main(int argc, char **argv) {
         run(&l, &nb, rx, tx, &own, rte_rdtsc() + (uint64_t)(warmup * hz), 0, loop ? &rp : NULL,
             pool, &w);
     }
+    int got_any = 0, status = 0;
     for (unsigned long p = 0; p < passes && !stop; p++) {
         struct counts c = {0};
         uint64_t t0 = rte_rdtsc();
@@ -766,8 +795,14 @@ int main(int argc, char **argv) {
          * polls that found the capture's end. */
         uint64_t t1 = seconds > 0 ? rte_rdtsc() : c.last > t0 ? c.last : t0;
         report(lpm_name, &c, t1 - t0, hz, &own);
+        got_any |= c.packets > 0;
     }
     fflush(stdout);
+    if (!stop && !loop && seconds <= 0 && !got_any) {
+        fprintf(stderr, "dpdk-forward: port 0 gave no packet (port 0 is the first --vdev: its "
+                        "capture empty or unread?)\n");
+        status = 1;
+    }
     if (stop)
         fprintf(stderr, "dpdk-forward: interrupted: the last pass printed (if any) was cut "
                         "short\n");
@@ -776,5 +811,5 @@ int main(int argc, char **argv) {
         rte_eth_dev_stop(tx);
     rte_eal_cleanup();
     ipfib_table_free(l.table);
-    return stop ? 1 : 0;
+    return stop ? 1 : status;
 }

@@ -25,8 +25,8 @@ import gzip
 import ipaddress
 import struct
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 FRAME = 60
 SRC4 = ipaddress.IPv4Address("192.0.2.1").packed
@@ -61,7 +61,10 @@ def frame(dst: ipaddress.IPv4Address | ipaddress.IPv6Address, ttl: int) -> bytes
 
 
 def from_trace(path: Path) -> Iterator[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        sys.exit(f"make-pcap: {path}: {e.strerror}")
     if len(data) < 16 or data[:8] != b"IPFIBTR1" or data[8] not in (4, 6):
         sys.exit(f"make-pcap: {path}: not an IPFIBTR1 trace (byte 0)")
     width = 4 if data[8] == 4 else 16
@@ -74,17 +77,28 @@ def from_trace(path: Path) -> Iterator[ipaddress.IPv4Address | ipaddress.IPv6Add
 
 
 def from_lines(path: Path) -> Iterator[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    with path.open("rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rt") if gz else path.open()) as f:
-        for n, line in enumerate(f, 1):
-            text = line.split("#", 1)[0].strip()
-            if not text:
-                continue
-            try:
-                yield ipaddress.ip_address(text)
-            except ValueError:
-                sys.exit(f"make-pcap: {path}:{n}: not an address: {text!r}")
+    n = 0
+    try:
+        with path.open("rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rt", encoding="utf-8") if gz else path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                text = line.split("#", 1)[0].strip()
+                if not text:
+                    continue
+                try:
+                    a = ipaddress.ip_address(text)
+                except ValueError:
+                    sys.exit(f"make-pcap: {path}:{n}: not an address: {text!r}")
+                if isinstance(a, ipaddress.IPv6Address) and a.scope_id is not None:
+                    sys.exit(
+                        f"make-pcap: {path}:{n}: a scoped address has no place in a frame: {text!r}"
+                    )
+                yield a
+    except OSError as e:  # gzip.BadGzipFile is one
+        sys.exit(f"make-pcap: {path}: after line {n}: {e.strerror or e}")
+    except (UnicodeDecodeError, EOFError) as e:
+        sys.exit(f"make-pcap: {path}: after line {n}: {e}")
 
 
 def main() -> None:
@@ -97,20 +111,38 @@ def main() -> None:
     args = ap.parse_args()
     if not 1 <= args.ttl <= 255:
         ap.error("--ttl wants 1 to 255")
+    if args.count < 0:
+        ap.error("--count wants 0 (all) or more")
     if not args.trace and not args.addresses:
         ap.error("give --trace or --addresses")
     sources = [from_trace(p) for p in args.trace] + [from_lines(p) for p in args.addresses]
     written = 0
-    with args.out.open("wb") as out:
-        # pcap: microsecond timestamps, snap length 65535, Ethernet.
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for source in sources:
-            for dst in source:
-                if args.count and written >= args.count:
-                    break
-                out.write(struct.pack("<IIII", written // 1_000_000, written % 1_000_000, FRAME, FRAME))
-                out.write(frame(dst, args.ttl))
-                written += 1
+    # Written beside the output and renamed when whole: a failed run leaves
+    # no partial capture for a later run to take as done.
+    part = args.out.with_name(args.out.name + ".part")
+    try:
+        out = part.open("wb")
+    except OSError as e:
+        sys.exit(f"make-pcap: {part}: {e.strerror}")
+    try:
+        with out:
+            # pcap: microsecond timestamps, snap length 65535, Ethernet.
+            out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+            for source in sources:
+                for dst in source:
+                    if args.count and written >= args.count:
+                        break
+                    out.write(
+                        struct.pack(
+                            "<IIII", written // 1_000_000, written % 1_000_000, FRAME, FRAME
+                        )
+                    )
+                    out.write(frame(dst, args.ttl))
+                    written += 1
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    part.replace(args.out)
     print(f"make-pcap: {written} frames into {args.out}", file=sys.stderr)
 
 
