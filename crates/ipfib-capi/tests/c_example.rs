@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{data, lib_dir, manifest_dir, pc_file, scratch, skip};
+use common::{build_example, data, lib_dir, pkg_exists};
 use ipfib_core::prefix::{AnyAddr, AnyPrefix};
 use ipfib_core::table::Table;
 use ipfib_io::{load_table, TableOptions};
@@ -289,12 +289,10 @@ fn cli_counts(networks: &Path, pcap: &Path, dir: &Path) -> Option<Counts> {
 
 #[test]
 fn c_example_counts_as_an_independent_count_and_the_cli() {
-    if !Command::new("pkg-config")
-        .args(["--exists", "libpcap"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        skip("libpcap's development files (Debian libpcap-dev; scripts/live-parts installs it)");
+    if !pkg_exists(
+        "libpcap",
+        "libpcap's development files (Debian libpcap-dev; scripts/live-parts installs it)",
+    ) {
         return;
     }
     let (Some(stopddos), Some(dualstack), Some(rv2), Some(rv6)) =
@@ -302,23 +300,10 @@ fn c_example_counts_as_an_independent_count_and_the_cli() {
     else {
         return;
     };
-    let dir = scratch("c_example");
-    pc_file(&dir);
-    let make = Command::new("make")
-        .arg("-s")
-        .arg("-f")
-        .arg(manifest_dir().join("../../examples/c/Makefile"))
-        .arg("-C")
-        .arg(&dir)
-        .env("PKG_CONFIG_PATH", &dir)
-        .env("CFLAGS", "-O2 -g -Wall -Wextra -Werror -std=c11")
-        .output()
-        .expect("run make");
-    assert!(
-        make.status.success(),
-        "make failed:\n{}{}",
-        String::from_utf8_lossy(&make.stdout),
-        String::from_utf8_lossy(&make.stderr)
+    let dir = build_example(
+        "c_example",
+        "examples/c/Makefile",
+        "-O2 -g -Wall -Wextra -Werror -std=c11",
     );
     let pcaps = [stopddos, dualstack];
     let networks = networks_file(&dir, &rv2, &rv6, &pcaps);

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{data, lib_dir, manifest_dir, pc_file, scratch, skip};
+use common::{build_example, data, lib_dir, manifest_dir, pkg_exists, skip};
 use ipfib_core::prefix::{AnyAddr, AnyPrefix};
 use ipfib_core::table::Table;
 use ipfib_io::{load_table, TableOptions};
@@ -181,12 +181,10 @@ fn field(line: &str, name: &str) -> u64 {
 
 #[test]
 fn dpdk_forward_sends_each_frame_to_its_route_s_neighbour() {
-    if !Command::new("pkg-config")
-        .args(["--exists", "libdpdk"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        skip("DPDK's development files (Debian libdpdk-dev; scripts/live-parts installs it)");
+    if !pkg_exists(
+        "libdpdk",
+        "DPDK's development files (Debian libdpdk-dev; scripts/live-parts installs it)",
+    ) {
         return;
     }
     let (Some(stopddos), Some(hitlist), Some(rv2), Some(rv6)) =
@@ -194,24 +192,10 @@ fn dpdk_forward_sends_each_frame_to_its_route_s_neighbour() {
     else {
         return;
     };
-    let dir = scratch("dpdk_forward");
-    pc_file(&dir);
-    let make = Command::new("make")
-        .arg("-s")
-        .arg("-f")
-        .arg(manifest_dir().join("../../examples/dpdk-forward/Makefile"))
-        .arg("-C")
-        .arg(&dir)
-        .env("PKG_CONFIG_PATH", &dir)
-        .env("CFLAGS", "-O2 -g -Wall -Wextra -Werror")
-        .env("LDFLAGS", format!("-Wl,-rpath,{}", lib_dir().display()))
-        .output()
-        .expect("run make");
-    assert!(
-        make.status.success(),
-        "make failed:\n{}{}",
-        String::from_utf8_lossy(&make.stdout),
-        String::from_utf8_lossy(&make.stderr)
+    let dir = build_example(
+        "dpdk_forward",
+        "examples/dpdk-forward/Makefile",
+        "-O2 -g -Wall -Wextra -Werror",
     );
 
     // Real addresses: the reflectors (sources) and victims of the

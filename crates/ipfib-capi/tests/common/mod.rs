@@ -175,3 +175,41 @@ pub fn pc_file(dir: &Path) {
         .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
     std::fs::write(dir.join("ipfib.pc"), pc).expect("write ipfib.pc");
 }
+
+/// Whether pkg-config knows `pkg`; if not, [`skip`] with `what`.
+pub fn pkg_exists(pkg: &str, what: &str) -> bool {
+    let ok = Command::new("pkg-config")
+        .args(["--exists", pkg])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        skip(what);
+    }
+    ok
+}
+
+/// Builds an example with its Makefile (`makefile`, from the repository
+/// root) in a fresh scratch directory `name`, against the library through
+/// an ipfib.pc for the build tree and an rpath; the directory.
+pub fn build_example(name: &str, makefile: &str, cflags: &str) -> PathBuf {
+    let dir = scratch(name);
+    pc_file(&dir);
+    let make = Command::new("make")
+        .arg("-s")
+        .arg("-f")
+        .arg(manifest_dir().join("../..").join(makefile))
+        .arg("-C")
+        .arg(&dir)
+        .env("PKG_CONFIG_PATH", &dir)
+        .env("CFLAGS", cflags)
+        .env("LDFLAGS", format!("-Wl,-rpath,{}", lib_dir().display()))
+        .output()
+        .expect("run make");
+    assert!(
+        make.status.success(),
+        "make failed:\n{}{}",
+        String::from_utf8_lossy(&make.stdout),
+        String::from_utf8_lossy(&make.stderr)
+    );
+    dir
+}
