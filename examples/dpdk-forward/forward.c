@@ -61,9 +61,10 @@
  * where cycles are TSC cycles over the timed part (without --seconds: up
  * to the last burst), the lookup's those spent in the LPM calls, and the
  * refill's (--loop; 0 otherwise) those spent copying frames into mbufs.
- * Exit status 0; 1 when SIGINT or SIGTERM cut the run short (the pass it
- * cut is printed as it stood) or a capture file gave no packet; 2 on a
- * usage or setup error (with a message on stderr).
+ * Exit status 0; 1 when SIGINT or SIGTERM cut forwarding short (the pass
+ * it cut is printed as it stood) or a capture file gave no packet; 2 on a
+ * usage or setup error (with a message on stderr). A signal before
+ * forwarding starts (while tables load) ends the process as by default.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -126,10 +127,17 @@ struct counts {
     uint64_t refill_cycles; /* --loop: in the emulated DMA */
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, running;
 
+/* Before forwarding starts (loading a table, building DPDK's: minutes for
+ * rte_lpm6), a signal ends the process at once, as by default; once
+ * forwarding, it ends the pass in progress. */
 static void on_signal(int sig) {
-    (void)sig;
+    if (!running) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     stop = 1;
 }
 
@@ -622,8 +630,11 @@ int main(int argc, char **argv) {
      * unwritable output): the ports are counted against the --vdev
      * arguments before EAL's (up to "--"). */
     unsigned vdevs = 0;
-    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-        vdevs += !strcmp(argv[i], "--vdev") || !strncmp(argv[i], "--vdev=", 7);
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        /* EAL's getopt takes "--vd", "--vde" and "--vdev", "=VALUE" or not. */
+        size_t k = strcspn(argv[i], "=");
+        vdevs += k >= 4 && k <= 6 && !strncmp(argv[i], "--vdev", k);
+    }
     int eal = rte_eal_init(argc, argv);
     if (eal < 0)
         die("rte_eal_init failed", rte_strerror(rte_errno));
@@ -700,8 +711,8 @@ int main(int argc, char **argv) {
     if (ports == 0)
         die("no port: give one with --vdev (e.g. net_pcap0,rx_pcap=FILE)", NULL);
     if (ports < vdevs)
-        die("a --vdev port was not made (DPDK's message above says why; --log-level=error "
-            "shows it)",
+        die("a --vdev port was not made (every --vdev must be an ethdev port; DPDK's message "
+            "above says why one failed)",
             NULL);
     struct lpm l = {.default4 = MISS_NH, .default6 = MISS_NH};
     if (!strcmp(lpm_name, "ipfib"))
@@ -737,6 +748,7 @@ int main(int argc, char **argv) {
     rte_eth_macaddr_get(tx, &own);
 
     struct replay rp = {0};
+    running = 1;
     if (loop) {
         /* Every frame of the capture, in order, into memory. */
         size_t cap = 0, bytes = 0, used = 0;
@@ -773,8 +785,10 @@ int main(int argc, char **argv) {
             }
             rte_pktmbuf_free_bulk(pkts, n);
         }
-        if (stop)
-            die("interrupted while reading the capture", NULL);
+        if (stop) {
+            fprintf(stderr, "dpdk-forward: interrupted while reading the capture\n");
+            exit(1);
+        }
         if (!rp.count)
             die("port 0 gave no frame to loop over", NULL);
         /* --inflight mbufs into a ring that is both RX and TX of one port:

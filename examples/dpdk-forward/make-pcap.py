@@ -25,6 +25,7 @@ import gzip
 import ipaddress
 import struct
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def from_lines(path: Path) -> Iterator[ipaddress.IPv4Address | ipaddress.IPv6Add
                 yield a
     except OSError as e:  # gzip.BadGzipFile is one
         sys.exit(f"make-pcap: {path}: after line {n}: {e.strerror or e}")
-    except (UnicodeDecodeError, EOFError) as e:
+    except (UnicodeDecodeError, EOFError, zlib.error) as e:
         sys.exit(f"make-pcap: {path}: after line {n}: {e}")
 
 
@@ -117,32 +118,33 @@ def main() -> None:
         ap.error("give --trace or --addresses")
     sources = [from_trace(p) for p in args.trace] + [from_lines(p) for p in args.addresses]
     written = 0
-    # Written beside the output and renamed when whole: a failed run leaves
-    # no partial capture for a later run to take as done.
-    part = args.out.with_name(args.out.name + ".part")
+    # A regular file (or a new one) is written beside and renamed when
+    # whole, so a failed run leaves no partial capture for a later run to
+    # take as done; anything else (a device, a pipe) is written as it is.
+    staged = not args.out.exists() or (args.out.is_file() and not args.out.is_symlink())
+    dest = args.out.with_name(args.out.name + ".part") if staged else args.out
     try:
-        out = part.open("wb")
-    except OSError as e:
-        sys.exit(f"make-pcap: {part}: {e.strerror}")
-    try:
-        with out:
+        with dest.open("wb") as out:
             # pcap: microsecond timestamps, snap length 65535, Ethernet.
             out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
             for source in sources:
                 for dst in source:
                     if args.count and written >= args.count:
                         break
-                    out.write(
-                        struct.pack(
-                            "<IIII", written // 1_000_000, written % 1_000_000, FRAME, FRAME
-                        )
-                    )
+                    stamp = divmod(written, 1_000_000)
+                    out.write(struct.pack("<IIII", *stamp, FRAME, FRAME))
                     out.write(frame(dst, args.ttl))
                     written += 1
+    except OSError as e:
+        if staged:
+            dest.unlink(missing_ok=True)
+        sys.exit(f"make-pcap: {dest}: {e.strerror or e}")
     except BaseException:
-        part.unlink(missing_ok=True)
+        if staged:
+            dest.unlink(missing_ok=True)
         raise
-    part.replace(args.out)
+    if staged:
+        dest.replace(args.out)
     print(f"make-pcap: {written} frames into {args.out}", file=sys.stderr)
 
 

@@ -364,7 +364,13 @@ fn dpdk_forward_sends_each_frame_to_its_route_s_neighbour() {
                 .expect("the summary line");
             println!("{name}: {line}");
             let sent = frames(&out);
-            let want = expect(&input, &dsts, answer, &neighbour_values(&nb), mac(line));
+            let own = mac(line);
+            assert_eq!(
+                own[0] & 3,
+                2,
+                "the port's MAC is unicast and local: {own:02x?}"
+            );
+            let want = expect(&input, &dsts, answer, &neighbour_values(&nb, table), own);
             let what = format!("{name}, --lpm {lpm}");
             for (i, (got, want)) in sent.iter().zip(&want.sent).enumerate() {
                 assert_eq!(got, want, "{what}: frame {i} sent");
@@ -555,16 +561,41 @@ fn expect(
     e
 }
 
-/// The neighbours file: value -> MAC.
-fn neighbour_values(path: &Path) -> HashMap<String, [u8; 6]> {
-    std::fs::read_to_string(path)
+/// The neighbours file: value -> MAC. It must hold every distinct value
+/// of `table` once, each with its own MAC 02:00:ID, ids 0 to count - 1
+/// (so a program that sent every frame to one neighbour fails here).
+fn neighbour_values(path: &Path, table: &Path) -> HashMap<String, [u8; 6]> {
+    let map: HashMap<String, [u8; 6]> = std::fs::read_to_string(path)
         .expect("the neighbours file")
         .lines()
         .map(|l| {
             let (m, value) = l.split_once(' ').expect("MAC VALUE");
             (value.to_string(), parse_mac(m))
         })
-        .collect()
+        .collect();
+    let values: BTreeSet<String> = std::fs::read_to_string(table)
+        .expect("the table")
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect();
+    assert_eq!(
+        map.keys().cloned().collect::<BTreeSet<_>>(),
+        values,
+        "one neighbour per distinct value"
+    );
+    let ids: BTreeSet<u32> = map
+        .values()
+        .map(|m| {
+            assert_eq!(m[..2], [2, 0], "02:00:ID: {m:02x?}");
+            u32::from_be_bytes([m[2], m[3], m[4], m[5]])
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        (0..values.len() as u32).collect(),
+        "ids 0 to count - 1, once each"
+    );
+    map
 }
 
 fn parse_mac(text: &str) -> [u8; 6] {
